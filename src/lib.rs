@@ -1,0 +1,7 @@
+//! mnemo: a terminal coding and ops assistant. The library holds everything; the binary only
+//! parses flags and picks a front end.
+
+pub mod llm;
+pub mod protocol;
+pub mod sandbox;
+pub mod tools;

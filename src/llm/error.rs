@@ -1,0 +1,46 @@
+//! Typed provider errors. The fallback chain decides from the kind alone whether to retry,
+//! move to the next model, or compact the context.
+
+use std::time::Duration;
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ProviderError {
+    #[error("authentication failed ({status}): {message}")]
+    Auth { status: u16, message: String },
+    #[error("rate limited: {message}")]
+    RateLimit {
+        retry_after: Option<Duration>,
+        message: String,
+    },
+    #[error("provider overloaded: {message}")]
+    Overloaded { message: String },
+    #[error("server error ({status}): {message}")]
+    Server { status: u16, message: String },
+    #[error("bad request: {message}")]
+    BadRequest { message: String },
+    #[error("context too long: {message}")]
+    ContextTooLong { message: String },
+    #[error("request timed out: {0}")]
+    Timeout(String),
+    #[error("connection failed: {0}")]
+    Connection(String),
+    #[error("malformed response stream: {0}")]
+    Protocol(String),
+    #[error("cancelled")]
+    Cancelled,
+}
+
+impl ProviderError {
+    /// Whether the same request may succeed if sent again later.
+    pub fn is_retryable(&self) -> bool {
+        matches!(
+            self,
+            Self::RateLimit { .. }
+                | Self::Overloaded { .. }
+                | Self::Server { .. }
+                | Self::Timeout(_)
+                | Self::Connection(_)
+                | Self::Protocol(_)
+        )
+    }
+}

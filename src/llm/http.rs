@@ -1,0 +1,171 @@
+//! HTTP plumbing shared by the wire providers: one client, the POST that opens a stream,
+//! and the mapping of HTTP failures to typed errors.
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use reqwest::header::HeaderMap;
+
+use super::error::ProviderError;
+use super::sse::SseParser;
+use super::types::StreamEvent;
+use super::{EventStream, WireDecoder};
+
+pub fn client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .connect_timeout(Duration::from_secs(15))
+        // A stream may think quietly for a while, but minutes of silence mean a dead peer.
+        .read_timeout(Duration::from_secs(300))
+        .build()
+        .unwrap_or_else(|_| reqwest::Client::new())
+}
+
+/// Sends the request and, on a 2xx answer, returns the decoded event stream.
+pub async fn open_stream<D: WireDecoder>(
+    request: reqwest::RequestBuilder,
+    decoder: D,
+) -> Result<EventStream, ProviderError> {
+    let response = request.send().await.map_err(transport_error)?;
+    let status = response.status();
+    if !status.is_success() {
+        let headers = response.headers().clone();
+        let body = response.text().await.unwrap_or_default();
+        return Err(classify_status(status.as_u16(), &headers, &body));
+    }
+    Ok(decode_body(response.bytes_stream(), decoder))
+}
+
+/// Turns a body of SSE bytes into canonical stream events using `decoder`. Deltas that
+/// arrived before a failure are delivered first, then the error.
+pub fn decode_body<S, D>(body: S, decoder: D) -> EventStream
+where
+    S: futures_util::Stream<Item = reqwest::Result<bytes::Bytes>> + Send + 'static,
+    D: WireDecoder,
+{
+    struct State<S, D> {
+        body: std::pin::Pin<Box<S>>,
+        parser: SseParser,
+        decoder: D,
+        pending: VecDeque<Result<StreamEvent, ProviderError>>,
+        done: bool,
+    }
+    let state = State {
+        body: Box::pin(body),
+        parser: SseParser::new(),
+        decoder,
+        pending: VecDeque::new(),
+        done: false,
+    };
+    Box::pin(futures_util::stream::unfold(state, |mut st| async move {
+        loop {
+            if let Some(item) = st.pending.pop_front() {
+                return Some((item, st));
+            }
+            if st.done {
+                return None;
+            }
+            let mut out = Vec::new();
+            let State {
+                body,
+                parser,
+                decoder,
+                pending,
+                done,
+            } = &mut st;
+            let outcome = match body.next().await {
+                Some(Ok(chunk)) => parser.feed(&chunk, &mut |e| decoder.on_event(e, &mut out)),
+                Some(Err(err)) => Err(transport_error(err)),
+                None => parser
+                    .finish(&mut |e| decoder.on_event(e, &mut out))
+                    .and_then(|()| decoder.finish())
+                    .map(|response| {
+                        out.push(StreamEvent::Completed(response));
+                        *done = true;
+                    }),
+            };
+            pending.extend(out.into_iter().map(Ok));
+            if let Err(err) = outcome {
+                pending.push_back(Err(err));
+                *done = true;
+            }
+        }
+    }))
+}
+
+pub fn transport_error(err: reqwest::Error) -> ProviderError {
+    if err.is_timeout() {
+        ProviderError::Timeout(err.to_string())
+    } else {
+        ProviderError::Connection(err.to_string())
+    }
+}
+
+/// Maps an HTTP error answer of either provider family to a typed error.
+pub fn classify_status(status: u16, headers: &HeaderMap, body: &str) -> ProviderError {
+    let message = error_message(body);
+    let lower = message.to_lowercase();
+    match status {
+        401 | 403 => ProviderError::Auth { status, message },
+        429 => ProviderError::RateLimit {
+            retry_after: retry_after(headers),
+            message,
+        },
+        529 => ProviderError::Overloaded { message },
+        503 if lower.contains("overload") => ProviderError::Overloaded { message },
+        408 | 504 => ProviderError::Timeout(message),
+        400 | 413 | 422 if is_context_too_long(&lower) => ProviderError::ContextTooLong { message },
+        500..=599 => ProviderError::Server { status, message },
+        _ => ProviderError::BadRequest { message },
+    }
+}
+
+/// Both families phrase it differently; these cover Anthropic, OpenAI and the common
+/// OpenAI-compatible servers.
+pub fn is_context_too_long(lower_message: &str) -> bool {
+    [
+        "prompt is too long",
+        "context_length_exceeded",
+        "context length",
+        "maximum context",
+        "too many tokens",
+        "context window",
+    ]
+    .iter()
+    .any(|needle| lower_message.contains(needle))
+}
+
+/// The human part of an error body: `error.message` for both families, else the raw text.
+pub fn error_message(body: &str) -> String {
+    let parsed: Option<serde_json::Value> = serde_json::from_str(body).ok();
+    let found = parsed.as_ref().and_then(|v| {
+        let err = v.get("error").unwrap_or(v);
+        let message = err.get("message").and_then(|m| m.as_str())?;
+        let kind = err
+            .get("code")
+            .and_then(|c| c.as_str())
+            .or_else(|| err.get("type").and_then(|t| t.as_str()));
+        Some(match kind {
+            Some(kind) => format!("{message} ({kind})"),
+            None => message.to_string(),
+        })
+    });
+    found.unwrap_or_else(|| {
+        let trimmed = body.trim();
+        if trimmed.is_empty() {
+            "no details given".to_string()
+        } else {
+            trimmed.chars().take(500).collect()
+        }
+    })
+}
+
+fn retry_after(headers: &HeaderMap) -> Option<Duration> {
+    let value = headers.get("retry-after")?.to_str().ok()?;
+    if let Ok(secs) = value.trim().parse::<f64>() {
+        return (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs));
+    }
+    let when = chrono::DateTime::parse_from_rfc2822(value.trim()).ok()?;
+    let delta = when.signed_duration_since(chrono::Utc::now());
+    delta.to_std().ok()
+}

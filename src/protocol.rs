@@ -1,0 +1,119 @@
+//! The only contract between a front end and the agent: `Op`s go in, `Event`s come out.
+//! Both are serde types, so `mnemo run --json` prints the event stream as JSON lines.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::llm::Usage;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum Op {
+    /// A new user message. Starts a turn, or waits for the running one to end (a queued
+    /// message).
+    UserInput { text: String },
+    /// Text for the running turn: it becomes a user message before the next model call.
+    Inject { text: String },
+    /// Cancels the step in flight and ends the turn as `Interrupted`.
+    Interrupt,
+    /// Ends the agent task after cancelling any running turn.
+    Shutdown,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UserMessageKind {
+    /// Started a turn.
+    Prompt,
+    /// Sent while a turn ran and added before its next model call.
+    Injected,
+    /// Sent while a turn ran and started the next turn.
+    Queued,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolStatus {
+    Ok,
+    Error,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TurnStatus {
+    /// The model answered without asking for more tools.
+    Completed,
+    /// The user interrupted; everything completed before is kept.
+    Interrupted,
+    /// The same tool call came three times in a row.
+    LoopDetected,
+    /// The configured number of model calls per turn was reached.
+    StepLimit,
+    /// The provider failed and no fallback could answer.
+    Failed,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Event {
+    SessionStarted {
+        session_id: String,
+        model: String,
+        workspace: String,
+    },
+    TurnStarted {
+        turn: u64,
+    },
+    /// A user message entered the history.
+    UserMessage {
+        text: String,
+        kind: UserMessageKind,
+    },
+    TextDelta {
+        text: String,
+    },
+    ReasoningDelta {
+        text: String,
+    },
+    /// The assistant message of one step is complete (its text, without tool calls).
+    AssistantMessage {
+        text: String,
+    },
+    ToolCallStarted {
+        call_id: String,
+        name: String,
+        arguments: Value,
+    },
+    /// Live output of a running tool.
+    ToolOutput {
+        call_id: String,
+        chunk: String,
+    },
+    ToolCallFinished {
+        call_id: String,
+        name: String,
+        status: ToolStatus,
+        /// What the model sees (already capped).
+        output: String,
+        duration_ms: u64,
+    },
+    Usage {
+        /// The last model call.
+        last: Usage,
+        /// Everything since the session started.
+        total: Usage,
+        cost_usd: f64,
+        /// Share of the model's context window the last request filled, 0 to 100.
+        context_percent: f32,
+    },
+    TurnFinished {
+        turn: u64,
+        status: TurnStatus,
+        /// Why the turn ended, when it did not simply complete.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        message: Option<String>,
+    },
+    Error {
+        message: String,
+    },
+}

@@ -1,0 +1,1 @@
+//! Keeps what the agent runs inside the workspace.

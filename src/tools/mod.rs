@@ -1,0 +1,165 @@
+//! Tools the model can call. Each tool is a typed struct of arguments (its JSON schema comes
+//! from schemars, its doc comments become descriptions) plus an async `run`; the blanket
+//! `Tool` impl handles schema, argument decoding and precise argument errors.
+
+pub mod registry;
+pub mod truncate;
+
+use std::future::Future;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use futures_util::future::BoxFuture;
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::protocol::Event;
+
+pub use registry::ToolRegistry;
+
+/// What a tool gets besides its arguments.
+#[derive(Clone)]
+pub struct ToolContext {
+    /// The canonical (symlink-free) workspace root.
+    pub workspace: PathBuf,
+    pub session_id: String,
+    pub call_id: String,
+    /// Cancelled when the user interrupts; long-running tools must watch it.
+    pub cancel: CancellationToken,
+    /// The agent cuts the call off after this long; tools with their own timeout stay within
+    /// it so they can clean up (kill process groups) first.
+    pub timeout: Duration,
+    events: Option<mpsc::Sender<Event>>,
+}
+
+impl ToolContext {
+    pub fn new(
+        workspace: PathBuf,
+        session_id: impl Into<String>,
+        call_id: impl Into<String>,
+        cancel: CancellationToken,
+        timeout: Duration,
+        events: Option<mpsc::Sender<Event>>,
+    ) -> Self {
+        Self {
+            workspace,
+            session_id: session_id.into(),
+            call_id: call_id.into(),
+            cancel,
+            timeout,
+            events,
+        }
+    }
+
+    /// Streams a piece of live output (for example a shell line) to the front end.
+    pub async fn emit_output(&self, chunk: impl Into<String>) {
+        if let Some(events) = &self.events {
+            let event = Event::ToolOutput {
+                call_id: self.call_id.clone(),
+                chunk: chunk.into(),
+            };
+            // A front end that went away must not stop the tool.
+            let _ = events.send(event).await;
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ToolError {
+    #[error("invalid arguments for {tool}: {message}")]
+    InvalidArguments { tool: String, message: String },
+    #[error("{path}: {message}")]
+    Path { path: String, message: String },
+    #[error("{0}")]
+    Failed(String),
+    #[error("timed out after {} s", .0.as_secs())]
+    TimedOut(Duration),
+    #[error("interrupted by the user")]
+    Cancelled,
+}
+
+/// The object-safe interface the registry and the agent use.
+pub trait Tool: Send + Sync {
+    fn name(&self) -> &'static str;
+    fn description(&self) -> &'static str;
+    fn input_schema(&self) -> Value;
+    /// Whether the tool changes anything outside the conversation.
+    fn mutates(&self) -> bool;
+    fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext)
+    -> BoxFuture<'a, Result<String, ToolError>>;
+}
+
+/// The way to write a tool: typed arguments, typed run.
+pub trait TypedTool: Send + Sync + 'static {
+    type Args: DeserializeOwned + JsonSchema + Send;
+    const NAME: &'static str;
+    const DESCRIPTION: &'static str;
+    const MUTATES: bool;
+
+    fn run(
+        &self,
+        args: Self::Args,
+        ctx: &ToolContext,
+    ) -> impl Future<Output = Result<String, ToolError>> + Send;
+}
+
+impl<T: TypedTool> Tool for T {
+    fn name(&self) -> &'static str {
+        T::NAME
+    }
+
+    fn description(&self) -> &'static str {
+        T::DESCRIPTION
+    }
+
+    fn input_schema(&self) -> Value {
+        let mut schema = serde_json::to_value(schemars::schema_for!(T::Args)).unwrap_or_default();
+        if let Some(obj) = schema.as_object_mut() {
+            obj.remove("$schema");
+            obj.remove("title");
+        }
+        schema
+    }
+
+    fn mutates(&self) -> bool {
+        T::MUTATES
+    }
+
+    fn call<'a>(
+        &'a self,
+        input: Value,
+        ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, Result<String, ToolError>> {
+        Box::pin(async move {
+            let args = decode_args::<T::Args>(T::NAME, input)?;
+            self.run(args, ctx).await
+        })
+    }
+}
+
+fn decode_args<A: DeserializeOwned>(tool: &str, input: Value) -> Result<A, ToolError> {
+    let invalid = |message: String| ToolError::InvalidArguments {
+        tool: tool.to_string(),
+        message,
+    };
+    match input {
+        Value::Object(_) => serde_json::from_value(input).map_err(|e| invalid(e.to_string())),
+        Value::String(raw) => Err(invalid(format!(
+            "the arguments are not valid JSON; send one JSON object. Received: {}",
+            truncate_chars(&raw, 200)
+        ))),
+        other => Err(invalid(format!(
+            "the arguments must be a JSON object, not {other}"
+        ))),
+    }
+}
+
+fn truncate_chars(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_string(),
+    }
+}

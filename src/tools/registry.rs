@@ -1,0 +1,61 @@
+//! The set of tools offered to the model, looked up by name.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::truncate::{MAX_OUTPUT_BYTES, head_tail};
+use super::{Tool, ToolContext, ToolError};
+use crate::llm::ToolSpec;
+
+#[derive(Clone, Default)]
+pub struct ToolRegistry {
+    tools: Vec<Arc<dyn Tool>>,
+}
+
+impl ToolRegistry {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn register(&mut self, tool: impl Tool + 'static) {
+        self.tools.retain(|t| t.name() != tool.name());
+        self.tools.push(Arc::new(tool));
+    }
+
+    pub fn get(&self, name: &str) -> Option<&Arc<dyn Tool>> {
+        self.tools.iter().find(|t| t.name() == name)
+    }
+
+    pub fn names(&self) -> Vec<&'static str> {
+        self.tools.iter().map(|t| t.name()).collect()
+    }
+
+    pub fn specs(&self) -> Vec<ToolSpec> {
+        self.tools
+            .iter()
+            .map(|t| ToolSpec {
+                name: t.name().to_string(),
+                description: t.description().to_string(),
+                input_schema: t.input_schema(),
+            })
+            .collect()
+    }
+
+    /// Runs a tool by name; the output is capped before it reaches the model.
+    pub async fn execute(
+        &self,
+        name: &str,
+        input: Value,
+        ctx: &ToolContext,
+    ) -> Result<String, ToolError> {
+        let Some(tool) = self.get(name) else {
+            return Err(ToolError::Failed(format!(
+                "unknown tool `{name}`; available tools: {}",
+                self.names().join(", ")
+            )));
+        };
+        let output = tool.call(input, ctx).await?;
+        Ok(head_tail(&output, MAX_OUTPUT_BYTES))
+    }
+}
