@@ -1,1 +1,238 @@
-fn main() {}
+//! Core benchmarks for issue 2, printed as figures (`cargo bench --bench core`):
+//! start-up time, SSE decoding throughput, agent-loop overhead per step, peak RSS of a run.
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use mnemo::agent::{Session, SessionSettings};
+use mnemo::config::Price;
+use mnemo::llm::WireDecoder;
+use mnemo::llm::anthropic::AnthropicDecoder;
+use mnemo::llm::openai::OpenAiDecoder;
+use mnemo::llm::scripted::{Script, ScriptToolCall, ScriptTurn, ScriptedProvider};
+use mnemo::llm::sse::SseParser;
+use mnemo::protocol::{Event, Op};
+use mnemo::tools::{ToolContext, ToolError, ToolRegistry, TypedTool};
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+const BIN: &str = env!("CARGO_BIN_EXE_mnemo");
+
+fn main() {
+    println!("mnemo core benchmarks");
+    version_wall_time();
+    sse_throughput("anthropic", &anthropic_stream(10 << 20), || {
+        Box::new(AnthropicDecoder::new())
+    });
+    sse_throughput("openai", &openai_stream(10 << 20), || Box::new(OpenAiDecoder::new()));
+    agent_step_overhead();
+    run_peak_rss();
+}
+
+fn version_wall_time() {
+    let mut times: Vec<Duration> = (0..50)
+        .map(|_| {
+            let start = Instant::now();
+            let status = Command::new(BIN)
+                .arg("--version")
+                .stdout(Stdio::null())
+                .status();
+            assert!(status.is_ok_and(|s| s.success()));
+            start.elapsed()
+        })
+        .collect();
+    times.sort();
+    println!(
+        "  mnemo --version wall time: median {:.2} ms, p90 {:.2} ms (target < 5 ms)",
+        ms(times[times.len() / 2]),
+        ms(times[times.len() * 9 / 10])
+    );
+}
+
+/// An Anthropic stream of text and tool calls whose arguments arrive in many small pieces.
+fn anthropic_stream(target: usize) -> Vec<u8> {
+    let mut out = String::from(
+        "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_01\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"claude-sonnet-4-5\",\"content\":[],\"stop_reason\":null,\"usage\":{\"input_tokens\":10,\"output_tokens\":1}}}\n\n",
+    );
+    let mut index = 0;
+    while out.len() < target {
+        out.push_str(&format!("event: content_block_start\ndata: {{\"type\":\"content_block_start\",\"index\":{index},\"content_block\":{{\"type\":\"tool_use\",\"id\":\"toolu_{index:06}\",\"name\":\"write_file\",\"input\":{{}}}}}}\n\n"));
+        out.push_str(&format!("event: content_block_delta\ndata: {{\"type\":\"content_block_delta\",\"index\":{index},\"delta\":{{\"type\":\"input_json_delta\",\"partial_json\":\"{{\\\"path\\\": \\\"src/lib.rs\\\", \\\"content\\\": \\\"\"}}}}\n\n"));
+        for _ in 0..200 {
+            out.push_str(&format!("event: content_block_delta\ndata: {{\"type\":\"content_block_delta\",\"index\":{index},\"delta\":{{\"type\":\"input_json_delta\",\"partial_json\":\"fn main() {{ println!(\\\\\\\"hi\\\\\\\"); }}\\\\n\"}}}}\n\n"));
+        }
+        out.push_str(&format!("event: content_block_delta\ndata: {{\"type\":\"content_block_delta\",\"index\":{index},\"delta\":{{\"type\":\"input_json_delta\",\"partial_json\":\"\\\"}}\"}}}}\n\n"));
+        out.push_str(&format!("event: content_block_stop\ndata: {{\"type\":\"content_block_stop\",\"index\":{index}}}\n\n"));
+        index += 1;
+    }
+    out.push_str("event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"tool_use\",\"stop_sequence\":null},\"usage\":{\"output_tokens\":100}}\n\n");
+    out.push_str("event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n");
+    out.into_bytes()
+}
+
+fn openai_stream(target: usize) -> Vec<u8> {
+    let mut out = String::new();
+    let mut index = 0;
+    while out.len() < target {
+        out.push_str(&format!("data: {{\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"gpt-5.1\",\"choices\":[{{\"index\":0,\"delta\":{{\"tool_calls\":[{{\"index\":{index},\"id\":\"call_{index}\",\"type\":\"function\",\"function\":{{\"name\":\"write_file\",\"arguments\":\"\"}}}}]}},\"finish_reason\":null}}]}}\n\n"));
+        out.push_str(&format!("data: {{\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"gpt-5.1\",\"choices\":[{{\"index\":0,\"delta\":{{\"tool_calls\":[{{\"index\":{index},\"function\":{{\"arguments\":\"{{\\\"path\\\": \\\"a.rs\\\", \\\"content\\\": \\\"\"}}}}]}},\"finish_reason\":null}}]}}\n\n"));
+        for _ in 0..200 {
+            out.push_str(&format!("data: {{\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"gpt-5.1\",\"choices\":[{{\"index\":0,\"delta\":{{\"tool_calls\":[{{\"index\":{index},\"function\":{{\"arguments\":\"let x = 1;\\\\n\"}}}}]}},\"finish_reason\":null}}]}}\n\n"));
+        }
+        out.push_str(&format!("data: {{\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"gpt-5.1\",\"choices\":[{{\"index\":0,\"delta\":{{\"tool_calls\":[{{\"index\":{index},\"function\":{{\"arguments\":\"\\\"}}\"}}}}]}},\"finish_reason\":null}}]}}\n\n"));
+        index += 1;
+    }
+    out.push_str("data: {\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"gpt-5.1\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\n");
+    out.push_str("data: {\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"gpt-5.1\",\"choices\":[],\"usage\":{\"prompt_tokens\":10,\"completion_tokens\":100,\"total_tokens\":110}}\n\n");
+    out.push_str("data: [DONE]\n\n");
+    out.into_bytes()
+}
+
+fn sse_throughput(name: &str, body: &[u8], decoder: impl Fn() -> Box<dyn WireDecoder>) {
+    let mut best = Duration::MAX;
+    let mut calls = 0;
+    for _ in 0..5 {
+        let mut dec = decoder();
+        let mut parser = SseParser::new();
+        let mut out = Vec::new();
+        let start = Instant::now();
+        for chunk in body.chunks(16 * 1024) {
+            let fed = parser.feed(chunk, &mut |e| dec.on_event(e, &mut out));
+            assert!(fed.is_ok(), "{fed:?}");
+        }
+        let done = parser.finish(&mut |e| dec.on_event(e, &mut out));
+        assert!(done.is_ok());
+        let response = dec.finish().unwrap_or_else(|e| panic!("{e}"));
+        best = best.min(start.elapsed());
+        calls = response.message.tool_calls().count();
+        assert!(response.message.tool_calls().all(|c| c.input.is_object()));
+    }
+    let mb = body.len() as f64 / (1024.0 * 1024.0);
+    println!(
+        "  SSE decode + tool-argument assembly ({name}, {mb:.1} MB, {calls} calls): {:.0} MB/s (target > 200 MB/s)",
+        mb / best.as_secs_f64()
+    );
+}
+
+struct Noop;
+
+#[derive(Deserialize, JsonSchema)]
+struct NoopArgs {
+    /// Anything.
+    #[allow(dead_code)]
+    n: u64,
+}
+
+impl TypedTool for Noop {
+    type Args = NoopArgs;
+    const NAME: &'static str = "noop";
+    const DESCRIPTION: &'static str = "Does nothing.";
+    const MUTATES: bool = false;
+
+    async fn run(&self, _args: NoopArgs, _ctx: &ToolContext) -> Result<String, ToolError> {
+        Ok("ok".into())
+    }
+}
+
+fn agent_step_overhead() {
+    const TURNS: usize = 100;
+    const STEPS: usize = 10;
+    let mut turns = Vec::new();
+    for t in 0..TURNS {
+        for s in 0..STEPS - 1 {
+            turns.push(ScriptTurn {
+                tool_calls: vec![ScriptToolCall {
+                    name: "noop".into(),
+                    arguments: serde_json::json!({ "n": t * STEPS + s }),
+                    ..Default::default()
+                }],
+                ..Default::default()
+            });
+        }
+        turns.push(ScriptTurn {
+            text: Some("done".into()),
+            ..Default::default()
+        });
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let elapsed = runtime.block_on(async {
+        let dir = std::env::temp_dir();
+        let mut tools = ToolRegistry::new();
+        tools.register(Noop);
+        let settings = SessionSettings {
+            workspace: dir,
+            model_name: "scripted".into(),
+            system_prompt: "bench".into(),
+            max_steps: 1000,
+            repeat_limit: 3,
+            tool_timeout: Duration::from_secs(60),
+            max_output_tokens: 1024,
+            context_window: 100_000,
+            price: Price::default(),
+        };
+        let provider = Arc::new(ScriptedProvider::new(Script { turns }));
+        let mut handle = mnemo::agent::spawn(Session::new(settings, provider, tools));
+        let start = Instant::now();
+        for t in 0..TURNS {
+            let sent = handle.ops.send(Op::UserInput { text: format!("turn {t}") }).await;
+            assert!(sent.is_ok());
+            while let Some(event) = handle.events.recv().await {
+                if matches!(event, Event::TurnFinished { .. }) {
+                    break;
+                }
+            }
+        }
+        start.elapsed()
+    });
+    println!(
+        "  agent-loop overhead per step (scripted provider, no-op tool, {} steps, history growing to {} messages): {:.1} µs (target < 200 µs)",
+        TURNS * STEPS,
+        TURNS * (STEPS * 2),
+        elapsed.as_secs_f64() * 1e6 / (TURNS * STEPS) as f64
+    );
+}
+
+fn run_peak_rss() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(dir.path().join("notes.txt"), "hello\n").unwrap_or_else(|e| panic!("{e}"));
+    let script = serde_json::json!({"turns": [
+        {"tool_calls": [{"name": "read_file", "arguments": {"path": "notes.txt"}}]},
+        {"text": "The file says hello."}
+    ]});
+    let script_path = dir.path().join("script.json");
+    std::fs::write(&script_path, script.to_string()).unwrap_or_else(|e| panic!("{e}"));
+    let mut child = Command::new(BIN)
+        .args(["run", "--model"])
+        .arg(format!("scripted:{}", script_path.display()))
+        .arg("read notes.txt")
+        .current_dir(dir.path())
+        .env("MNEMO_CONFIG_DIR", dir.path().join("cfg"))
+        .env("MNEMO_DATA_DIR", dir.path().join("data"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let status = child.wait().unwrap_or_else(|e| panic!("{e}"));
+    assert!(status.success());
+    // SAFETY: getrusage writes into the struct we pass and has no other effect.
+    let usage = unsafe {
+        let mut usage: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage);
+        usage
+    };
+    println!(
+        "  peak RSS of `mnemo run` on a short scripted task: {:.1} MB (target < 20 MB)",
+        usage.ru_maxrss as f64 / 1024.0
+    );
+    let _ = std::io::stdout().flush();
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}

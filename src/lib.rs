@@ -1,6 +1,10 @@
 //! mnemo: a terminal coding and ops assistant. The library holds everything; the binary only
 //! parses flags and picks a front end.
 
+pub mod agent;
+pub mod config;
+pub mod headless;
+pub mod launch;
 pub mod llm;
 pub mod protocol;
 pub mod sandbox;

@@ -5,7 +5,7 @@ use std::collections::VecDeque;
 use std::time::Duration;
 
 use futures_util::StreamExt;
-use reqwest::header::HeaderMap;
+use reqwest::header::{HeaderMap, HeaderValue};
 
 use super::error::ProviderError;
 use super::sse::SseParser;
@@ -19,6 +19,17 @@ pub fn client() -> reqwest::Client {
         .read_timeout(Duration::from_secs(300))
         .build()
         .unwrap_or_else(|_| reqwest::Client::new())
+}
+
+/// A header value for a credential, marked sensitive so that it never shows in debug output.
+pub fn secret_header(value: &str) -> Result<HeaderValue, ProviderError> {
+    let mut header = HeaderValue::from_str(value).map_err(|_| ProviderError::BadRequest {
+        message: "the API key holds characters that cannot go in an HTTP header; check the \
+                  key set in the environment"
+            .into(),
+    })?;
+    header.set_sensitive(true);
+    Ok(header)
 }
 
 /// Sends the request and, on a 2xx answer, returns the decoded event stream.
@@ -130,6 +141,14 @@ pub fn is_context_too_long(lower_message: &str) -> bool {
         "maximum context",
         "too many tokens",
         "context window",
+        // Anthropic, when input plus `max_tokens` do not fit.
+        "context limit",
+        // llama.cpp server.
+        "context size",
+        // Kimi (Moonshot).
+        "exceeded model token limit",
+        // Qwen (DashScope).
+        "range of input length",
     ]
     .iter()
     .any(|needle| lower_message.contains(needle))

@@ -3,8 +3,10 @@
 
 pub mod anthropic;
 pub mod error;
+pub mod factory;
 pub mod http;
 pub mod openai;
+pub mod scripted;
 pub mod sse;
 pub mod types;
 

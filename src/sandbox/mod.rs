@@ -1,1 +1,3 @@
 //! Keeps what the agent runs inside the workspace.
+
+pub mod path_guard;

@@ -2,7 +2,12 @@
 //! from schemars, its doc comments become descriptions) plus an async `run`; the blanket
 //! `Tool` impl handles schema, argument decoding and precise argument errors.
 
+pub mod builtin;
+pub mod fs_read;
+pub mod fs_write;
 pub mod registry;
+pub mod search;
+pub mod shell;
 pub mod truncate;
 
 use std::future::Future;
@@ -75,10 +80,22 @@ pub enum ToolError {
     Path { path: String, message: String },
     #[error("{0}")]
     Failed(String),
-    #[error("timed out after {} s", .0.as_secs())]
-    TimedOut(Duration),
+    #[error("timed out after {} s{}", .after.as_secs(), output_note(.output))]
+    TimedOut {
+        after: Duration,
+        /// What the tool produced before it was stopped, for the model to see.
+        output: String,
+    },
     #[error("interrupted by the user")]
     Cancelled,
+}
+
+fn output_note(output: &str) -> String {
+    if output.is_empty() {
+        String::new()
+    } else {
+        format!("; output before it was stopped:\n{output}")
+    }
 }
 
 /// The object-safe interface the registry and the agent use.

@@ -24,14 +24,14 @@ pub fn head_tail(text: &str, max_bytes: usize) -> String {
     )
 }
 
-fn floor_char_boundary(text: &str, mut index: usize) -> usize {
+pub(crate) fn floor_char_boundary(text: &str, mut index: usize) -> usize {
     while !text.is_char_boundary(index) {
         index -= 1;
     }
     index
 }
 
-fn ceil_char_boundary(text: &str, mut index: usize) -> usize {
+pub(crate) fn ceil_char_boundary(text: &str, mut index: usize) -> usize {
     while !text.is_char_boundary(index) {
         index += 1;
     }

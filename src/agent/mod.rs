@@ -1,0 +1,108 @@
+//! The agent task. It owns the session (history, provider, tools) and talks to front ends only
+//! through the protocol: `Op`s in on one channel, `Event`s out on another.
+
+mod guards;
+pub mod prompt;
+mod session;
+mod tool_exec;
+mod turn_loop;
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::protocol::{Event, Op, UserMessageKind};
+
+pub use session::{Session, SessionSettings};
+
+/// Bounded so a stalled front end slows the agent down instead of growing memory.
+const EVENT_CAPACITY: usize = 1024;
+const OP_CAPACITY: usize = 64;
+
+/// The front end's end of the protocol.
+pub struct AgentHandle {
+    pub ops: mpsc::Sender<Op>,
+    pub events: mpsc::Receiver<Event>,
+    pub task: JoinHandle<Session>,
+}
+
+/// Texts injected while a turn runs; the turn drains it before each model call.
+pub(crate) type Inbox = Arc<Mutex<VecDeque<String>>>;
+
+/// Starts the agent task for `session`. The task ends on `Op::Shutdown` or when every
+/// sender is dropped, and hands the session back.
+pub fn spawn(session: Session) -> AgentHandle {
+    let (op_tx, op_rx) = mpsc::channel(OP_CAPACITY);
+    let (event_tx, event_rx) = mpsc::channel(EVENT_CAPACITY);
+    let task = tokio::spawn(async move {
+        let mut session = drive(session, op_rx, event_tx).await;
+        // Dropping the sender tells the front end that no more events will come.
+        session.detach();
+        session
+    });
+    AgentHandle {
+        ops: op_tx,
+        events: event_rx,
+        task,
+    }
+}
+
+async fn drive(
+    mut session: Session,
+    mut ops: mpsc::Receiver<Op>,
+    events: mpsc::Sender<Event>,
+) -> Session {
+    session.attach(events);
+    session.announce().await;
+    let inbox: Inbox = Arc::default();
+    let mut queued: VecDeque<(String, UserMessageKind)> = VecDeque::new();
+    loop {
+        let Some((text, kind)) = queued.pop_front() else {
+            match ops.recv().await {
+                Some(Op::UserInput { text } | Op::Inject { text }) => {
+                    queued.push_back((text, UserMessageKind::Prompt));
+                }
+                Some(Op::Interrupt) => {}
+                Some(Op::Shutdown) | None => return session,
+            }
+            continue;
+        };
+        let cancel = CancellationToken::new();
+        let shutting_down = {
+            let turn = session.run_turn(text, kind, cancel.clone(), inbox.clone());
+            tokio::pin!(turn);
+            let mut shutting_down = false;
+            loop {
+                tokio::select! {
+                    () = &mut turn => break shutting_down,
+                    op = ops.recv(), if !shutting_down => match op {
+                        Some(Op::Inject { text }) => {
+                            if let Ok(mut pending) = inbox.lock() {
+                                pending.push_back(text);
+                            }
+                        }
+                        Some(Op::UserInput { text }) => {
+                            queued.push_back((text, UserMessageKind::Queued));
+                        }
+                        Some(Op::Interrupt) => cancel.cancel(),
+                        Some(Op::Shutdown) | None => {
+                            cancel.cancel();
+                            shutting_down = true;
+                        }
+                    },
+                }
+            }
+        };
+        if shutting_down {
+            return session;
+        }
+        // An injection that arrived as the turn ended must not be lost: it opens the next turn.
+        let leftover: Vec<String> = inbox.lock().map(|mut p| p.drain(..).collect()).unwrap_or_default();
+        for text in leftover.into_iter().rev() {
+            queued.push_front((text, UserMessageKind::Injected));
+        }
+    }
+}

@@ -1,0 +1,145 @@
+//! Runs the tool calls of one assistant message: read-only calls concurrently, mutating ones
+//! one at a time in order, each under the per-tool timeout and the turn's cancel token.
+//! Every call gets a result, so the history never holds a call without its answer.
+
+use std::time::{Duration, Instant};
+
+use futures_util::future::join_all;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use super::Session;
+use super::guards::RepeatGuard;
+use crate::llm::{ContentBlock, Message, Role};
+use crate::protocol::{Event, ToolStatus};
+use crate::tools::{ToolContext, ToolError};
+
+/// Extra time a tool gets past its own timeout to clean up (kill its process group).
+const CLEANUP_GRACE: Duration = Duration::from_secs(2);
+
+struct PendingCall {
+    id: String,
+    name: String,
+    input: Value,
+    /// Set when the call must not run (a repeat that tripped the loop guard, or one after it).
+    refused: Option<String>,
+}
+
+impl Session {
+    /// Executes the calls of the last assistant message and commits their results. Returns a
+    /// note when the loop guard tripped.
+    pub(super) async fn run_tool_calls(
+        &mut self,
+        guard: &mut RepeatGuard,
+        cancel: &CancellationToken,
+    ) -> Option<String> {
+        let mut calls: Vec<PendingCall> = match self.history.last() {
+            Some(last) => last
+                .tool_calls()
+                .map(|c| PendingCall {
+                    id: c.id.to_string(),
+                    name: c.name.to_string(),
+                    input: c.input.clone(),
+                    refused: None,
+                })
+                .collect(),
+            None => Vec::new(),
+        };
+        let mut loop_note = None;
+        for call in &mut calls {
+            if loop_note.is_none() && guard.observe(&call.name, &call.input) {
+                loop_note = Some(format!(
+                    "loop detected: `{}` was called {} times in a row with the same arguments; \
+                     the turn was stopped",
+                    call.name, self.settings.repeat_limit
+                ));
+            }
+            if let Some(note) = &loop_note {
+                call.refused = Some(format!("not run: {note}"));
+            }
+        }
+
+        let mut results = Vec::with_capacity(calls.len());
+        let mut batch: Vec<&PendingCall> = Vec::new();
+        for call in &calls {
+            let mutates = self.tools.get(&call.name).is_some_and(|t| t.mutates());
+            if mutates && !batch.is_empty() {
+                results.extend(self.run_batch(std::mem::take(&mut batch), cancel).await);
+            }
+            batch.push(call);
+            if mutates {
+                results.extend(self.run_batch(std::mem::take(&mut batch), cancel).await);
+            }
+        }
+        results.extend(self.run_batch(batch, cancel).await);
+
+        self.commit(Message {
+            role: Role::User,
+            content: results,
+        });
+        loop_note
+    }
+
+    async fn run_batch(&self, batch: Vec<&PendingCall>, cancel: &CancellationToken) -> Vec<ContentBlock> {
+        join_all(batch.into_iter().map(|call| self.run_one(call, cancel))).await
+    }
+
+    async fn run_one(&self, call: &PendingCall, cancel: &CancellationToken) -> ContentBlock {
+        self.emit(Event::ToolCallStarted {
+            call_id: call.id.clone(),
+            name: call.name.clone(),
+            arguments: call.input.clone(),
+        })
+        .await;
+        let started = Instant::now();
+        let outcome = match &call.refused {
+            Some(reason) => Err(ToolError::Failed(reason.clone())),
+            None if cancel.is_cancelled() => Err(ToolError::Cancelled),
+            None => self.execute(call, cancel).await,
+        };
+        let (content, is_error) = match outcome {
+            Ok(output) => (output, false),
+            Err(err) => (err.to_string(), true),
+        };
+        self.emit(Event::ToolCallFinished {
+            call_id: call.id.clone(),
+            name: call.name.clone(),
+            status: if is_error {
+                ToolStatus::Error
+            } else {
+                ToolStatus::Ok
+            },
+            output: content.clone(),
+            duration_ms: started.elapsed().as_millis() as u64,
+        })
+        .await;
+        ContentBlock::ToolResult {
+            tool_use_id: call.id.clone(),
+            content,
+            is_error,
+        }
+    }
+
+    async fn execute(&self, call: &PendingCall, cancel: &CancellationToken) -> Result<String, ToolError> {
+        let timeout = self.settings.tool_timeout;
+        let ctx = ToolContext::new(
+            self.settings.workspace.clone(),
+            self.id.clone(),
+            call.id.clone(),
+            cancel.child_token(),
+            timeout,
+            self.event_sender(),
+        );
+        let run = self.tools.execute(&call.name, call.input.clone(), &ctx);
+        tokio::select! {
+            result = tokio::time::timeout(timeout + CLEANUP_GRACE, run) => {
+                result.unwrap_or(Err(ToolError::TimedOut {
+                    after: timeout,
+                    output: String::new(),
+                }))
+            }
+            // Dropping `run` drops the tool's future; tools clean up in their Drop guards.
+            () = cancel.cancelled() => Err(ToolError::Cancelled),
+        }
+    }
+}

@@ -1,0 +1,149 @@
+//! Layered configuration: the embedded defaults, the user file, the workspace file, `MNEMO_*`
+//! environment variables and command-line flags, merged in that order into one typed value.
+
+mod layers;
+mod select;
+pub mod show;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+pub use layers::{ConfigError, ConfigSources, load};
+pub use select::{KeyStatus, ModelChoice, ResolvedModel, resolve_model};
+
+pub const DEFAULT_TOML: &str = include_str!("../../config/default.toml");
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    pub default_model: String,
+    pub fallbacks: Vec<String>,
+    pub agent: AgentConfig,
+    pub models: BTreeMap<String, ModelConfig>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AgentConfig {
+    pub max_steps: u32,
+    pub tool_timeout_secs: u64,
+    pub repeat_limit: u32,
+}
+
+impl Default for AgentConfig {
+    fn default() -> Self {
+        Self {
+            max_steps: 50,
+            tool_timeout_secs: 120,
+            repeat_limit: 3,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ProviderKind {
+    Anthropic,
+    #[serde(rename = "openai")]
+    OpenAi,
+    Scripted,
+}
+
+impl ProviderKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Anthropic => "anthropic",
+            Self::OpenAi => "openai",
+            Self::Scripted => "scripted",
+        }
+    }
+
+    pub fn default_base_url(self) -> &'static str {
+        match self {
+            Self::Anthropic => "https://api.anthropic.com",
+            Self::OpenAi => "https://api.openai.com/v1",
+            Self::Scripted => "",
+        }
+    }
+
+    pub fn default_key_env(self) -> &'static str {
+        match self {
+            Self::Anthropic => "ANTHROPIC_API_KEY",
+            Self::OpenAi => "OPENAI_API_KEY",
+            Self::Scripted => "",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ModelConfig {
+    pub provider: Option<ProviderKind>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub base_url: Option<String>,
+    pub model: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub api_key_env: Option<String>,
+    pub context_window: Option<u64>,
+    pub max_output_tokens: Option<u32>,
+    pub price: Price,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub script: Option<PathBuf>,
+}
+
+/// US dollars per million tokens.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Price {
+    pub input: f64,
+    pub output: f64,
+    pub cache_read: f64,
+    pub cache_write: f64,
+}
+
+impl Price {
+    pub fn cost(&self, usage: &crate::llm::Usage) -> f64 {
+        let per_token = |tokens: u64, price: f64| tokens as f64 * price / 1_000_000.0;
+        per_token(usage.input_tokens, self.input)
+            + per_token(usage.output_tokens, self.output)
+            + per_token(usage.cache_read_tokens, self.cache_read)
+            + per_token(usage.cache_write_tokens, self.cache_write)
+    }
+}
+
+/// Values given on the command line; they win over every file and variable.
+#[derive(Debug, Clone, Default)]
+pub struct CliOverrides {
+    /// A named model, `scripted:PATH`, or with `provider` set, the wire model id.
+    pub model: Option<String>,
+    pub provider: Option<ProviderKind>,
+    pub base_url: Option<String>,
+    pub api_key_env: Option<String>,
+    pub max_steps: Option<u32>,
+}
+
+/// Where mnemo keeps its files; `MNEMO_CONFIG_DIR` and `MNEMO_DATA_DIR` override them.
+#[derive(Debug, Clone)]
+pub struct Dirs {
+    pub config: Option<PathBuf>,
+    pub data: Option<PathBuf>,
+}
+
+impl Dirs {
+    pub fn from_env() -> Self {
+        let project = directories::ProjectDirs::from("", "", "mnemo");
+        let env_dir = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
+        Self {
+            config: env_dir("MNEMO_CONFIG_DIR")
+                .or_else(|| project.as_ref().map(|p| p.config_dir().to_path_buf())),
+            data: env_dir("MNEMO_DATA_DIR")
+                .or_else(|| project.as_ref().map(|p| p.data_dir().to_path_buf())),
+        }
+    }
+
+    pub fn user_config_file(&self) -> Option<PathBuf> {
+        self.config.as_ref().map(|dir| dir.join("config.toml"))
+    }
+}

@@ -1,0 +1,145 @@
+//! `mnemo run`: one prompt, no TUI. The reply streams to stdout, a compact tool log to
+//! stderr; with `--json` every event is printed as one JSON line instead.
+
+use std::io::Write;
+
+use serde_json::Value;
+
+use crate::agent::AgentHandle;
+use crate::protocol::{Event, Op, ToolStatus, TurnStatus};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutputMode {
+    Text,
+    Json,
+}
+
+/// How the turn ended, for the exit status and the one-line reason.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunReport {
+    pub status: TurnStatus,
+    pub message: Option<String>,
+}
+
+impl RunReport {
+    pub fn exit_code(&self) -> i32 {
+        match self.status {
+            TurnStatus::Completed => 0,
+            TurnStatus::Failed => 1,
+            TurnStatus::StepLimit => 3,
+            TurnStatus::LoopDetected => 4,
+            TurnStatus::Interrupted => 130,
+        }
+    }
+}
+
+/// Sends `prompt`, prints events until the turn ends, then shuts the agent down. Ctrl+C
+/// interrupts the turn.
+pub async fn run_prompt(
+    mut handle: AgentHandle,
+    prompt: String,
+    mode: OutputMode,
+    out: &mut impl Write,
+    err: &mut impl Write,
+) -> std::io::Result<RunReport> {
+    let send_failed = || std::io::Error::other("the agent task ended unexpectedly");
+    handle
+        .ops
+        .send(Op::UserInput { text: prompt })
+        .await
+        .map_err(|_| send_failed())?;
+    let mut at_line_start = true;
+    let report = loop {
+        let event = tokio::select! {
+            event = handle.events.recv() => event,
+            _ = tokio::signal::ctrl_c() => {
+                let _ = handle.ops.send(Op::Interrupt).await;
+                continue;
+            }
+        };
+        let Some(event) = event else {
+            break RunReport {
+                status: TurnStatus::Failed,
+                message: Some("the agent task ended unexpectedly".into()),
+            };
+        };
+        if mode == OutputMode::Json {
+            serde_json::to_writer(&mut *out, &event)?;
+            out.write_all(b"\n")?;
+        } else {
+            print_event(&event, out, err, &mut at_line_start)?;
+        }
+        if let Event::TurnFinished {
+            status, message, ..
+        } = event
+        {
+            break RunReport { status, message };
+        }
+    };
+    if mode == OutputMode::Text && !at_line_start {
+        out.write_all(b"\n")?;
+    }
+    out.flush()?;
+    let _ = handle.ops.send(Op::Shutdown).await;
+    let _ = handle.task.await;
+    Ok(report)
+}
+
+fn print_event(
+    event: &Event,
+    out: &mut impl Write,
+    err: &mut impl Write,
+    at_line_start: &mut bool,
+) -> std::io::Result<()> {
+    match event {
+        Event::TextDelta { text } => {
+            out.write_all(text.as_bytes())?;
+            out.flush()?;
+            *at_line_start = text.ends_with('\n');
+        }
+        Event::AssistantMessage { text } if !text.is_empty() && !*at_line_start => {
+            out.write_all(b"\n")?;
+            *at_line_start = true;
+        }
+        Event::ToolCallStarted {
+            name, arguments, ..
+        } => {
+            writeln!(err, "• {name} {}", key_argument(arguments))?;
+        }
+        Event::ToolCallFinished {
+            name,
+            status,
+            output,
+            duration_ms,
+            ..
+        } => match status {
+            ToolStatus::Ok => writeln!(err, "  ✓ {name} ({duration_ms} ms)")?,
+            ToolStatus::Error => {
+                let first = output.lines().next().unwrap_or_default();
+                writeln!(err, "  ✗ {name}: {first}")?;
+            }
+        },
+        Event::UserMessage { text, kind } if *kind != crate::protocol::UserMessageKind::Prompt => {
+            writeln!(err, "» {text}")?;
+        }
+        Event::Error { message } => writeln!(err, "error: {message}")?,
+        Event::SessionStarted { .. }
+        | Event::TurnStarted { .. }
+        | Event::UserMessage { .. }
+        | Event::ReasoningDelta { .. }
+        | Event::AssistantMessage { .. }
+        | Event::ToolOutput { .. }
+        | Event::Usage { .. }
+        | Event::TurnFinished { .. } => {}
+    }
+    Ok(())
+}
+
+/// The argument a person wants to see first: the path, command or pattern.
+fn key_argument(arguments: &Value) -> String {
+    ["command", "path", "pattern"]
+        .iter()
+        .find_map(|key| arguments.get(key).and_then(Value::as_str))
+        .map(|s| s.lines().next().unwrap_or_default().chars().take(120).collect())
+        .unwrap_or_default()
+}

@@ -1,1 +1,0 @@
-//! Anthropic Messages API (streaming).

@@ -1,0 +1,488 @@
+//! Decodes the Anthropic Messages event stream into canonical deltas and the final message.
+//! This runs once per token, so each event is read into a small struct that borrows its
+//! strings from the SSE buffer rather than into a `serde_json::Value`.
+
+use std::borrow::Cow;
+
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+use crate::llm::WireDecoder;
+use crate::llm::error::ProviderError;
+use crate::llm::http;
+use crate::llm::sse::SseEvent;
+use crate::llm::types::{ContentBlock, Message, ModelResponse, StopReason, StreamEvent, Usage};
+
+/// Assembles one streamed response. Create one per request.
+#[derive(Debug, Default)]
+pub struct AnthropicDecoder {
+    /// By the API's block index.
+    blocks: Vec<Block>,
+    usage: Usage,
+    stop_reason: Option<StopReason>,
+    stopped: bool,
+}
+
+#[derive(Debug)]
+enum Block {
+    Text(String),
+    Thinking {
+        text: String,
+        signature: String,
+    },
+    ToolUse {
+        id: String,
+        name: String,
+        json: String,
+    },
+    /// Kinds the canonical model does not carry, such as redacted thinking or server tools.
+    Other,
+}
+
+#[derive(Deserialize)]
+struct TypeTag<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Cow<'a, str>,
+}
+
+#[derive(Deserialize)]
+struct MessageStart {
+    message: StartedMessage,
+}
+
+#[derive(Deserialize)]
+struct StartedMessage {
+    #[serde(default)]
+    usage: WireUsage,
+}
+
+/// `message_start` carries the input side; `message_delta` the output side and, in newer
+/// API versions, cumulative input counts as well. A field that is present wins.
+#[derive(Deserialize, Default)]
+struct WireUsage {
+    input_tokens: Option<u64>,
+    output_tokens: Option<u64>,
+    cache_creation_input_tokens: Option<u64>,
+    cache_read_input_tokens: Option<u64>,
+}
+
+#[derive(Deserialize)]
+struct BlockStart<'a> {
+    index: usize,
+    #[serde(borrow)]
+    content_block: StartedBlock<'a>,
+}
+
+#[derive(Deserialize)]
+struct StartedBlock<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Cow<'a, str>,
+    #[serde(default, borrow)]
+    id: Cow<'a, str>,
+    #[serde(default, borrow)]
+    name: Cow<'a, str>,
+    #[serde(default, borrow)]
+    text: Cow<'a, str>,
+    #[serde(default, borrow)]
+    thinking: Cow<'a, str>,
+    #[serde(default, borrow)]
+    signature: Cow<'a, str>,
+}
+
+#[derive(Deserialize)]
+struct BlockDelta<'a> {
+    index: usize,
+    #[serde(borrow)]
+    delta: Delta<'a>,
+}
+
+/// One flat struct for every delta kind: an internally tagged enum would buffer the event.
+#[derive(Deserialize)]
+struct Delta<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Cow<'a, str>,
+    #[serde(default, borrow)]
+    text: Cow<'a, str>,
+    #[serde(default, borrow)]
+    thinking: Cow<'a, str>,
+    #[serde(default, borrow)]
+    signature: Cow<'a, str>,
+    #[serde(default, borrow)]
+    partial_json: Cow<'a, str>,
+}
+
+#[derive(Deserialize)]
+struct MessageDelta {
+    delta: StopDelta,
+    #[serde(default)]
+    usage: WireUsage,
+}
+
+#[derive(Deserialize)]
+struct StopDelta {
+    #[serde(default)]
+    stop_reason: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct ErrorEvent {
+    error: ErrorBody,
+}
+
+#[derive(Deserialize)]
+struct ErrorBody {
+    #[serde(rename = "type", default)]
+    kind: String,
+}
+
+impl AnthropicDecoder {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn start_block(&mut self, start: BlockStart<'_>, out: &mut Vec<StreamEvent>) {
+        let started = start.content_block;
+        let block = match started.kind.as_ref() {
+            "text" => {
+                if !started.text.is_empty() {
+                    out.push(StreamEvent::TextDelta(started.text.to_string()));
+                }
+                Block::Text(started.text.into_owned())
+            }
+            "thinking" => Block::Thinking {
+                text: started.thinking.into_owned(),
+                signature: started.signature.into_owned(),
+            },
+            "tool_use" => Block::ToolUse {
+                id: started.id.into_owned(),
+                name: started.name.into_owned(),
+                json: String::new(),
+            },
+            _ => Block::Other,
+        };
+        if start.index >= self.blocks.len() {
+            self.blocks.resize_with(start.index + 1, || Block::Other);
+        }
+        self.blocks[start.index] = block;
+    }
+
+    fn apply_delta(
+        &mut self,
+        event: BlockDelta<'_>,
+        out: &mut Vec<StreamEvent>,
+    ) -> Result<(), ProviderError> {
+        let Some(block) = self.blocks.get_mut(event.index) else {
+            return Err(ProviderError::Protocol(format!(
+                "delta for content block {} that never started",
+                event.index
+            )));
+        };
+        let delta = event.delta;
+        match (delta.kind.as_ref(), block) {
+            ("text_delta", Block::Text(text)) if !delta.text.is_empty() => {
+                text.push_str(&delta.text);
+                out.push(StreamEvent::TextDelta(delta.text.into_owned()));
+            }
+            ("thinking_delta", Block::Thinking { text, .. }) if !delta.thinking.is_empty() => {
+                text.push_str(&delta.thinking);
+                out.push(StreamEvent::ReasoningDelta(delta.thinking.into_owned()));
+            }
+            ("signature_delta", Block::Thinking { signature, .. }) => {
+                signature.push_str(&delta.signature);
+            }
+            ("input_json_delta", Block::ToolUse { json, .. }) => json.push_str(&delta.partial_json),
+            // Citations, empty deltas and deltas of blocks that are not kept.
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn apply_usage(&mut self, usage: WireUsage) {
+        let slots = [
+            (usage.input_tokens, &mut self.usage.input_tokens),
+            (usage.output_tokens, &mut self.usage.output_tokens),
+            (
+                usage.cache_creation_input_tokens,
+                &mut self.usage.cache_write_tokens,
+            ),
+            (
+                usage.cache_read_input_tokens,
+                &mut self.usage.cache_read_tokens,
+            ),
+        ];
+        for (value, slot) in slots {
+            if let Some(value) = value {
+                *slot = value;
+            }
+        }
+    }
+}
+
+impl WireDecoder for AnthropicDecoder {
+    fn on_event(
+        &mut self,
+        event: SseEvent<'_>,
+        out: &mut Vec<StreamEvent>,
+    ) -> Result<(), ProviderError> {
+        // Anthropic names every event; the `type` in the data is the fallback.
+        let tag;
+        let kind = if event.event.is_empty() {
+            tag = parse::<TypeTag<'_>>(event)?;
+            tag.kind.as_ref()
+        } else {
+            event.event
+        };
+        match kind {
+            "content_block_delta" => self.apply_delta(parse(event)?, out),
+            "content_block_start" => {
+                self.start_block(parse(event)?, out);
+                Ok(())
+            }
+            "message_start" => {
+                let start: MessageStart = parse(event)?;
+                self.apply_usage(start.message.usage);
+                Ok(())
+            }
+            "message_delta" => {
+                let delta: MessageDelta = parse(event)?;
+                if let Some(reason) = delta.delta.stop_reason {
+                    self.stop_reason = Some(stop_reason(reason));
+                }
+                self.apply_usage(delta.usage);
+                Ok(())
+            }
+            "message_stop" => {
+                self.stopped = true;
+                Ok(())
+            }
+            "error" => Err(stream_error(event.data)),
+            // content_block_stop, ping, and event types added later, which the API's
+            // versioning policy asks clients to ignore.
+            _ => Ok(()),
+        }
+    }
+
+    fn finish(&mut self) -> Result<ModelResponse, ProviderError> {
+        if !self.stopped {
+            return Err(ProviderError::Connection(
+                "the stream ended before message_stop".into(),
+            ));
+        }
+        let content: Vec<ContentBlock> = std::mem::take(&mut self.blocks)
+            .into_iter()
+            .filter_map(Block::into_content)
+            .collect();
+        let has_tool_use = content
+            .iter()
+            .any(|b| matches!(b, ContentBlock::ToolUse { .. }));
+        let stop_reason = self.stop_reason.take().unwrap_or(if has_tool_use {
+            StopReason::ToolUse
+        } else {
+            StopReason::EndTurn
+        });
+        Ok(ModelResponse {
+            message: Message::assistant(content),
+            usage: self.usage,
+            stop_reason,
+        })
+    }
+}
+
+impl Block {
+    fn into_content(self) -> Option<ContentBlock> {
+        match self {
+            Self::Text(text) if text.is_empty() => None,
+            Self::Text(text) => Some(ContentBlock::Text { text }),
+            Self::Thinking { text, signature } => Some(ContentBlock::Thinking {
+                thinking: text,
+                signature: (!signature.is_empty()).then_some(signature),
+            }),
+            Self::ToolUse { id, name, json } => Some(ContentBlock::ToolUse {
+                id,
+                name,
+                input: tool_input(json),
+            }),
+            Self::Other => None,
+        }
+    }
+}
+
+/// The assembled arguments: `{}` when none came, the raw text when it is not valid JSON, so
+/// a model's broken call reaches the executor (which answers with an error) instead of
+/// failing the stream.
+fn tool_input(json: String) -> Value {
+    if json.trim().is_empty() {
+        return Value::Object(Map::new());
+    }
+    serde_json::from_str(&json).unwrap_or(Value::String(json))
+}
+
+fn parse<'a, T: Deserialize<'a>>(event: SseEvent<'a>) -> Result<T, ProviderError> {
+    serde_json::from_str(event.data).map_err(|err| {
+        ProviderError::Protocol(format!("unreadable `{}` event: {err}", event.event))
+    })
+}
+
+fn stop_reason(reason: String) -> StopReason {
+    match reason.as_str() {
+        "end_turn" => StopReason::EndTurn,
+        "tool_use" => StopReason::ToolUse,
+        // Both mean the output was cut by a limit.
+        "max_tokens" | "model_context_window_exceeded" => StopReason::MaxTokens,
+        "stop_sequence" => StopReason::StopSequence,
+        "refusal" => StopReason::Refusal,
+        _ => StopReason::Other(reason),
+    }
+}
+
+/// An `error` event after the response had started, such as `overloaded_error`.
+fn stream_error(data: &str) -> ProviderError {
+    let kind = serde_json::from_str::<ErrorEvent>(data)
+        .map(|e| e.error.kind)
+        .unwrap_or_default();
+    let message = http::error_message(data);
+    match kind.as_str() {
+        "overloaded_error" => ProviderError::Overloaded { message },
+        "rate_limit_error" => ProviderError::RateLimit {
+            retry_after: None,
+            message,
+        },
+        "authentication_error" => ProviderError::Auth {
+            status: 401,
+            message,
+        },
+        "permission_error" => ProviderError::Auth {
+            status: 403,
+            message,
+        },
+        "invalid_request_error" | "request_too_large" | "not_found_error" => {
+            if http::is_context_too_long(&message.to_lowercase()) {
+                ProviderError::ContextTooLong { message }
+            } else {
+                ProviderError::BadRequest { message }
+            }
+        }
+        "timeout_error" => ProviderError::Timeout(message),
+        // api_error, and kinds added later: treat as a transient server failure.
+        _ => ProviderError::Server {
+            status: 500,
+            message,
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn feed(decoder: &mut AnthropicDecoder, events: &[(&str, &str)]) -> Vec<StreamEvent> {
+        let mut out = Vec::new();
+        for (event, data) in events {
+            let result = decoder.on_event(SseEvent { event, data }, &mut out);
+            assert!(result.is_ok(), "{event}: {result:?}");
+        }
+        out
+    }
+
+    #[test]
+    fn events_without_an_event_name_are_dispatched_by_their_type() {
+        let mut decoder = AnthropicDecoder::new();
+        let out = feed(
+            &mut decoder,
+            &[
+                (
+                    "",
+                    r#"{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}"#,
+                ),
+                (
+                    "",
+                    r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"hi \"there\""}}"#,
+                ),
+                ("", r#"{"type":"message_stop"}"#),
+            ],
+        );
+        assert_eq!(out, vec![StreamEvent::TextDelta("hi \"there\"".into())]);
+        let response = decoder.finish();
+        assert_eq!(
+            response.map(|r| r.message.text()),
+            Ok("hi \"there\"".into())
+        );
+    }
+
+    #[test]
+    fn a_delta_for_an_unknown_block_is_a_protocol_error() {
+        let mut decoder = AnthropicDecoder::new();
+        let data =
+            r#"{"type":"content_block_delta","index":3,"delta":{"type":"text_delta","text":"x"}}"#;
+        let result = decoder.on_event(
+            SseEvent {
+                event: "content_block_delta",
+                data,
+            },
+            &mut Vec::new(),
+        );
+        assert!(matches!(result, Err(ProviderError::Protocol(_))));
+    }
+
+    #[test]
+    fn stop_reasons_map_to_canonical_ones() {
+        assert_eq!(stop_reason("end_turn".into()), StopReason::EndTurn);
+        assert_eq!(stop_reason("tool_use".into()), StopReason::ToolUse);
+        assert_eq!(stop_reason("max_tokens".into()), StopReason::MaxTokens);
+        assert_eq!(
+            stop_reason("stop_sequence".into()),
+            StopReason::StopSequence
+        );
+        assert_eq!(stop_reason("refusal".into()), StopReason::Refusal);
+        assert_eq!(
+            stop_reason("pause_turn".into()),
+            StopReason::Other("pause_turn".into())
+        );
+    }
+
+    #[test]
+    fn stream_error_kinds_map_to_typed_errors() {
+        let error = |kind: &str, message: &str| {
+            stream_error(&format!(
+                r#"{{"type":"error","error":{{"type":"{kind}","message":"{message}"}}}}"#
+            ))
+        };
+        assert!(matches!(
+            error("overloaded_error", "Overloaded"),
+            ProviderError::Overloaded { .. }
+        ));
+        assert!(matches!(
+            error("rate_limit_error", "slow down"),
+            ProviderError::RateLimit { .. }
+        ));
+        assert!(matches!(
+            error("api_error", "boom"),
+            ProviderError::Server { status: 500, .. }
+        ));
+        assert!(matches!(
+            error("authentication_error", "bad key"),
+            ProviderError::Auth { status: 401, .. }
+        ));
+        assert!(matches!(
+            error("invalid_request_error", "bad field"),
+            ProviderError::BadRequest { .. }
+        ));
+        assert!(matches!(
+            error(
+                "invalid_request_error",
+                "prompt is too long: 201000 tokens > 200000 maximum"
+            ),
+            ProviderError::ContextTooLong { .. }
+        ));
+    }
+
+    #[test]
+    fn tool_input_keeps_invalid_json_as_raw_text() {
+        assert_eq!(tool_input(String::new()), Value::Object(Map::new()));
+        assert_eq!(tool_input("{\"a\":1}".into()), serde_json::json!({"a": 1}));
+        assert_eq!(
+            tool_input("{\"a\":".into()),
+            Value::String("{\"a\":".into())
+        );
+    }
+}

@@ -1,0 +1,62 @@
+//! The Anthropic Messages API, streamed over SSE. The request mapping (with its prompt-cache
+//! breakpoints) and the event decoding live in their own files; this one sends the request.
+
+mod decode;
+mod request;
+
+use futures_util::future::BoxFuture;
+use reqwest::header::{ACCEPT, CONTENT_TYPE};
+
+use super::{EventStream, ModelRequest, Provider, ProviderError, ProviderSettings, http};
+
+pub use decode::AnthropicDecoder;
+
+/// The API version this mapping is written against.
+const API_VERSION: &str = "2023-06-01";
+
+pub struct AnthropicProvider {
+    settings: ProviderSettings,
+    label: String,
+    endpoint: String,
+    client: reqwest::Client,
+}
+
+impl AnthropicProvider {
+    /// `settings.base_url` is the API root, such as `https://api.anthropic.com`.
+    pub fn new(settings: ProviderSettings) -> Self {
+        let endpoint = format!("{}/v1/messages", settings.base_url.trim_end_matches('/'));
+        Self {
+            label: format!("anthropic:{}", settings.model),
+            endpoint,
+            client: http::client(),
+            settings,
+        }
+    }
+}
+
+impl Provider for AnthropicProvider {
+    fn label(&self) -> &str {
+        &self.label
+    }
+
+    fn stream(&self, request: ModelRequest) -> BoxFuture<'_, Result<EventStream, ProviderError>> {
+        Box::pin(async move {
+            let body = serde_json::to_vec(&request::body(&self.settings.model, &request)).map_err(
+                |err| ProviderError::BadRequest {
+                    message: format!("could not encode the request: {err}"),
+                },
+            )?;
+            let mut builder = self
+                .client
+                .post(&self.endpoint)
+                .header("anthropic-version", API_VERSION)
+                .header(CONTENT_TYPE, "application/json")
+                .header(ACCEPT, "text/event-stream")
+                .body(body);
+            if let Some(key) = self.settings.api_key.as_deref().filter(|k| !k.is_empty()) {
+                builder = builder.header("x-api-key", http::secret_header(key)?);
+            }
+            http::open_stream(builder, AnthropicDecoder::new()).await
+        })
+    }
+}

@@ -1,0 +1,333 @@
+//! Maps the canonical conversation to an Anthropic Messages request body. Besides the shape,
+//! this is where the prompt-cache breakpoints go, so that every turn of a long session reads
+//! the shared prefix (system, tools, history) from cache instead of paying for it again.
+
+use std::borrow::Cow;
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use crate::llm::types::{ContentBlock, Message, ModelRequest, Role, ToolSpec};
+
+/// Anthropic allows four breakpoints: the system prompt, the tools, and these many of the
+/// latest user messages (the newest one, and the one before so the previous turn's cache
+/// entry is still hit while the newest is written).
+const USER_BREAKPOINTS: usize = 2;
+
+#[derive(Debug, Serialize)]
+pub(super) struct Body<'a> {
+    model: &'a str,
+    max_tokens: u32,
+    stream: bool,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    system: Vec<WireBlock<'a>>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tools: Vec<WireTool<'a>>,
+    messages: Vec<WireMessage<'a>>,
+}
+
+#[derive(Debug, Clone, Copy, Serialize)]
+struct CacheControl {
+    #[serde(rename = "type")]
+    kind: &'static str,
+}
+
+const EPHEMERAL: CacheControl = CacheControl { kind: "ephemeral" };
+
+#[derive(Debug, Serialize)]
+struct WireTool<'a> {
+    name: &'a str,
+    description: &'a str,
+    input_schema: &'a Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cache_control: Option<CacheControl>,
+}
+
+#[derive(Debug, Serialize)]
+struct WireMessage<'a> {
+    role: Role,
+    content: Vec<WireBlock<'a>>,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum WireBlock<'a> {
+    Text {
+        text: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        cache_control: Option<CacheControl>,
+    },
+    Thinking {
+        thinking: &'a str,
+        signature: &'a str,
+    },
+    ToolUse {
+        id: &'a str,
+        name: &'a str,
+        input: Cow<'a, Value>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        cache_control: Option<CacheControl>,
+    },
+    ToolResult {
+        tool_use_id: &'a str,
+        /// Optional on the wire; an empty string is left out rather than sent.
+        #[serde(skip_serializing_if = "is_empty")]
+        content: &'a str,
+        #[serde(skip_serializing_if = "is_false")]
+        is_error: bool,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        cache_control: Option<CacheControl>,
+    },
+}
+
+fn is_empty(text: &&str) -> bool {
+    text.is_empty()
+}
+
+fn is_false(flag: &bool) -> bool {
+    !*flag
+}
+
+impl WireBlock<'_> {
+    /// Marks the block as a cache breakpoint. Thinking blocks cannot carry one.
+    fn set_breakpoint(&mut self) -> bool {
+        match self {
+            Self::Text { cache_control, .. }
+            | Self::ToolUse { cache_control, .. }
+            | Self::ToolResult { cache_control, .. } => {
+                *cache_control = Some(EPHEMERAL);
+                true
+            }
+            Self::Thinking { .. } => false,
+        }
+    }
+}
+
+pub(super) fn body<'a>(model: &'a str, request: &'a ModelRequest) -> Body<'a> {
+    let system = if request.system.is_empty() {
+        Vec::new()
+    } else {
+        vec![WireBlock::Text {
+            text: &request.system,
+            cache_control: Some(EPHEMERAL),
+        }]
+    };
+    let mut tools: Vec<WireTool<'a>> = request.tools.iter().map(tool).collect();
+    if let Some(last) = tools.last_mut() {
+        last.cache_control = Some(EPHEMERAL);
+    }
+    let mut messages = messages(&request.messages);
+    for message in messages
+        .iter_mut()
+        .rev()
+        .filter(|m| m.role == Role::User)
+        .take(USER_BREAKPOINTS)
+    {
+        message
+            .content
+            .iter_mut()
+            .rev()
+            .any(WireBlock::set_breakpoint);
+    }
+    Body {
+        model,
+        max_tokens: request.max_output_tokens,
+        stream: true,
+        system,
+        tools,
+        messages,
+    }
+}
+
+fn tool(spec: &ToolSpec) -> WireTool<'_> {
+    WireTool {
+        name: &spec.name,
+        description: &spec.description,
+        input_schema: &spec.input_schema,
+        cache_control: None,
+    }
+}
+
+/// Consecutive messages of one role become one wire message (the API wants the roles to
+/// alternate; the history may hold tool results followed by an injected user note), and
+/// messages left without any block are dropped.
+fn messages(history: &[Message]) -> Vec<WireMessage<'_>> {
+    let mut out: Vec<WireMessage<'_>> = Vec::with_capacity(history.len());
+    for message in history {
+        let blocks = message.content.iter().filter_map(block);
+        match out.last_mut() {
+            Some(last) if last.role == message.role => last.content.extend(blocks),
+            _ => {
+                let content: Vec<_> = blocks.collect();
+                if !content.is_empty() {
+                    out.push(WireMessage {
+                        role: message.role,
+                        content,
+                    });
+                }
+            }
+        }
+    }
+    // The API rejects a user message whose tool results do not come first.
+    for message in out.iter_mut().filter(|m| m.role == Role::User) {
+        message
+            .content
+            .sort_by_key(|b| !matches!(b, WireBlock::ToolResult { .. }));
+    }
+    out
+}
+
+fn block(block: &ContentBlock) -> Option<WireBlock<'_>> {
+    match block {
+        // The API rejects text blocks that are empty or only whitespace.
+        ContentBlock::Text { text } if text.trim().is_empty() => None,
+        ContentBlock::Text { text } => Some(WireBlock::Text {
+            text,
+            cache_control: None,
+        }),
+        ContentBlock::Thinking {
+            thinking,
+            signature: Some(signature),
+        } => Some(WireBlock::Thinking {
+            thinking,
+            signature,
+        }),
+        // Unsigned thinking came from another provider; Anthropic would reject it.
+        ContentBlock::Thinking {
+            signature: None, ..
+        } => None,
+        ContentBlock::ToolUse { id, name, input } => Some(WireBlock::ToolUse {
+            id,
+            name,
+            // Arguments that were not a JSON object (kept as raw text) cannot go back as
+            // `input`, which must be an object; the tool result already says what went wrong.
+            input: if input.is_object() {
+                Cow::Borrowed(input)
+            } else {
+                Cow::Owned(Value::Object(Map::new()))
+            },
+            cache_control: None,
+        }),
+        ContentBlock::ToolResult {
+            tool_use_id,
+            content,
+            is_error,
+        } => Some(WireBlock::ToolResult {
+            tool_use_id,
+            content,
+            is_error: *is_error,
+            cache_control: None,
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn to_json(request: &ModelRequest) -> Value {
+        serde_json::to_value(body("claude-sonnet-4-5", request)).unwrap_or_default()
+    }
+
+    fn request(messages: Vec<Message>) -> ModelRequest {
+        ModelRequest {
+            system: "You are mnemo.".into(),
+            messages,
+            tools: vec![
+                ToolSpec {
+                    name: "read_file".into(),
+                    description: "Reads a file".into(),
+                    input_schema: json!({"type": "object"}),
+                },
+                ToolSpec {
+                    name: "shell".into(),
+                    description: "Runs a command".into(),
+                    input_schema: json!({"type": "object"}),
+                },
+            ],
+            max_output_tokens: 8192,
+        }
+    }
+
+    fn tool_result(id: &str, content: &str) -> ContentBlock {
+        ContentBlock::ToolResult {
+            tool_use_id: id.into(),
+            content: content.into(),
+            is_error: false,
+        }
+    }
+
+    #[test]
+    fn four_breakpoints_mark_system_last_tool_and_last_two_user_messages() {
+        let body = to_json(&request(vec![
+            Message::user_text("first"),
+            Message::assistant(vec![ContentBlock::Text { text: "ok".into() }]),
+            Message::user_text("second"),
+            Message::assistant(vec![ContentBlock::Text { text: "ok".into() }]),
+            Message::user_text("third"),
+        ]));
+        let text = body.to_string();
+        assert_eq!(text.matches("\"cache_control\"").count(), 4, "{text}");
+        assert_eq!(body["system"][0]["cache_control"]["type"], "ephemeral");
+        assert!(body["tools"][0].get("cache_control").is_none());
+        assert_eq!(body["tools"][1]["cache_control"]["type"], "ephemeral");
+        assert!(
+            body["messages"][0]["content"][0]
+                .get("cache_control")
+                .is_none()
+        );
+        assert_eq!(
+            body["messages"][2]["content"][0]["cache_control"]["type"],
+            "ephemeral"
+        );
+        assert_eq!(
+            body["messages"][4]["content"][0]["cache_control"]["type"],
+            "ephemeral"
+        );
+    }
+
+    #[test]
+    fn tool_results_come_first_in_a_merged_user_message() {
+        let body = to_json(&request(vec![
+            Message::user_text("note"),
+            Message {
+                role: Role::User,
+                content: vec![tool_result("toolu_1", "done")],
+            },
+        ]));
+        let content = &body["messages"][0]["content"];
+        assert_eq!(content[0]["type"], "tool_result");
+        assert_eq!(content[1]["text"], "note");
+    }
+
+    #[test]
+    fn empty_text_unsigned_thinking_and_empty_messages_are_left_out() {
+        let body = to_json(&request(vec![
+            Message::user_text("hi"),
+            Message::assistant(vec![
+                ContentBlock::Thinking {
+                    thinking: "from another model".into(),
+                    signature: None,
+                },
+                ContentBlock::Text { text: " \n".into() },
+            ]),
+            Message::user_text("again"),
+        ]));
+        assert_eq!(body["messages"].as_array().map(Vec::len), Some(1));
+        assert_eq!(body["messages"][0]["content"][1]["text"], "again");
+    }
+
+    #[test]
+    fn non_object_tool_input_goes_back_as_an_empty_object() {
+        let body = to_json(&request(vec![Message::assistant(vec![
+            ContentBlock::ToolUse {
+                id: "toolu_1".into(),
+                name: "shell".into(),
+                input: Value::String("{\"command\": \"ls".into()),
+            },
+        ])]));
+        assert_eq!(body["messages"][0]["content"][0]["input"], json!({}));
+    }
+}

@@ -1,1 +1,0 @@
-//! OpenAI Chat Completions and compatible servers (streaming).

@@ -1,0 +1,479 @@
+//! Decodes Chat Completions stream chunks into canonical deltas and the final message. The
+//! compatible servers each add their own fields (reasoning, cache counters, missing ids), so
+//! every field is optional. This runs once per token: chunks are read into small structs
+//! that borrow their strings from the SSE buffer, never into a `serde_json::Value`.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use reqwest::header::HeaderMap;
+use serde::de::{Deserializer, Visitor};
+use serde::{Deserialize, de};
+use serde_json::{Map, Value};
+
+use crate::llm::WireDecoder;
+use crate::llm::error::ProviderError;
+use crate::llm::http;
+use crate::llm::sse::SseEvent;
+use crate::llm::types::{ContentBlock, Message, ModelResponse, StopReason, StreamEvent, Usage};
+
+/// Assembles one streamed response. Create one per request.
+#[derive(Debug, Default)]
+pub struct OpenAiDecoder {
+    text: String,
+    reasoning: String,
+    calls: Vec<CallState>,
+    usage: Usage,
+    finish_reason: Option<StopReason>,
+    done: bool,
+}
+
+#[derive(Debug)]
+struct CallState {
+    /// The `index` the server gave the call, if any.
+    index: Option<usize>,
+    id: String,
+    name: String,
+    arguments: String,
+}
+
+/// A JSON string borrowed from the event when it holds no escapes, copied otherwise.
+/// (`Option<Cow<str>>` would always copy.)
+struct WireStr<'a>(Cow<'a, str>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for WireStr<'a> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct StrVisitor;
+        impl<'de> Visitor<'de> for StrVisitor {
+            type Value = WireStr<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(WireStr(Cow::Borrowed(v)))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(WireStr(Cow::Owned(v.to_owned())))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
+                Ok(WireStr(Cow::Owned(v)))
+            }
+        }
+        deserializer.deserialize_str(StrVisitor)
+    }
+}
+
+#[derive(Deserialize)]
+struct Chunk<'a> {
+    #[serde(default, borrow)]
+    choices: Vec<Choice<'a>>,
+    #[serde(default)]
+    usage: Option<WireUsage>,
+    /// Present only on an error; the rest of the chunk is then irrelevant.
+    #[serde(default)]
+    error: Option<de::IgnoredAny>,
+}
+
+#[derive(Deserialize)]
+struct Choice<'a> {
+    #[serde(default, borrow)]
+    delta: Option<Delta<'a>>,
+    #[serde(default, borrow)]
+    finish_reason: Option<WireStr<'a>>,
+}
+
+#[derive(Deserialize)]
+struct Delta<'a> {
+    #[serde(default, borrow)]
+    content: Option<WireStr<'a>>,
+    /// DeepSeek, Kimi, Qwen.
+    #[serde(default, borrow)]
+    reasoning_content: Option<WireStr<'a>>,
+    /// Ollama, vLLM, OpenRouter.
+    #[serde(default, borrow)]
+    reasoning: Option<WireStr<'a>>,
+    #[serde(default, borrow)]
+    tool_calls: Option<Vec<ToolCallDelta<'a>>>,
+}
+
+#[derive(Deserialize)]
+struct ToolCallDelta<'a> {
+    #[serde(default)]
+    index: Option<usize>,
+    #[serde(default, borrow)]
+    id: Option<WireStr<'a>>,
+    #[serde(default, borrow)]
+    function: Option<FunctionDelta<'a>>,
+}
+
+#[derive(Deserialize)]
+struct FunctionDelta<'a> {
+    #[serde(default, borrow)]
+    name: Option<WireStr<'a>>,
+    #[serde(default, borrow)]
+    arguments: Option<WireStr<'a>>,
+}
+
+#[derive(Deserialize)]
+struct WireUsage {
+    #[serde(default)]
+    prompt_tokens: Option<u64>,
+    #[serde(default)]
+    completion_tokens: Option<u64>,
+    /// OpenAI, Qwen, Kimi, vLLM.
+    #[serde(default)]
+    prompt_tokens_details: Option<PromptDetails>,
+    /// DeepSeek.
+    #[serde(default)]
+    prompt_cache_hit_tokens: Option<u64>,
+    /// Kimi's older field.
+    #[serde(default)]
+    cached_tokens: Option<u64>,
+}
+
+#[derive(Deserialize)]
+struct PromptDetails {
+    #[serde(default)]
+    cached_tokens: Option<u64>,
+}
+
+impl WireUsage {
+    /// `prompt_tokens` includes the cached part; canonical `input_tokens` does not.
+    fn canonical(&self) -> Usage {
+        let prompt = self.prompt_tokens.unwrap_or(0);
+        let cached = self
+            .prompt_tokens_details
+            .as_ref()
+            .and_then(|d| d.cached_tokens)
+            .or(self.prompt_cache_hit_tokens)
+            .or(self.cached_tokens)
+            .unwrap_or(0)
+            .min(prompt);
+        Usage {
+            input_tokens: prompt - cached,
+            output_tokens: self.completion_tokens.unwrap_or(0),
+            cache_read_tokens: cached,
+            cache_write_tokens: 0,
+        }
+    }
+}
+
+impl OpenAiDecoder {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn apply_choice(&mut self, choice: Choice<'_>, out: &mut Vec<StreamEvent>) {
+        if let Some(delta) = choice.delta {
+            // Some servers send both reasoning fields with the same text; one is enough.
+            if let Some(WireStr(piece)) = delta.reasoning_content.or(delta.reasoning) {
+                if !piece.is_empty() {
+                    self.reasoning.push_str(&piece);
+                    out.push(StreamEvent::ReasoningDelta(piece.into_owned()));
+                }
+            }
+            if let Some(WireStr(piece)) = delta.content {
+                if !piece.is_empty() {
+                    self.text.push_str(&piece);
+                    out.push(StreamEvent::TextDelta(piece.into_owned()));
+                }
+            }
+            for call in delta.tool_calls.into_iter().flatten() {
+                self.apply_tool_call(call);
+            }
+        }
+        if let Some(WireStr(reason)) = choice.finish_reason {
+            self.finish_reason = Some(stop_reason(&reason));
+        }
+    }
+
+    fn apply_tool_call(&mut self, call: ToolCallDelta<'_>) {
+        let id = call.id.map(|WireStr(id)| id).unwrap_or_default();
+        let state = self.call_slot(call.index, &id);
+        if state.id.is_empty() {
+            state.id.push_str(&id);
+        }
+        if let Some(function) = call.function {
+            if let Some(WireStr(name)) = function.name {
+                if state.name.is_empty() {
+                    state.name.push_str(&name);
+                }
+            }
+            if let Some(WireStr(piece)) = function.arguments {
+                state.arguments.push_str(&piece);
+            }
+        }
+    }
+
+    /// The call a piece belongs to: by `index`, or, from servers that send none, by id, or
+    /// else the latest call.
+    fn call_slot(&mut self, index: Option<usize>, id: &str) -> &mut CallState {
+        let found = match index {
+            Some(index) => self.calls.iter().position(|c| c.index == Some(index)),
+            None if !id.is_empty() => self.calls.iter().position(|c| c.id == id),
+            None => self.calls.len().checked_sub(1),
+        };
+        let position = found.unwrap_or_else(|| {
+            self.calls.push(CallState {
+                index,
+                id: String::new(),
+                name: String::new(),
+                arguments: String::new(),
+            });
+            self.calls.len() - 1
+        });
+        &mut self.calls[position]
+    }
+}
+
+impl WireDecoder for OpenAiDecoder {
+    fn on_event(
+        &mut self,
+        event: SseEvent<'_>,
+        out: &mut Vec<StreamEvent>,
+    ) -> Result<(), ProviderError> {
+        let data = event.data.trim();
+        if data == "[DONE]" {
+            self.done = true;
+            return Ok(());
+        }
+        if self.done || data.is_empty() {
+            return Ok(());
+        }
+        if event.event == "error" {
+            return Err(stream_error(data));
+        }
+        let chunk: Chunk<'_> = serde_json::from_str(data)
+            .map_err(|err| ProviderError::Protocol(format!("unreadable stream chunk: {err}")))?;
+        if chunk.error.is_some() {
+            return Err(stream_error(data));
+        }
+        if let Some(usage) = chunk.usage {
+            self.usage = usage.canonical();
+        }
+        // Only one completion is ever asked for.
+        if let Some(choice) = chunk.choices.into_iter().next() {
+            self.apply_choice(choice, out);
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self) -> Result<ModelResponse, ProviderError> {
+        // A finish_reason means the answer is whole even if [DONE] was lost.
+        if !self.done && self.finish_reason.is_none() {
+            return Err(ProviderError::Connection(
+                "the stream ended before a finish_reason or [DONE]".into(),
+            ));
+        }
+        let mut content = Vec::with_capacity(self.calls.len() + 2);
+        if !self.reasoning.is_empty() {
+            content.push(ContentBlock::Thinking {
+                thinking: std::mem::take(&mut self.reasoning),
+                signature: None,
+            });
+        }
+        if !self.text.is_empty() {
+            content.push(ContentBlock::Text {
+                text: std::mem::take(&mut self.text),
+            });
+        }
+        let has_calls = !self.calls.is_empty();
+        content.extend(self.calls.drain(..).map(|call| ContentBlock::ToolUse {
+            id: if call.id.is_empty() {
+                generated_call_id()
+            } else {
+                call.id
+            },
+            name: call.name,
+            input: tool_input(call.arguments),
+        }));
+        // Some local servers say "stop" even when the model called tools.
+        let stop_reason = match self.finish_reason.take() {
+            Some(StopReason::EndTurn) | None if has_calls => StopReason::ToolUse,
+            Some(reason) => reason,
+            None => StopReason::EndTurn,
+        };
+        Ok(ModelResponse {
+            message: Message::assistant(content),
+            usage: self.usage,
+            stop_reason,
+        })
+    }
+}
+
+/// For servers that send calls without ids. The id must stay unique in the whole
+/// conversation, which may be resumed later or continued by another provider, so it is
+/// random rather than counted.
+fn generated_call_id() -> String {
+    format!("call_{}", uuid::Uuid::new_v4().simple())
+}
+
+/// The assembled arguments: `{}` when none came, the raw text when it is not valid JSON, so
+/// a model's broken call reaches the executor (which answers with an error) instead of
+/// failing the stream.
+fn tool_input(arguments: String) -> Value {
+    if arguments.trim().is_empty() {
+        return Value::Object(Map::new());
+    }
+    serde_json::from_str(&arguments).unwrap_or(Value::String(arguments))
+}
+
+fn stop_reason(reason: &str) -> StopReason {
+    match reason {
+        "stop" => StopReason::EndTurn,
+        "tool_calls" | "function_call" => StopReason::ToolUse,
+        "length" => StopReason::MaxTokens,
+        "content_filter" => StopReason::Refusal,
+        other => StopReason::Other(other.to_string()),
+    }
+}
+
+/// An error object in the stream, after a 200 answer. Servers label it with a string `code`,
+/// a `type`, an HTTP status as a numeric `code` (OpenRouter), or only a message.
+fn stream_error(data: &str) -> ProviderError {
+    let parsed: Value = serde_json::from_str(data).unwrap_or(Value::Null);
+    let error = parsed.get("error").unwrap_or(&parsed);
+    let code = error.get("code");
+    if let Some(status) = code
+        .and_then(Value::as_u64)
+        .and_then(|c| u16::try_from(c).ok())
+    {
+        if (400..=599).contains(&status) {
+            return http::classify_status(status, &HeaderMap::new(), data);
+        }
+    }
+    let kind = code
+        .and_then(Value::as_str)
+        .or_else(|| error.get("type").and_then(Value::as_str))
+        .unwrap_or_default()
+        .to_ascii_lowercase();
+    let message = http::error_message(data);
+    let lower = message.to_lowercase();
+    let kind_has = |needles: &[&str]| needles.iter().any(|n| kind.contains(n));
+    if kind_has(&["context_length"]) {
+        ProviderError::ContextTooLong { message }
+    } else if kind_has(&["rate_limit", "insufficient_quota"]) || lower.contains("rate limit") {
+        ProviderError::RateLimit {
+            retry_after: None,
+            message,
+        }
+    } else if kind_has(&["overload"]) || lower.contains("overloaded") {
+        ProviderError::Overloaded { message }
+    } else if kind_has(&[
+        "invalid_api_key",
+        "authentication",
+        "unauthorized",
+        "permission",
+    ]) {
+        ProviderError::Auth {
+            status: 401,
+            message,
+        }
+    } else if kind_has(&["timeout"]) {
+        ProviderError::Timeout(message)
+    } else if http::is_context_too_long(&lower) {
+        ProviderError::ContextTooLong { message }
+    } else if kind_has(&["invalid_request", "bad_request", "not_found"]) {
+        ProviderError::BadRequest { message }
+    } else {
+        ProviderError::Server {
+            status: 500,
+            message,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finish_reasons_map_to_canonical_stop_reasons() {
+        assert_eq!(stop_reason("stop"), StopReason::EndTurn);
+        assert_eq!(stop_reason("tool_calls"), StopReason::ToolUse);
+        assert_eq!(stop_reason("length"), StopReason::MaxTokens);
+        assert_eq!(stop_reason("content_filter"), StopReason::Refusal);
+        assert_eq!(stop_reason("eos"), StopReason::Other("eos".into()));
+    }
+
+    #[test]
+    fn stream_errors_are_classified_by_code_type_or_message() {
+        let cases = [
+            (
+                r#"{"error":{"message":"Rate limit reached","type":"requests","code":"rate_limit_exceeded"}}"#,
+                "rate",
+            ),
+            (
+                r#"{"error":{"message":"The server had an error","type":"server_error","code":null}}"#,
+                "server",
+            ),
+            (
+                r#"{"error":{"message":"Provider returned error","code":502}}"#,
+                "server",
+            ),
+            (
+                r#"{"error":{"message":"Too many requests","code":429}}"#,
+                "rate",
+            ),
+            (
+                r#"{"error":{"message":"The model is overloaded","type":"server_error"}}"#,
+                "overloaded",
+            ),
+            (
+                r#"{"error":{"message":"too long","code":"context_length_exceeded"}}"#,
+                "context",
+            ),
+            (
+                r#"{"error":{"message":"This model's maximum context length is 8192 tokens"}}"#,
+                "context",
+            ),
+            (
+                r#"{"error":{"message":"bad field","type":"invalid_request_error"}}"#,
+                "bad",
+            ),
+            (
+                r#"{"error":{"message":"Incorrect API key","code":"invalid_api_key"}}"#,
+                "auth",
+            ),
+        ];
+        for (data, want) in cases {
+            let got = match stream_error(data) {
+                ProviderError::RateLimit { .. } => "rate",
+                ProviderError::Server { .. } => "server",
+                ProviderError::Overloaded { .. } => "overloaded",
+                ProviderError::ContextTooLong { .. } => "context",
+                ProviderError::BadRequest { .. } => "bad",
+                ProviderError::Auth { .. } => "auth",
+                _ => "other",
+            };
+            assert_eq!(got, want, "{data}");
+        }
+    }
+
+    #[test]
+    fn pieces_without_index_are_grouped_by_id() {
+        let mut decoder = OpenAiDecoder::new();
+        let mut out = Vec::new();
+        let chunks = [
+            r#"{"choices":[{"delta":{"tool_calls":[{"id":"a","function":{"name":"x","arguments":"{}"}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"id":"b","function":{"name":"y","arguments":"{"}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"function":{"arguments":"}"}}]},"finish_reason":"stop"}]}"#,
+        ];
+        for data in chunks {
+            let result = decoder.on_event(SseEvent { event: "", data }, &mut out);
+            assert!(result.is_ok(), "{result:?}");
+        }
+        let response = decoder.finish();
+        let Ok(response) = response else {
+            panic!("{response:?}");
+        };
+        let calls: Vec<_> = response
+            .message
+            .tool_calls()
+            .map(|c| (c.id.to_string(), c.input.clone()))
+            .collect();
+        assert_eq!(calls.len(), 2);
+        assert_eq!(calls[1], ("b".to_string(), Value::Object(Map::new())));
+        assert_eq!(response.stop_reason, StopReason::ToolUse);
+    }
+}

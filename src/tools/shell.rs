@@ -1,0 +1,377 @@
+//! The `shell` tool: runs one bash command in the workspace, streams its output live and
+//! returns a bounded head and tail of it. The command runs in its own process group so that a
+//! timeout, an interrupt or a dropped call kills everything it started, grandchildren included.
+
+use std::os::unix::process::ExitStatusExt;
+use std::process::{ExitStatus, Stdio};
+use std::time::Duration;
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use tokio::io::{AsyncRead, AsyncReadExt};
+use tokio::process::Command;
+use tokio::sync::mpsc;
+use tokio::time::{Instant, sleep_until};
+
+use super::truncate::{MAX_OUTPUT_BYTES, ceil_char_boundary, floor_char_boundary, head_tail};
+use super::{ToolContext, ToolError, TypedTool};
+
+/// A partial line longer than this is passed on without waiting for its newline.
+const MAX_PENDING_BYTES: usize = 16 * 1024;
+/// Output batched into one live event at most.
+const MAX_EVENT_BYTES: usize = 16 * 1024;
+
+pub struct Shell;
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct ShellArgs {
+    /// The bash command to run, from the workspace root. Pipes, `&&` and redirections work.
+    pub command: String,
+    /// Seconds after which the command is killed. Default and maximum: the session's tool
+    /// timeout.
+    pub timeout_secs: Option<u64>,
+}
+
+impl TypedTool for Shell {
+    type Args = ShellArgs;
+    const NAME: &'static str = "shell";
+    const DESCRIPTION: &'static str = "Run a bash command in the workspace root (stdin is empty) \
+        and return its combined stdout and stderr and exit code. Long output keeps its head and \
+        tail. Background processes it starts are stopped when it ends.";
+    const MUTATES: bool = true;
+
+    async fn run(&self, args: ShellArgs, ctx: &ToolContext) -> Result<String, ToolError> {
+        let limit = args.timeout_secs.map_or(ctx.timeout, |secs| {
+            Duration::from_secs(secs.max(1)).min(ctx.timeout)
+        });
+        let deadline = Instant::now() + limit;
+        let mut child = Command::new("bash")
+            .arg("-c")
+            .arg(&args.command)
+            .current_dir(&ctx.workspace)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|e| ToolError::Failed(format!("could not start bash: {e}")))?;
+        let mut group = ProcessGroup(child.id().and_then(|id| libc::pid_t::try_from(id).ok()));
+        let (tx, mut rx) = mpsc::channel::<String>(64);
+        if let Some(stdout) = child.stdout.take() {
+            tokio::spawn(pump(stdout, tx.clone()));
+        }
+        if let Some(stderr) = child.stderr.take() {
+            tokio::spawn(pump(stderr, tx));
+        }
+        let mut output = OutputBuffer::default();
+        let mut status: Option<ExitStatus> = None;
+        let mut pipes_open = true;
+        while pipes_open || status.is_none() {
+            tokio::select! {
+                biased;
+                () = ctx.cancel.cancelled() => {
+                    group.kill();
+                    return Err(ToolError::Cancelled);
+                }
+                () = sleep_until(deadline) => {
+                    group.kill();
+                    ctx.emit_output(format!(
+                        "\n[timed out after {} s; the command and its children were killed]\n",
+                        limit.as_secs(),
+                    ))
+                    .await;
+                    return Err(ToolError::TimedOut {
+                        after: limit,
+                        output: head_tail(&output.finish(), MAX_OUTPUT_BYTES),
+                    });
+                }
+                chunk = rx.recv(), if pipes_open => match chunk {
+                    Some(mut batch) => {
+                        while batch.len() < MAX_EVENT_BYTES {
+                            let Ok(more) = rx.try_recv() else { break };
+                            batch.push_str(&more);
+                        }
+                        output.push(&batch);
+                        tokio::select! {
+                            biased;
+                            () = ctx.cancel.cancelled() => {}
+                            () = sleep_until(deadline) => {}
+                            () = ctx.emit_output(batch) => {}
+                        }
+                    }
+                    None => pipes_open = false,
+                },
+                exited = child.wait(), if status.is_none() => {
+                    let exited = exited
+                        .map_err(|e| ToolError::Failed(format!("waiting for bash failed: {e}")))?;
+                    status = Some(exited);
+                    // Background processes left behind would hold the pipes open forever.
+                    group.kill();
+                }
+            }
+        }
+        let mut text = head_tail(&output.finish(), MAX_OUTPUT_BYTES);
+        if text.is_empty() {
+            text.push_str("(no output)\n");
+        } else if !text.ends_with('\n') {
+            text.push('\n');
+        }
+        let Some(status) = status else {
+            return Err(ToolError::Failed(format!(
+                "{text}bash ended without an exit status"
+            )));
+        };
+        let outcome = match status.code() {
+            Some(code) => format!("exit code: {code}"),
+            None => format!("killed by signal {}", status.signal().unwrap_or(0)),
+        };
+        match status.success() {
+            true => Ok(format!("{text}{outcome}")),
+            false => Err(ToolError::Failed(format!("{text}{outcome}"))),
+        }
+    }
+}
+
+/// The command's process group; killed when asked and, at the latest, when dropped.
+struct ProcessGroup(Option<libc::pid_t>);
+
+impl ProcessGroup {
+    /// Sends SIGKILL to the whole group once; later calls do nothing, so a reused id is
+    /// never signalled.
+    fn kill(&mut self) {
+        if let Some(pgid) = self.0.take() {
+            // SAFETY: killpg has no memory-safety preconditions; the group id is the id of the
+            // child we spawned with `process_group(0)`, so it names only the command's group.
+            unsafe {
+                libc::killpg(pgid, libc::SIGKILL);
+            }
+        }
+    }
+}
+
+impl Drop for ProcessGroup {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// Forwards one pipe as newline-terminated pieces (or long partial lines), lossily decoded.
+async fn pump(mut reader: impl AsyncRead + Unpin, tx: mpsc::Sender<String>) {
+    let mut buf = vec![0u8; 8 * 1024];
+    let mut pending = Vec::new();
+    loop {
+        let n = match reader.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        pending.extend_from_slice(&buf[..n]);
+        let complete = match memchr::memrchr(b'\n', &pending) {
+            Some(end) => end + 1,
+            None if pending.len() > MAX_PENDING_BYTES => pending.len(),
+            None => continue,
+        };
+        let piece = String::from_utf8_lossy(&pending[..complete]).into_owned();
+        pending.drain(..complete);
+        if tx.send(piece).await.is_err() {
+            return;
+        }
+    }
+    if !pending.is_empty() {
+        let _ = tx
+            .send(String::from_utf8_lossy(&pending).into_owned())
+            .await;
+    }
+}
+
+/// Keeps about the first and the last `MAX_OUTPUT_BYTES / 2` bytes of the output and counts what
+/// falls between, so a command printing gigabytes costs bounded memory.
+#[derive(Default)]
+struct OutputBuffer {
+    head: String,
+    tail: String,
+    omitted_bytes: usize,
+    omitted_lines: usize,
+}
+
+impl OutputBuffer {
+    /// A little under half, so head, note and tail together stay within `MAX_OUTPUT_BYTES`.
+    const HALF: usize = MAX_OUTPUT_BYTES / 2 - 128;
+
+    fn push(&mut self, text: &str) {
+        let room = Self::HALF.saturating_sub(self.head.len());
+        let split = floor_char_boundary(text, room.min(text.len()));
+        self.head.push_str(&text[..split]);
+        self.tail.push_str(&text[split..]);
+        if self.tail.len() > 2 * Self::HALF {
+            self.trim_tail();
+        }
+    }
+
+    fn trim_tail(&mut self) {
+        let cut = ceil_char_boundary(&self.tail, self.tail.len().saturating_sub(Self::HALF));
+        self.omitted_bytes += cut;
+        self.omitted_lines += self.tail[..cut].bytes().filter(|&b| b == b'\n').count();
+        self.tail.drain(..cut);
+    }
+
+    fn finish(mut self) -> String {
+        if self.tail.len() > Self::HALF {
+            self.trim_tail();
+        }
+        if self.omitted_bytes == 0 {
+            return self.head + &self.tail;
+        }
+        format!(
+            "{}\n[… output truncated: {} lines, {} bytes omitted …]\n{}",
+            self.head, self.omitted_lines, self.omitted_bytes, self.tail
+        )
+    }
+}
+
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::Event;
+    use crate::tools::Tool;
+    use crate::tools::builtin::test_support::{TestResult, call, context, workspace};
+    use serde_json::json;
+    use std::path::Path;
+    use tokio_util::sync::CancellationToken;
+
+    async fn shell(ws: &Path, command: &str) -> Result<String, ToolError> {
+        call(&Shell, ws, json!({"command": command})).await
+    }
+
+    /// True once the process no longer runs (gone, or a zombie waiting for its reaper).
+    #[cfg(target_os = "linux")]
+    async fn wait_until_dead(pid: &str) -> bool {
+        for _ in 0..40 {
+            let stat = std::fs::read_to_string(format!("/proc/{}/stat", pid.trim()));
+            let Ok(stat) = stat else { return true };
+            if stat
+                .rsplit(')')
+                .next()
+                .is_some_and(|s| s.trim().starts_with('Z'))
+            {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        false
+    }
+
+    #[tokio::test]
+    async fn reports_output_and_exit_code() -> TestResult {
+        let (_dir, ws) = workspace()?;
+        assert_eq!(shell(&ws, "echo hi").await?, "hi\nexit code: 0");
+        assert_eq!(shell(&ws, "true").await?, "(no output)\nexit code: 0");
+        let failed = shell(&ws, "echo oops >&2; exit 3").await;
+        assert!(
+            matches!(&failed, Err(ToolError::Failed(m)) if m == "oops\nexit code: 3"),
+            "{failed:?}"
+        );
+        Ok(())
+    }
+
+    #[tokio::test]
+    async fn runs_in_the_workspace() -> TestResult {
+        let (_dir, ws) = workspace()?;
+        assert_eq!(
+            shell(&ws, "pwd").await?,
+            format!("{}\nexit code: 0", ws.display())
+        );
+        Ok(())
+    }
+
+    #[tokio::test]
+    async fn huge_output_keeps_head_and_tail() -> TestResult {
+        let (_dir, ws) = workspace()?;
+        let out = shell(&ws, "seq 1 200000").await?;
+        assert!(out.starts_with("1\n2\n3\n"));
+        assert!(out.ends_with("199999\n200000\nexit code: 0"));
+        assert!(out.contains("output truncated") && out.len() <= MAX_OUTPUT_BYTES + 20);
+        Ok(())
+    }
+
+    #[tokio::test]
+    async fn output_is_streamed_while_the_command_runs() -> TestResult {
+        let (_dir, ws) = workspace()?;
+        let (tx, mut rx) = mpsc::channel(16);
+        let cancel = CancellationToken::new();
+        let ctx = ToolContext::new(ws, "s", "c", cancel, Duration::from_secs(30), Some(tx));
+        let input = json!({"command": "echo first; sleep 1; echo second"});
+        let run = tokio::spawn(async move { Shell.call(input, &ctx).await });
+        let Some(Event::ToolOutput { call_id, chunk }) = rx.recv().await else {
+            panic!("expected a tool output event");
+        };
+        assert_eq!((call_id.as_str(), chunk.as_str()), ("c", "first\n"));
+        assert!(!run.is_finished());
+        let Some(Event::ToolOutput { chunk, .. }) = rx.recv().await else {
+            panic!("expected a second tool output event");
+        };
+        assert_eq!(chunk, "second\n");
+        assert_eq!(run.await??, "first\nsecond\nexit code: 0");
+        Ok(())
+    }
+
+    #[cfg(target_os = "linux")]
+    #[tokio::test]
+    async fn timeout_kills_grandchildren() -> TestResult {
+        let (_dir, ws) = workspace()?;
+        let command = "bash -c 'sleep 30 & echo $! > pid; wait'";
+        let input = json!({"command": command, "timeout_secs": 1});
+        let started = std::time::Instant::now();
+        let result = call(&Shell, &ws, input).await;
+        assert!(matches!(result, Err(ToolError::TimedOut { after, .. }) if after == Duration::from_secs(1)));
+        assert!(started.elapsed() < Duration::from_secs(5));
+        let pid = std::fs::read_to_string(ws.join("pid"))?;
+        assert!(wait_until_dead(&pid).await, "grandchild {pid} survived");
+        Ok(())
+    }
+
+    #[cfg(target_os = "linux")]
+    #[tokio::test]
+    async fn dropping_the_call_kills_the_process_group() -> TestResult {
+        let (_dir, ws) = workspace()?;
+        let input = json!({"command": "sleep 30 & echo $! > pid; wait"});
+        let ctx = context(&ws);
+        let cut = tokio::time::timeout(Duration::from_millis(500), Shell.call(input, &ctx)).await;
+        assert!(cut.is_err());
+        let pid = std::fs::read_to_string(ws.join("pid"))?;
+        assert!(
+            wait_until_dead(&pid).await,
+            "background child {pid} survived"
+        );
+        Ok(())
+    }
+
+    #[tokio::test]
+    async fn cancellation_returns_promptly() -> TestResult {
+        let (_dir, ws) = workspace()?;
+        let ctx = context(&ws);
+        let cancel = ctx.cancel.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            cancel.cancel();
+        });
+        let started = std::time::Instant::now();
+        let result = Shell.call(json!({"command": "sleep 30"}), &ctx).await;
+        assert!(matches!(result, Err(ToolError::Cancelled)));
+        assert!(started.elapsed() < Duration::from_secs(1));
+        Ok(())
+    }
+
+    #[tokio::test]
+    async fn background_processes_do_not_hold_the_call_open() -> TestResult {
+        let (_dir, ws) = workspace()?;
+        let started = std::time::Instant::now();
+        assert_eq!(
+            shell(&ws, "sleep 30 & echo started").await?,
+            "started\nexit code: 0"
+        );
+        assert!(started.elapsed() < Duration::from_secs(5));
+        Ok(())
+    }
+}

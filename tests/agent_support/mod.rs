@@ -1,0 +1,117 @@
+//! Builds agent sessions on the scripted provider for the agent tests.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use mnemo::agent::{AgentHandle, Session, SessionSettings};
+use mnemo::config::Price;
+use mnemo::llm::scripted::{Script, ScriptedProvider};
+use mnemo::protocol::{Event, Op};
+use mnemo::tools::{ToolContext, ToolError, ToolRegistry, TypedTool};
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+pub struct Harness {
+    pub handle: AgentHandle,
+    pub sleeper_calls: Arc<AtomicUsize>,
+    /// Kept so the directory lives as long as the session.
+    _workspace: tempfile::TempDir,
+}
+
+/// A read-only tool that sleeps, so tests can watch concurrency, timeouts and interrupts.
+pub struct Sleeper {
+    pub calls: Arc<AtomicUsize>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+pub struct SleepArgs {
+    /// Milliseconds to sleep.
+    pub ms: u64,
+}
+
+impl TypedTool for Sleeper {
+    type Args = SleepArgs;
+    const NAME: &'static str = "sleep";
+    const DESCRIPTION: &'static str = "Sleeps for a while.";
+    const MUTATES: bool = false;
+
+    async fn run(&self, args: SleepArgs, ctx: &ToolContext) -> Result<String, ToolError> {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        tokio::select! {
+            () = tokio::time::sleep(Duration::from_millis(args.ms)) => Ok(format!("slept {} ms", args.ms)),
+            () = ctx.cancel.cancelled() => Err(ToolError::Cancelled),
+        }
+    }
+}
+
+pub fn settings(workspace: &std::path::Path) -> SessionSettings {
+    SessionSettings {
+        workspace: workspace.to_path_buf(),
+        model_name: "scripted".into(),
+        system_prompt: "test".into(),
+        max_steps: 50,
+        repeat_limit: 3,
+        tool_timeout: Duration::from_secs(120),
+        max_output_tokens: 1024,
+        context_window: 10_000,
+        price: Price::default(),
+    }
+}
+
+pub fn start(script: serde_json::Value, tweak: impl FnOnce(&mut SessionSettings)) -> Harness {
+    let workspace = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let root = workspace.path().canonicalize().unwrap_or_else(|e| panic!("{e}"));
+    let script: Script = serde_json::from_value(script).unwrap_or_else(|e| panic!("script: {e}"));
+    let sleeper_calls = Arc::new(AtomicUsize::new(0));
+    let mut tools: ToolRegistry = mnemo::tools::builtin::builtin_tools();
+    tools.register(Sleeper {
+        calls: sleeper_calls.clone(),
+    });
+    let mut settings = settings(&root);
+    tweak(&mut settings);
+    let session = Session::new(settings, Arc::new(ScriptedProvider::new(script)), tools);
+    Harness {
+        handle: mnemo::agent::spawn(session),
+        sleeper_calls,
+        _workspace: workspace,
+    }
+}
+
+impl Harness {
+    pub async fn send(&self, op: Op) {
+        self.handle
+            .ops
+            .send(op)
+            .await
+            .unwrap_or_else(|e| panic!("send: {e}"));
+    }
+
+    /// Receives events until one matches, returning everything seen including it.
+    pub async fn until(&mut self, mut done: impl FnMut(&Event) -> bool) -> Vec<Event> {
+        let mut seen = Vec::new();
+        loop {
+            let event = tokio::time::timeout(Duration::from_secs(600), self.handle.events.recv())
+                .await
+                .unwrap_or_else(|_| panic!("no event; seen so far: {seen:#?}"))
+                .unwrap_or_else(|| panic!("agent ended; seen: {seen:#?}"));
+            let stop = done(&event);
+            seen.push(event);
+            if stop {
+                return seen;
+            }
+        }
+    }
+
+    pub async fn until_turn_finished(&mut self) -> Vec<Event> {
+        self.until(|e| matches!(e, Event::TurnFinished { .. })).await
+    }
+
+    /// Shuts the agent down and returns its session.
+    pub async fn finish(self) -> Session {
+        self.send(Op::Shutdown).await;
+        let Harness { mut handle, .. } = self;
+        while handle.events.recv().await.is_some() {}
+        handle.task.await.unwrap_or_else(|e| panic!("{e}"))
+    }
+}

@@ -1,0 +1,157 @@
+//! End-to-end `mnemo run` through the real binary on the scripted provider.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+use mnemo::protocol::Event;
+use serde_json::json;
+
+struct Workspace {
+    dir: tempfile::TempDir,
+}
+
+impl Workspace {
+    fn new() -> Self {
+        Self {
+            dir: tempfile::tempdir().unwrap_or_else(|e| panic!("{e}")),
+        }
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    fn write(&self, name: &str, text: &str) {
+        std::fs::write(self.path().join(name), text).unwrap_or_else(|e| panic!("{e}"));
+    }
+
+    fn read(&self, name: &str) -> String {
+        std::fs::read_to_string(self.path().join(name)).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    fn script(&self, script: serde_json::Value) -> String {
+        let path = self.path().join(".script.json");
+        std::fs::write(&path, script.to_string()).unwrap_or_else(|e| panic!("{e}"));
+        format!("scripted:{}", path.display())
+    }
+
+    /// Runs mnemo in the workspace with an empty environment of keys and config.
+    fn mnemo(&self, args: &[&str], stdin: Option<&str>) -> Output {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_mnemo"));
+        cmd.args(args)
+            .current_dir(self.path())
+            .env("MNEMO_CONFIG_DIR", self.path().join(".cfg"))
+            .env("MNEMO_DATA_DIR", self.path().join(".data"))
+            .env_remove("ANTHROPIC_API_KEY")
+            .env_remove("OPENAI_API_KEY")
+            .env_remove("MNEMO_MODEL")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = cmd.spawn().unwrap_or_else(|e| panic!("{e}"));
+        if let Some(mut pipe) = child.stdin.take() {
+            if let Some(text) = stdin {
+                pipe.write_all(text.as_bytes()).unwrap_or_else(|e| panic!("{e}"));
+            }
+        }
+        child.wait_with_output().unwrap_or_else(|e| panic!("{e}"))
+    }
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[test]
+fn run_reads_and_edits_a_file_and_reports_it() {
+    let ws = Workspace::new();
+    ws.write("greeting.txt", "hello world\n");
+    let model = ws.script(json!({"turns": [
+        {"tool_calls": [{"name": "read_file", "arguments": {"path": "greeting.txt"}}]},
+        {"tool_calls": [{"name": "edit_file", "arguments":
+            {"path": "greeting.txt", "old_string": "world", "new_string": "mnemo"}}]},
+        {"text": "I changed the greeting to say hello mnemo."}
+    ]}));
+    let out = ws.mnemo(&["--model", &model, "run", "greet mnemo instead"], None);
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "stderr: {stderr}");
+    assert_eq!(ws.read("greeting.txt"), "hello mnemo\n");
+    assert_eq!(text(&out.stdout).trim(), "I changed the greeting to say hello mnemo.");
+    assert!(stderr.contains("• read_file greeting.txt"), "{stderr}");
+    assert!(stderr.contains("✓ edit_file"), "{stderr}");
+}
+
+#[test]
+fn json_mode_prints_every_event_as_a_json_line() {
+    let ws = Workspace::new();
+    let model = ws.script(json!({"turns": [{"chunks": ["a", "b"]}]}));
+    let out = ws.mnemo(&["--model", &model, "run", "--json"], Some("prompt from stdin"));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let events: Vec<Event> = text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    assert!(matches!(events.first(), Some(Event::SessionStarted { .. })));
+    assert!(events.iter().any(|e| matches!(e,
+        Event::UserMessage { text, .. } if text == "prompt from stdin")));
+    assert!(matches!(events.last(), Some(Event::TurnFinished { .. })));
+}
+
+#[test]
+fn a_missing_key_fails_with_a_one_line_reason_naming_the_variable() {
+    let ws = Workspace::new();
+    let out = ws.mnemo(&["--model", "claude-sonnet", "run", "hi"], None);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("ANTHROPIC_API_KEY"), "{stderr}");
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+}
+
+#[test]
+fn an_unknown_model_is_rejected_and_the_known_ones_listed() {
+    let ws = Workspace::new();
+    let out = ws.mnemo(&["--model", "nope", "run", "hi"], None);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("unknown model `nope`") && stderr.contains("claude-sonnet"), "{stderr}");
+}
+
+#[test]
+fn loop_detection_and_provider_failure_give_distinct_exit_codes() {
+    let ws = Workspace::new();
+    let call = json!({"tool_calls": [{"name": "list_dir", "arguments": {"path": "."}}]});
+    let model = ws.script(json!({"turns": [call, call, call]}));
+    let out = ws.mnemo(&["--model", &model, "run", "loop"], None);
+    assert_eq!(out.status.code(), Some(4), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("loop detected"));
+
+    let model = ws.script(json!({"turns": [{"error": {"kind": "server", "message": "boom"}}]}));
+    let out = ws.mnemo(&["--model", &model, "run", "fail"], None);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("boom"));
+}
+
+#[test]
+fn a_broken_workspace_config_names_file_line_and_key() {
+    let ws = Workspace::new();
+    std::fs::create_dir_all(ws.path().join(".mnemo")).unwrap_or_else(|e| panic!("{e}"));
+    ws.write(".mnemo/config.toml", "[agent]\nmax_steps = -3\n");
+    let out = ws.mnemo(&["config"], None);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains(".mnemo/config.toml") && stderr.contains("line 2") && stderr.contains("agent.max_steps"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn config_lists_models_and_key_availability() {
+    let ws = Workspace::new();
+    let out = ws.mnemo(&["config"], None);
+    assert!(out.status.success());
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("missing: set ANTHROPIC_API_KEY (default)"), "{stdout}");
+    assert!(stdout.contains("[models.ollama]"), "{stdout}");
+}
