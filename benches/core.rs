@@ -26,7 +26,9 @@ fn main() {
     sse_throughput("anthropic", &anthropic_stream(10 << 20), || {
         Box::new(AnthropicDecoder::new())
     });
-    sse_throughput("openai", &openai_stream(10 << 20), || Box::new(OpenAiDecoder::new()));
+    sse_throughput("openai", &openai_stream(10 << 20), || {
+        Box::new(OpenAiDecoder::new())
+    });
     agent_step_overhead();
     run_peak_rss();
 }
@@ -180,7 +182,12 @@ fn agent_step_overhead() {
         let mut handle = mnemo::agent::spawn(Session::new(settings, provider, tools));
         let start = Instant::now();
         for t in 0..TURNS {
-            let sent = handle.ops.send(Op::UserInput { text: format!("turn {t}") }).await;
+            let sent = handle
+                .ops
+                .send(Op::UserInput {
+                    text: format!("turn {t}"),
+                })
+                .await;
             assert!(sent.is_ok());
             while let Some(event) = handle.events.recv().await {
                 if matches!(event, Event::TurnFinished { .. }) {

@@ -140,6 +140,13 @@ fn key_argument(arguments: &Value) -> String {
     ["command", "path", "pattern"]
         .iter()
         .find_map(|key| arguments.get(key).and_then(Value::as_str))
-        .map(|s| s.lines().next().unwrap_or_default().chars().take(120).collect())
+        .map(|s| {
+            s.lines()
+                .next()
+                .unwrap_or_default()
+                .chars()
+                .take(120)
+                .collect()
+        })
         .unwrap_or_default()
 }

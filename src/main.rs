@@ -85,7 +85,10 @@ fn real_main(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Some(Command::Config) => {
             let env = |name: &str| std::env::var(name).ok();
-            print!("{}", mnemo::config::show::render(&loaded.config, &loaded.sources, &env));
+            print!(
+                "{}",
+                mnemo::config::show::render(&loaded.config, &loaded.sources, &env)
+            );
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Run { prompt, json }) => {
@@ -102,7 +105,11 @@ fn real_main(cli: Cli) -> anyhow::Result<ExitCode> {
             if prompt.trim().is_empty() {
                 anyhow::bail!("empty prompt: pass it as an argument or on stdin");
             }
-            let mode = if json { OutputMode::Json } else { OutputMode::Text };
+            let mode = if json {
+                OutputMode::Json
+            } else {
+                OutputMode::Text
+            };
             let runtime = tokio::runtime::Builder::new_multi_thread()
                 .worker_threads(2)
                 .enable_all()

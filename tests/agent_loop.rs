@@ -40,7 +40,10 @@ async fn streamed_text_arrives_as_deltas_and_the_turn_completes() {
     h.send(Op::UserInput { text: "hi".into() }).await;
     let events = h.until_turn_finished().await;
     assert_eq!(text_deltas(&events), "Hello world");
-    let deltas = events.iter().filter(|e| matches!(e, Event::TextDelta { .. })).count();
+    let deltas = events
+        .iter()
+        .filter(|e| matches!(e, Event::TextDelta { .. }))
+        .count();
     assert_eq!(deltas, 3);
     assert_eq!(status_of(&events).0, TurnStatus::Completed);
     let session = h.finish().await;
@@ -66,7 +69,10 @@ async fn several_read_only_calls_in_one_response_run_concurrently() {
     let events = h.until_turn_finished().await;
     assert_eq!(status_of(&events).0, TurnStatus::Completed);
     let elapsed = started.elapsed();
-    assert!(elapsed < Duration::from_millis(1500), "ran one after another: {elapsed:?}");
+    assert!(
+        elapsed < Duration::from_millis(1500),
+        "ran one after another: {elapsed:?}"
+    );
     let session = h.finish().await;
     let results = &session.history()[2];
     assert_eq!(results.role, Role::User);
@@ -80,16 +86,30 @@ async fn the_same_call_three_times_in_a_row_ends_the_turn_as_loop_detected() {
         json!({"turns": [call, call, call, {"text": "never reached"}]}),
         |_| {},
     );
-    h.send(Op::UserInput { text: "loop".into() }).await;
+    h.send(Op::UserInput {
+        text: "loop".into(),
+    })
+    .await;
     let events = h.until_turn_finished().await;
     let (status, message) = status_of(&events);
     assert_eq!(status, TurnStatus::LoopDetected);
     assert!(message.unwrap_or_default().contains("3 times in a row"));
-    assert_eq!(h.sleeper_calls.load(Ordering::SeqCst), 2, "the third call must not run");
+    assert_eq!(
+        h.sleeper_calls.load(Ordering::SeqCst),
+        2,
+        "the third call must not run"
+    );
     let session = h.finish().await;
     // The refused call still has a result, so the history stays valid for the next turn.
-    let last = session.history().last().cloned().unwrap_or_else(|| panic!("empty"));
-    assert!(matches!(&last.content[0], ContentBlock::ToolResult { is_error: true, .. }));
+    let last = session
+        .history()
+        .last()
+        .cloned()
+        .unwrap_or_else(|| panic!("empty"));
+    assert!(matches!(
+        &last.content[0],
+        ContentBlock::ToolResult { is_error: true, .. }
+    ));
 }
 
 #[tokio::test(start_paused = true)]
@@ -98,7 +118,10 @@ async fn the_step_limit_stops_a_turn_that_keeps_calling_tools() {
         .map(|i| json!({"tool_calls": [{"name": "sleep", "arguments": {"ms": i}}]}))
         .collect();
     let mut h = start(json!({ "turns": turns }), |s| s.max_steps = 2);
-    h.send(Op::UserInput { text: "work".into() }).await;
+    h.send(Op::UserInput {
+        text: "work".into(),
+    })
+    .await;
     let events = h.until_turn_finished().await;
     let (status, message) = status_of(&events);
     assert_eq!(status, TurnStatus::StepLimit);
@@ -159,7 +182,11 @@ async fn invalid_tool_arguments_and_unknown_tools_become_errors_the_model_sees()
         .collect();
     assert!(errors[0].contains("not valid JSON"), "{}", errors[0]);
     assert!(errors[1].contains("invalid type"), "{}", errors[1]);
-    assert!(errors[2].contains("unknown tool `teleport`"), "{}", errors[2]);
+    assert!(
+        errors[2].contains("unknown tool `teleport`"),
+        "{}",
+        errors[2]
+    );
     assert_eq!(session.history()[3].text(), "recovered");
 }
 
@@ -170,15 +197,22 @@ async fn interrupt_mid_stream_ends_the_turn_at_once_and_keeps_what_was_shown() {
         json!({"turns": [{"chunks": chunks, "delay_ms": 1000}, {"text": "next"}]}),
         |_| {},
     );
-    h.send(Op::UserInput { text: "talk".into() }).await;
-    h.until(|e| matches!(e, Event::TextDelta { text } if text == "w1 ")).await;
+    h.send(Op::UserInput {
+        text: "talk".into(),
+    })
+    .await;
+    h.until(|e| matches!(e, Event::TextDelta { text } if text == "w1 "))
+        .await;
     let asked = Instant::now();
     h.send(Op::Interrupt).await;
     let events = h.until_turn_finished().await;
     assert!(asked.elapsed() < Duration::from_millis(100));
     assert_eq!(status_of(&events).0, TurnStatus::Interrupted);
     // The session is still usable after the interrupt.
-    h.send(Op::UserInput { text: "again".into() }).await;
+    h.send(Op::UserInput {
+        text: "again".into(),
+    })
+    .await;
     let events = h.until_turn_finished().await;
     assert_eq!(status_of(&events).0, TurnStatus::Completed);
     let session = h.finish().await;
@@ -193,14 +227,19 @@ async fn interrupt_during_a_tool_cancels_it_and_answers_the_call() {
         |_| {},
     );
     h.send(Op::UserInput { text: "go".into() }).await;
-    h.until(|e| matches!(e, Event::ToolCallStarted { .. })).await;
+    h.until(|e| matches!(e, Event::ToolCallStarted { .. }))
+        .await;
     let asked = Instant::now();
     h.send(Op::Interrupt).await;
     let events = h.until_turn_finished().await;
     assert!(asked.elapsed() < Duration::from_millis(100));
     assert_eq!(status_of(&events).0, TurnStatus::Interrupted);
     let session = h.finish().await;
-    let last = session.history().last().cloned().unwrap_or_else(|| panic!("empty"));
+    let last = session
+        .history()
+        .last()
+        .cloned()
+        .unwrap_or_else(|| panic!("empty"));
     match &last.content[0] {
         ContentBlock::ToolResult {
             content, is_error, ..
@@ -221,8 +260,12 @@ async fn an_injection_becomes_a_user_message_before_the_next_model_call() {
         ]}),
         |_| {},
     );
-    h.send(Op::UserInput { text: "start".into() }).await;
-    h.until(|e| matches!(e, Event::ToolCallStarted { .. })).await;
+    h.send(Op::UserInput {
+        text: "start".into(),
+    })
+    .await;
+    h.until(|e| matches!(e, Event::ToolCallStarted { .. }))
+        .await;
     h.send(Op::Inject {
         text: "also check the tests".into(),
     })
@@ -247,7 +290,10 @@ async fn an_injection_during_the_final_answer_starts_another_model_call_in_the_s
         ]}),
         |_| {},
     );
-    h.send(Op::UserInput { text: "start".into() }).await;
+    h.send(Op::UserInput {
+        text: "start".into(),
+    })
+    .await;
     h.until(|e| matches!(e, Event::TextDelta { .. })).await;
     h.send(Op::Inject {
         text: "one more thing".into(),
@@ -261,7 +307,10 @@ async fn an_injection_during_the_final_answer_starts_another_model_call_in_the_s
         .count();
     assert_eq!(answers, 2);
     let session = h.finish().await;
-    assert_eq!(session.history().last().map(|m| m.text()), Some("ok, added".into()));
+    assert_eq!(
+        session.history().last().map(|m| m.text()),
+        Some("ok, added".into())
+    );
 }
 
 #[tokio::test(start_paused = true)]

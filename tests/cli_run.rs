@@ -52,7 +52,8 @@ impl Workspace {
         let mut child = cmd.spawn().unwrap_or_else(|e| panic!("{e}"));
         if let Some(mut pipe) = child.stdin.take() {
             if let Some(text) = stdin {
-                pipe.write_all(text.as_bytes()).unwrap_or_else(|e| panic!("{e}"));
+                pipe.write_all(text.as_bytes())
+                    .unwrap_or_else(|e| panic!("{e}"));
             }
         }
         child.wait_with_output().unwrap_or_else(|e| panic!("{e}"))
@@ -77,7 +78,10 @@ fn run_reads_and_edits_a_file_and_reports_it() {
     let stderr = text(&out.stderr);
     assert!(out.status.success(), "stderr: {stderr}");
     assert_eq!(ws.read("greeting.txt"), "hello mnemo\n");
-    assert_eq!(text(&out.stdout).trim(), "I changed the greeting to say hello mnemo.");
+    assert_eq!(
+        text(&out.stdout).trim(),
+        "I changed the greeting to say hello mnemo."
+    );
     assert!(stderr.contains("• read_file greeting.txt"), "{stderr}");
     assert!(stderr.contains("✓ edit_file"), "{stderr}");
 }
@@ -86,7 +90,10 @@ fn run_reads_and_edits_a_file_and_reports_it() {
 fn json_mode_prints_every_event_as_a_json_line() {
     let ws = Workspace::new();
     let model = ws.script(json!({"turns": [{"chunks": ["a", "b"]}]}));
-    let out = ws.mnemo(&["--model", &model, "run", "--json"], Some("prompt from stdin"));
+    let out = ws.mnemo(
+        &["--model", &model, "run", "--json"],
+        Some("prompt from stdin"),
+    );
     assert!(out.status.success(), "{}", text(&out.stderr));
     let events: Vec<Event> = text(&out.stdout)
         .lines()
@@ -114,7 +121,10 @@ fn an_unknown_model_is_rejected_and_the_known_ones_listed() {
     let out = ws.mnemo(&["--model", "nope", "run", "hi"], None);
     assert_eq!(out.status.code(), Some(2));
     let stderr = text(&out.stderr);
-    assert!(stderr.contains("unknown model `nope`") && stderr.contains("claude-sonnet"), "{stderr}");
+    assert!(
+        stderr.contains("unknown model `nope`") && stderr.contains("claude-sonnet"),
+        "{stderr}"
+    );
 }
 
 #[test]
@@ -141,7 +151,9 @@ fn a_broken_workspace_config_names_file_line_and_key() {
     assert_eq!(out.status.code(), Some(2));
     let stderr = text(&out.stderr);
     assert!(
-        stderr.contains(".mnemo/config.toml") && stderr.contains("line 2") && stderr.contains("agent.max_steps"),
+        stderr.contains(".mnemo/config.toml")
+            && stderr.contains("line 2")
+            && stderr.contains("agent.max_steps"),
         "{stderr}"
     );
 }
@@ -152,6 +164,9 @@ fn config_lists_models_and_key_availability() {
     let out = ws.mnemo(&["config"], None);
     assert!(out.status.success());
     let stdout = text(&out.stdout);
-    assert!(stdout.contains("missing: set ANTHROPIC_API_KEY (default)"), "{stdout}");
+    assert!(
+        stdout.contains("missing: set ANTHROPIC_API_KEY (default)"),
+        "{stdout}"
+    );
     assert!(stdout.contains("[models.ollama]"), "{stdout}");
 }

@@ -257,23 +257,23 @@ async fn a_body_ending_before_message_stop_is_an_error() -> TestResult {
 async fn http_errors_map_to_typed_errors() -> TestResult {
     let auth = Reply::json(
         401,
-        r#"{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"},"request_id":"req_011CSHoEeqs5C35K2UUqR7Fy"}"#,
+        include_str!("fixtures/anthropic/error_401_authentication.json"),
     );
     let rate = Reply::json(
         429,
-        r#"{"type":"error","error":{"type":"rate_limit_error","message":"This request would exceed the rate limit for your organization (3f1c9a2e-7b5d-4e8a-9c0f-2d6b8a4e1f37) of 30,000 input tokens per minute. For details, refer to: https://docs.claude.com/en/api/rate-limits. You can see the response headers for current usage. Please reduce the prompt length or the maximum tokens requested, or try again later. You may also contact sales at https://www.anthropic.com/contact-sales to discuss your options for a rate limit increase."},"request_id":"req_011CSHoEeqs5C35K2UUqR7Fz"}"#,
+        include_str!("fixtures/anthropic/error_429_rate_limit.json"),
     )
     .header("retry-after", "7")
     .header("anthropic-ratelimit-input-tokens-remaining", "0");
     let overloaded = Reply::json(
         529,
-        r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"},"request_id":null}"#,
+        include_str!("fixtures/anthropic/error_529_overloaded.json"),
     );
     let unavailable = Reply::json(503, "upstream connect error or disconnect/reset before headers. reset reason: connection termination")
         .header("content-type", "text/plain");
     let too_long = Reply::json(
         400,
-        r#"{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 215837 tokens > 200000 maximum"},"request_id":"req_011CSHoEeqs5C35K2UUqR7G1"}"#,
+        include_str!("fixtures/anthropic/error_400_prompt_too_long.json"),
     );
 
     let (_, outcome) = run(auth, simple_request()).await?;

@@ -276,60 +276,25 @@ async fn a_connection_cut_mid_stream_is_an_error_not_a_hang() -> TestResult {
 async fn http_errors_map_to_typed_errors() -> TestResult {
     let auth = Reply::json(
         401,
-        r#"{
-    "error": {
-        "message": "Incorrect API key provided: sk-proj-****-key. You can find your API key at https://platform.openai.com/account/api-keys.",
-        "type": "invalid_request_error",
-        "param": null,
-        "code": "invalid_api_key"
-    }
-}"#,
+        include_str!("fixtures/openai/error_401_invalid_api_key.json"),
     );
     let rate = Reply::json(
         429,
-        r#"{
-    "error": {
-        "message": "Rate limit reached for gpt-4.1 in organization org-Xq3cVb7nM6qWe5rT on tokens per min (TPM): Limit 30000, Used 28410, Requested 4263. Please try again in 5.346s. Visit https://platform.openai.com/account/rate-limits to learn more.",
-        "type": "tokens",
-        "param": null,
-        "code": "rate_limit_exceeded"
-    }
-}"#,
+        include_str!("fixtures/openai/error_429_rate_limit.json"),
     )
     .header("retry-after", "7")
     .header("x-ratelimit-remaining-tokens", "0");
     let unavailable = Reply::json(
         503,
-        r#"{
-    "error": {
-        "message": "The engine is currently overloaded, please try again later",
-        "type": "server_error",
-        "param": null,
-        "code": null
-    }
-}"#,
+        include_str!("fixtures/openai/error_503_overloaded.json"),
     );
     let server_error = Reply::json(
         500,
-        r#"{
-    "error": {
-        "message": "The server had an error while processing your request. Sorry about that!",
-        "type": "server_error",
-        "param": null,
-        "code": null
-    }
-}"#,
+        include_str!("fixtures/openai/error_500_server_error.json"),
     );
     let too_long = Reply::json(
         400,
-        r#"{
-    "error": {
-        "message": "This model's maximum context length is 128000 tokens. However, your messages resulted in 131072 tokens. Please reduce the length of the messages.",
-        "type": "invalid_request_error",
-        "param": "messages",
-        "code": "context_length_exceeded"
-    }
-}"#,
+        include_str!("fixtures/openai/error_400_context_length.json"),
     );
 
     let (_, outcome) = run(auth, simple_request()).await?;

@@ -61,7 +61,8 @@ mod tests {
     fn argument_order_does_not_hide_a_repeat() {
         let mut guard = RepeatGuard::new(2);
         assert!(!guard.observe("grep", &json!({"pattern": "x", "path": "."})));
-        let reordered: Value = serde_json::from_str(r#"{"path":".","pattern":"x"}"#).unwrap_or_default();
+        let reordered: Value =
+            serde_json::from_str(r#"{"path":".","pattern":"x"}"#).unwrap_or_default();
         assert!(guard.observe("grep", &reordered));
     }
 }

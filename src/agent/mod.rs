@@ -100,7 +100,10 @@ async fn drive(
             return session;
         }
         // An injection that arrived as the turn ended must not be lost: it opens the next turn.
-        let leftover: Vec<String> = inbox.lock().map(|mut p| p.drain(..).collect()).unwrap_or_default();
+        let leftover: Vec<String> = inbox
+            .lock()
+            .map(|mut p| p.drain(..).collect())
+            .unwrap_or_default();
         for text in leftover.into_iter().rev() {
             queued.push_front((text, UserMessageKind::Injected));
         }

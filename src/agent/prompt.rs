@@ -13,9 +13,7 @@ pub async fn system_prompt(workspace: &Path) -> String {
     for name in ["AGENTS.md", "CLAUDE.md"] {
         if let Ok(text) = tokio::fs::read_to_string(workspace.join(name)).await {
             let text = crate::tools::truncate::head_tail(text.trim(), MAX_INSTRUCTIONS_BYTES);
-            prompt.push_str(&format!(
-                "\n# Project instructions from {name}\n\n{text}\n"
-            ));
+            prompt.push_str(&format!("\n# Project instructions from {name}\n\n{text}\n"));
         }
     }
     prompt.push_str("\n# Environment\n\n");

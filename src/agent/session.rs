@@ -40,7 +40,11 @@ pub struct Session {
 }
 
 impl Session {
-    pub fn new(settings: SessionSettings, provider: Arc<dyn Provider>, tools: ToolRegistry) -> Self {
+    pub fn new(
+        settings: SessionSettings,
+        provider: Arc<dyn Provider>,
+        tools: ToolRegistry,
+    ) -> Self {
         Self {
             id: uuid::Uuid::new_v4().to_string(),
             settings,

@@ -80,7 +80,11 @@ impl Session {
         loop_note
     }
 
-    async fn run_batch(&self, batch: Vec<&PendingCall>, cancel: &CancellationToken) -> Vec<ContentBlock> {
+    async fn run_batch(
+        &self,
+        batch: Vec<&PendingCall>,
+        cancel: &CancellationToken,
+    ) -> Vec<ContentBlock> {
         join_all(batch.into_iter().map(|call| self.run_one(call, cancel))).await
     }
 
@@ -120,7 +124,11 @@ impl Session {
         }
     }
 
-    async fn execute(&self, call: &PendingCall, cancel: &CancellationToken) -> Result<String, ToolError> {
+    async fn execute(
+        &self,
+        call: &PendingCall,
+        cancel: &CancellationToken,
+    ) -> Result<String, ToolError> {
         let timeout = self.settings.tool_timeout;
         let ctx = ToolContext::new(
             self.settings.workspace.clone(),

@@ -114,7 +114,10 @@ impl Session {
     }
 
     /// Streams one model call, forwarding deltas as events the moment they arrive.
-    async fn model_step(&mut self, cancel: &CancellationToken) -> Result<ModelResponse, StepFailure> {
+    async fn model_step(
+        &mut self,
+        cancel: &CancellationToken,
+    ) -> Result<ModelResponse, StepFailure> {
         let request = ModelRequest {
             system: self.settings.system_prompt.clone(),
             messages: self.history.clone(),
@@ -162,5 +165,8 @@ fn drain(inbox: &Inbox) -> Vec<String> {
 }
 
 fn inbox_is_empty(inbox: &Inbox) -> bool {
-    inbox.lock().map(|pending| pending.is_empty()).unwrap_or(true)
+    inbox
+        .lock()
+        .map(|pending| pending.is_empty())
+        .unwrap_or(true)
 }

@@ -54,10 +54,9 @@ pub fn load(
     let mut merged = parse_layer(DEFAULT_TOML, DEFAULTS_ORIGIN)?;
     note_models(&merged, DEFAULTS_ORIGIN, &mut sources);
 
-    let files = dirs
-        .user_config_file()
-        .into_iter()
-        .chain(std::iter::once(workspace.join(".mnemo").join("config.toml")));
+    let files = dirs.user_config_file().into_iter().chain(std::iter::once(
+        workspace.join(".mnemo").join("config.toml"),
+    ));
     for file in files {
         let text = match std::fs::read_to_string(&file) {
             Ok(text) => text,
@@ -72,11 +71,12 @@ pub fn load(
     }
 
     merge(&mut merged, env_layer(env)?);
-    let mut config = Config::deserialize(Value::Table(merged)).map_err(|e| ConfigError::Invalid {
-        origin: "merged configuration".into(),
-        key: "-".into(),
-        message: e.message().to_string(),
-    })?;
+    let mut config =
+        Config::deserialize(Value::Table(merged)).map_err(|e| ConfigError::Invalid {
+            origin: "merged configuration".into(),
+            key: "-".into(),
+            message: e.message().to_string(),
+        })?;
     apply_cli(&mut config, cli);
     validate(&config, &sources)?;
     Ok((config, sources))
@@ -113,7 +113,9 @@ fn key_at(text: &str, offset: usize) -> String {
     let key = if line.starts_with('[') {
         None
     } else {
-        line.split('=').next().map(|k| k.trim().trim_matches('"').to_string())
+        line.split('=')
+            .next()
+            .map(|k| k.trim().trim_matches('"').to_string())
     };
     match (header, key) {
         (Some(h), Some(k)) if !k.is_empty() => format!("{h}.{k}"),
@@ -126,7 +128,9 @@ fn key_at(text: &str, offset: usize) -> String {
 fn note_models(layer: &Table, origin: &str, sources: &mut ConfigSources) {
     if let Some(Value::Table(models)) = layer.get("models") {
         for name in models.keys() {
-            sources.model_origins.insert(name.clone(), origin.to_string());
+            sources
+                .model_origins
+                .insert(name.clone(), origin.to_string());
         }
     }
 }
@@ -161,11 +165,14 @@ fn env_layer(env: &dyn Fn(&str) -> Option<String>) -> Result<Table, ConfigError>
         ("MNEMO_TOOL_TIMEOUT_SECS", "tool_timeout_secs"),
     ] {
         if let Some(raw) = env(var) {
-            let number = raw.trim().parse::<u32>().map_err(|_| ConfigError::Invalid {
-                origin: format!("environment variable {var}"),
-                key: format!("agent.{key}"),
-                message: format!("expected a whole number, got `{raw}`"),
-            })?;
+            let number = raw
+                .trim()
+                .parse::<u32>()
+                .map_err(|_| ConfigError::Invalid {
+                    origin: format!("environment variable {var}"),
+                    key: format!("agent.{key}"),
+                    message: format!("expected a whole number, got `{raw}`"),
+                })?;
             agent.insert(key.into(), Value::Integer(i64::from(number)));
         }
     }
@@ -196,14 +203,23 @@ fn validate(config: &Config, sources: &ConfigSources) -> Result<(), ConfigError>
             message: message.to_string(),
         };
         if model.provider.is_none() {
-            return Err(invalid("provider", "missing; use \"anthropic\", \"openai\" or \"scripted\""));
+            return Err(invalid(
+                "provider",
+                "missing; use \"anthropic\", \"openai\" or \"scripted\"",
+            ));
         }
         if model.provider == Some(super::ProviderKind::Scripted) {
             if model.script.is_none() {
-                return Err(invalid("script", "a scripted model needs the path of its script"));
+                return Err(invalid(
+                    "script",
+                    "a scripted model needs the path of its script",
+                ));
             }
         } else if model.model.trim().is_empty() {
-            return Err(invalid("model", "missing: the model id to send, such as \"gpt-5.1\""));
+            return Err(invalid(
+                "model",
+                "missing: the model id to send, such as \"gpt-5.1\"",
+            ));
         }
     }
     if config.agent.max_steps == 0 {

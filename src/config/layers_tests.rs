@@ -37,15 +37,18 @@ fn load_with(
     env: &[(&str, &str)],
     cli: &CliOverrides,
 ) -> Result<(Config, ConfigSources), ConfigError> {
-    let env: HashMap<String, String> =
-        env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    let env: HashMap<String, String> = env
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
     load(&fx.dirs, &fx.workspace, &|k| env.get(k).cloned(), cli)
 }
 
 #[test]
 fn shipped_defaults_load_and_every_model_resolves() {
     let fx = fixture(None, None);
-    let (config, _) = load_with(&fx, &[], &CliOverrides::default()).unwrap_or_else(|e| panic!("{e}"));
+    let (config, _) =
+        load_with(&fx, &[], &CliOverrides::default()).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(config.agent.max_steps, 50);
     assert_eq!(config.agent.tool_timeout_secs, 120);
     for name in ["claude-sonnet", "gpt", "deepseek", "qwen", "kimi", "ollama"] {
@@ -55,7 +58,10 @@ fn shipped_defaults_load_and_every_model_resolves() {
         };
         let model = resolve_model(&config, &cli).unwrap_or_else(|e| panic!("{name}: {e}"));
         assert!(!model.model.is_empty(), "{name}");
-        assert!(model.context_window > 0 && model.max_output_tokens > 0, "{name}");
+        assert!(
+            model.context_window > 0 && model.max_output_tokens > 0,
+            "{name}"
+        );
     }
     let ollama = resolve_model(
         &config,
@@ -71,7 +77,10 @@ fn shipped_defaults_load_and_every_model_resolves() {
 
 #[test]
 fn a_syntax_error_names_the_file_and_line() {
-    let fx = fixture(Some("default_model = \"gpt\"\n[agent\nmax_steps = 3\n"), None);
+    let fx = fixture(
+        Some("default_model = \"gpt\"\n[agent\nmax_steps = 3\n"),
+        None,
+    );
     let err = load_with(&fx, &[], &CliOverrides::default())
         .err()
         .unwrap_or_else(|| panic!("broken file accepted"))
@@ -123,18 +132,26 @@ fn layers_apply_in_order_user_project_env_flags() {
         max_steps: Some(40),
         ..Default::default()
     };
-    let (config, _) = load_with(&fx, &[("MNEMO_MAX_STEPS", "30")], &cli).unwrap_or_else(|e| panic!("{e}"));
+    let (config, _) =
+        load_with(&fx, &[("MNEMO_MAX_STEPS", "30")], &cli).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(config.agent.max_steps, 40);
 }
 
 #[test]
 fn a_bad_environment_value_is_reported_with_its_variable() {
     let fx = fixture(None, None);
-    let err = load_with(&fx, &[("MNEMO_MAX_STEPS", "lots")], &CliOverrides::default())
-        .err()
-        .unwrap_or_else(|| panic!("accepted"))
-        .to_string();
-    assert!(err.contains("MNEMO_MAX_STEPS") && err.contains("lots"), "{err}");
+    let err = load_with(
+        &fx,
+        &[("MNEMO_MAX_STEPS", "lots")],
+        &CliOverrides::default(),
+    )
+    .err()
+    .unwrap_or_else(|| panic!("accepted"))
+    .to_string();
+    assert!(
+        err.contains("MNEMO_MAX_STEPS") && err.contains("lots"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -144,25 +161,36 @@ fn a_new_model_without_its_id_names_the_file_that_defined_it() {
         .err()
         .unwrap_or_else(|| panic!("accepted"))
         .to_string();
-    assert!(err.contains("config.toml") && err.contains("models.mine.model"), "{err}");
+    assert!(
+        err.contains("config.toml") && err.contains("models.mine.model"),
+        "{err}"
+    );
 }
 
 #[test]
 fn unknown_model_lists_the_configured_ones() {
     let fx = fixture(None, None);
-    let (config, _) = load_with(&fx, &[], &CliOverrides::default()).unwrap_or_else(|e| panic!("{e}"));
+    let (config, _) =
+        load_with(&fx, &[], &CliOverrides::default()).unwrap_or_else(|e| panic!("{e}"));
     let cli = CliOverrides {
         model: Some("gpt-9000".into()),
         ..Default::default()
     };
-    let err = resolve_model(&config, &cli).err().unwrap_or_else(|| panic!("accepted")).to_string();
-    assert!(err.contains("gpt-9000") && err.contains("claude-sonnet"), "{err}");
+    let err = resolve_model(&config, &cli)
+        .err()
+        .unwrap_or_else(|| panic!("accepted"))
+        .to_string();
+    assert!(
+        err.contains("gpt-9000") && err.contains("claude-sonnet"),
+        "{err}"
+    );
 }
 
 #[test]
 fn ad_hoc_provider_flags_need_no_config_entry() {
     let fx = fixture(None, None);
-    let (config, _) = load_with(&fx, &[], &CliOverrides::default()).unwrap_or_else(|e| panic!("{e}"));
+    let (config, _) =
+        load_with(&fx, &[], &CliOverrides::default()).unwrap_or_else(|e| panic!("{e}"));
     let cli = CliOverrides {
         model: Some("llama3".into()),
         provider: Some(ProviderKind::OpenAi),

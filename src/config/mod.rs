@@ -134,7 +134,11 @@ pub struct Dirs {
 impl Dirs {
     pub fn from_env() -> Self {
         let project = directories::ProjectDirs::from("", "", "mnemo");
-        let env_dir = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
+        let env_dir = |name: &str| {
+            std::env::var_os(name)
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+        };
         Self {
             config: env_dir("MNEMO_CONFIG_DIR")
                 .or_else(|| project.as_ref().map(|p| p.config_dir().to_path_buf())),

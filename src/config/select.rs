@@ -32,7 +32,10 @@ pub struct ResolvedModel {
 pub enum ModelChoice {
     Named(String),
     Scripted(PathBuf),
-    AdHoc { provider: ProviderKind, model: String },
+    AdHoc {
+        provider: ProviderKind,
+        model: String,
+    },
 }
 
 impl ModelChoice {
@@ -45,7 +48,10 @@ impl ModelChoice {
             })?;
             return Ok(Self::AdHoc { provider, model });
         }
-        let name = cli.model.clone().unwrap_or_else(|| config.default_model.clone());
+        let name = cli
+            .model
+            .clone()
+            .unwrap_or_else(|| config.default_model.clone());
         Ok(match name.strip_prefix("scripted:") {
             Some(path) => Self::Scripted(PathBuf::from(path)),
             None => Self::Named(name),
@@ -98,10 +104,13 @@ pub fn resolve_model(config: &Config, cli: &CliOverrides) -> Result<ResolvedMode
 
 /// Resolves a configured entry by name.
 pub fn named(config: &Config, name: &str) -> Result<ResolvedModel, ConfigError> {
-    let entry = config.models.get(name).ok_or_else(|| ConfigError::UnknownModel {
-        name: name.to_string(),
-        known: config.models.keys().cloned().collect::<Vec<_>>().join(", "),
-    })?;
+    let entry = config
+        .models
+        .get(name)
+        .ok_or_else(|| ConfigError::UnknownModel {
+            name: name.to_string(),
+            known: config.models.keys().cloned().collect::<Vec<_>>().join(", "),
+        })?;
     let provider = entry.provider.unwrap_or(ProviderKind::OpenAi);
     let key_env = entry
         .api_key_env

@@ -5,7 +5,11 @@ use std::fmt::Write;
 
 use super::{Config, ConfigSources, KeyStatus, select};
 
-pub fn render(config: &Config, sources: &ConfigSources, env: &dyn Fn(&str) -> Option<String>) -> String {
+pub fn render(
+    config: &Config,
+    sources: &ConfigSources,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> String {
     let mut out = String::from("# layers read (later wins): built-in defaults");
     for file in &sources.files {
         let _ = write!(out, ", {}", file.display());
@@ -20,10 +24,16 @@ pub fn render(config: &Config, sources: &ConfigSources, env: &dyn Fn(&str) -> Op
         let status = match model.key_status(env) {
             KeyStatus::NotNeeded => "no key needed".to_string(),
             KeyStatus::Available(var) => format!("key available in {var}"),
-            KeyStatus::Missing(var) if model.is_local() => format!("local; {var} not set (optional)"),
+            KeyStatus::Missing(var) if model.is_local() => {
+                format!("local; {var} not set (optional)")
+            }
             KeyStatus::Missing(var) => format!("missing: set {var}"),
         };
-        let marker = if *name == config.default_model { " (default)" } else { "" };
+        let marker = if *name == config.default_model {
+            " (default)"
+        } else {
+            ""
+        };
         let _ = writeln!(out, "#   {name:<16} {status}{marker}");
     }
     out
@@ -49,8 +59,14 @@ mod tests {
         let env = |name: &str| (name == "ANTHROPIC_API_KEY").then(|| secret.to_string());
         let text = render(&config, &sources, &env);
         assert!(!text.contains(secret));
-        assert!(text.contains("claude-sonnet    key available in ANTHROPIC_API_KEY (default)"), "{text}");
-        assert!(text.contains("gpt              missing: set OPENAI_API_KEY"), "{text}");
+        assert!(
+            text.contains("claude-sonnet    key available in ANTHROPIC_API_KEY (default)"),
+            "{text}"
+        );
+        assert!(
+            text.contains("gpt              missing: set OPENAI_API_KEY"),
+            "{text}"
+        );
         assert!(text.contains("ollama           no key needed"), "{text}");
         assert!(text.contains("[models.deepseek]"), "{text}");
     }

@@ -152,7 +152,11 @@ mod tests {
             ]
         );
         for split in 1..body.len() {
-            assert_eq!(collect(&[&body[..split], &body[split..]]), whole, "split at {split}");
+            assert_eq!(
+                collect(&[&body[..split], &body[split..]]),
+                whole,
+                "split at {split}"
+            );
         }
     }
 
@@ -161,7 +165,10 @@ mod tests {
         let got = collect(&[b"event: done\r\ndata: [DONE]\r\n\r\ndata: tail"]);
         assert_eq!(
             got,
-            vec![("done".into(), "[DONE]".into()), (String::new(), "tail".into())]
+            vec![
+                ("done".into(), "[DONE]".into()),
+                (String::new(), "tail".into())
+            ]
         );
     }
 

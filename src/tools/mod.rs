@@ -105,8 +105,11 @@ pub trait Tool: Send + Sync {
     fn input_schema(&self) -> Value;
     /// Whether the tool changes anything outside the conversation.
     fn mutates(&self) -> bool;
-    fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext)
-    -> BoxFuture<'a, Result<String, ToolError>>;
+    fn call<'a>(
+        &'a self,
+        input: Value,
+        ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, Result<String, ToolError>>;
 }
 
 /// The way to write a tool: typed arguments, typed run.

@@ -229,7 +229,6 @@ impl OutputBuffer {
     }
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -324,7 +323,9 @@ mod tests {
         let input = json!({"command": command, "timeout_secs": 1});
         let started = std::time::Instant::now();
         let result = call(&Shell, &ws, input).await;
-        assert!(matches!(result, Err(ToolError::TimedOut { after, .. }) if after == Duration::from_secs(1)));
+        assert!(
+            matches!(result, Err(ToolError::TimedOut { after, .. }) if after == Duration::from_secs(1))
+        );
         assert!(started.elapsed() < Duration::from_secs(5));
         let pid = std::fs::read_to_string(ws.join("pid"))?;
         assert!(wait_until_dead(&pid).await, "grandchild {pid} survived");

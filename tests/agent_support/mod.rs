@@ -61,7 +61,10 @@ pub fn settings(workspace: &std::path::Path) -> SessionSettings {
 
 pub fn start(script: serde_json::Value, tweak: impl FnOnce(&mut SessionSettings)) -> Harness {
     let workspace = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-    let root = workspace.path().canonicalize().unwrap_or_else(|e| panic!("{e}"));
+    let root = workspace
+        .path()
+        .canonicalize()
+        .unwrap_or_else(|e| panic!("{e}"));
     let script: Script = serde_json::from_value(script).unwrap_or_else(|e| panic!("script: {e}"));
     let sleeper_calls = Arc::new(AtomicUsize::new(0));
     let mut tools: ToolRegistry = mnemo::tools::builtin::builtin_tools();
@@ -104,7 +107,8 @@ impl Harness {
     }
 
     pub async fn until_turn_finished(&mut self) -> Vec<Event> {
-        self.until(|e| matches!(e, Event::TurnFinished { .. })).await
+        self.until(|e| matches!(e, Event::TurnFinished { .. }))
+            .await
     }
 
     /// Shuts the agent down and returns its session.

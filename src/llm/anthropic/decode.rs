@@ -1,11 +1,12 @@
 //! Decodes the Anthropic Messages event stream into canonical deltas and the final message.
-//! This runs once per token, so each event is read into a small struct that borrows its
-//! strings from the SSE buffer rather than into a `serde_json::Value`.
-
-use std::borrow::Cow;
+//! This runs once per token, so it works on the borrowed event structs of `events`.
 
 use serde::Deserialize;
 use serde_json::{Map, Value};
+
+use super::events::{
+    BlockDelta, BlockStart, ErrorEvent, MessageDelta, MessageStart, TypeTag, WireUsage,
+};
 
 use crate::llm::WireDecoder;
 use crate::llm::error::ProviderError;
@@ -37,102 +38,6 @@ enum Block {
     },
     /// Kinds the canonical model does not carry, such as redacted thinking or server tools.
     Other,
-}
-
-#[derive(Deserialize)]
-struct TypeTag<'a> {
-    #[serde(rename = "type", borrow)]
-    kind: Cow<'a, str>,
-}
-
-#[derive(Deserialize)]
-struct MessageStart {
-    message: StartedMessage,
-}
-
-#[derive(Deserialize)]
-struct StartedMessage {
-    #[serde(default)]
-    usage: WireUsage,
-}
-
-/// `message_start` carries the input side; `message_delta` the output side and, in newer
-/// API versions, cumulative input counts as well. A field that is present wins.
-#[derive(Deserialize, Default)]
-struct WireUsage {
-    input_tokens: Option<u64>,
-    output_tokens: Option<u64>,
-    cache_creation_input_tokens: Option<u64>,
-    cache_read_input_tokens: Option<u64>,
-}
-
-#[derive(Deserialize)]
-struct BlockStart<'a> {
-    index: usize,
-    #[serde(borrow)]
-    content_block: StartedBlock<'a>,
-}
-
-#[derive(Deserialize)]
-struct StartedBlock<'a> {
-    #[serde(rename = "type", borrow)]
-    kind: Cow<'a, str>,
-    #[serde(default, borrow)]
-    id: Cow<'a, str>,
-    #[serde(default, borrow)]
-    name: Cow<'a, str>,
-    #[serde(default, borrow)]
-    text: Cow<'a, str>,
-    #[serde(default, borrow)]
-    thinking: Cow<'a, str>,
-    #[serde(default, borrow)]
-    signature: Cow<'a, str>,
-}
-
-#[derive(Deserialize)]
-struct BlockDelta<'a> {
-    index: usize,
-    #[serde(borrow)]
-    delta: Delta<'a>,
-}
-
-/// One flat struct for every delta kind: an internally tagged enum would buffer the event.
-#[derive(Deserialize)]
-struct Delta<'a> {
-    #[serde(rename = "type", borrow)]
-    kind: Cow<'a, str>,
-    #[serde(default, borrow)]
-    text: Cow<'a, str>,
-    #[serde(default, borrow)]
-    thinking: Cow<'a, str>,
-    #[serde(default, borrow)]
-    signature: Cow<'a, str>,
-    #[serde(default, borrow)]
-    partial_json: Cow<'a, str>,
-}
-
-#[derive(Deserialize)]
-struct MessageDelta {
-    delta: StopDelta,
-    #[serde(default)]
-    usage: WireUsage,
-}
-
-#[derive(Deserialize)]
-struct StopDelta {
-    #[serde(default)]
-    stop_reason: Option<String>,
-}
-
-#[derive(Deserialize)]
-struct ErrorEvent {
-    error: ErrorBody,
-}
-
-#[derive(Deserialize)]
-struct ErrorBody {
-    #[serde(rename = "type", default)]
-    kind: String,
 }
 
 impl AnthropicDecoder {

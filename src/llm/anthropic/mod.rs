@@ -2,6 +2,7 @@
 //! breakpoints) and the event decoding live in their own files; this one sends the request.
 
 mod decode;
+mod events;
 mod request;
 
 use futures_util::future::BoxFuture;

@@ -1,15 +1,12 @@
-//! Decodes Chat Completions stream chunks into canonical deltas and the final message. The
-//! compatible servers each add their own fields (reasoning, cache counters, missing ids), so
-//! every field is optional. This runs once per token: chunks are read into small structs
-//! that borrow their strings from the SSE buffer, never into a `serde_json::Value`.
-
-use std::borrow::Cow;
-use std::fmt;
+//! Decodes Chat Completions stream chunks into canonical deltas and the final message:
+//! assembles tool calls from their pieces, tells reasoning from text, and classifies errors
+//! that arrive inside the stream. This runs once per token, so it works on the borrowed
+//! chunk structs of `chunk`.
 
 use reqwest::header::HeaderMap;
-use serde::de::{Deserializer, Visitor};
-use serde::{Deserialize, de};
 use serde_json::{Map, Value};
+
+use super::chunk::{Choice, Chunk, ToolCallDelta, WireStr};
 
 use crate::llm::WireDecoder;
 use crate::llm::error::ProviderError;
@@ -35,127 +32,6 @@ struct CallState {
     id: String,
     name: String,
     arguments: String,
-}
-
-/// A JSON string borrowed from the event when it holds no escapes, copied otherwise.
-/// (`Option<Cow<str>>` would always copy.)
-struct WireStr<'a>(Cow<'a, str>);
-
-impl<'de: 'a, 'a> Deserialize<'de> for WireStr<'a> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct StrVisitor;
-        impl<'de> Visitor<'de> for StrVisitor {
-            type Value = WireStr<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a string")
-            }
-            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
-                Ok(WireStr(Cow::Borrowed(v)))
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
-                Ok(WireStr(Cow::Owned(v.to_owned())))
-            }
-            fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
-                Ok(WireStr(Cow::Owned(v)))
-            }
-        }
-        deserializer.deserialize_str(StrVisitor)
-    }
-}
-
-#[derive(Deserialize)]
-struct Chunk<'a> {
-    #[serde(default, borrow)]
-    choices: Vec<Choice<'a>>,
-    #[serde(default)]
-    usage: Option<WireUsage>,
-    /// Present only on an error; the rest of the chunk is then irrelevant.
-    #[serde(default)]
-    error: Option<de::IgnoredAny>,
-}
-
-#[derive(Deserialize)]
-struct Choice<'a> {
-    #[serde(default, borrow)]
-    delta: Option<Delta<'a>>,
-    #[serde(default, borrow)]
-    finish_reason: Option<WireStr<'a>>,
-}
-
-#[derive(Deserialize)]
-struct Delta<'a> {
-    #[serde(default, borrow)]
-    content: Option<WireStr<'a>>,
-    /// DeepSeek, Kimi, Qwen.
-    #[serde(default, borrow)]
-    reasoning_content: Option<WireStr<'a>>,
-    /// Ollama, vLLM, OpenRouter.
-    #[serde(default, borrow)]
-    reasoning: Option<WireStr<'a>>,
-    #[serde(default, borrow)]
-    tool_calls: Option<Vec<ToolCallDelta<'a>>>,
-}
-
-#[derive(Deserialize)]
-struct ToolCallDelta<'a> {
-    #[serde(default)]
-    index: Option<usize>,
-    #[serde(default, borrow)]
-    id: Option<WireStr<'a>>,
-    #[serde(default, borrow)]
-    function: Option<FunctionDelta<'a>>,
-}
-
-#[derive(Deserialize)]
-struct FunctionDelta<'a> {
-    #[serde(default, borrow)]
-    name: Option<WireStr<'a>>,
-    #[serde(default, borrow)]
-    arguments: Option<WireStr<'a>>,
-}
-
-#[derive(Deserialize)]
-struct WireUsage {
-    #[serde(default)]
-    prompt_tokens: Option<u64>,
-    #[serde(default)]
-    completion_tokens: Option<u64>,
-    /// OpenAI, Qwen, Kimi, vLLM.
-    #[serde(default)]
-    prompt_tokens_details: Option<PromptDetails>,
-    /// DeepSeek.
-    #[serde(default)]
-    prompt_cache_hit_tokens: Option<u64>,
-    /// Kimi's older field.
-    #[serde(default)]
-    cached_tokens: Option<u64>,
-}
-
-#[derive(Deserialize)]
-struct PromptDetails {
-    #[serde(default)]
-    cached_tokens: Option<u64>,
-}
-
-impl WireUsage {
-    /// `prompt_tokens` includes the cached part; canonical `input_tokens` does not.
-    fn canonical(&self) -> Usage {
-        let prompt = self.prompt_tokens.unwrap_or(0);
-        let cached = self
-            .prompt_tokens_details
-            .as_ref()
-            .and_then(|d| d.cached_tokens)
-            .or(self.prompt_cache_hit_tokens)
-            .or(self.cached_tokens)
-            .unwrap_or(0)
-            .min(prompt);
-        Usage {
-            input_tokens: prompt - cached,
-            output_tokens: self.completion_tokens.unwrap_or(0),
-            cache_read_tokens: cached,
-            cache_write_tokens: 0,
-        }
-    }
 }
 
 impl OpenAiDecoder {

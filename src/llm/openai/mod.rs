@@ -2,6 +2,7 @@
 //! vLLM, llama.cpp), streamed over SSE. The request mapping and the chunk decoding live in
 //! their own files; this one picks the dialect and sends the request.
 
+mod chunk;
 mod decode;
 mod request;
 
