@@ -26,8 +26,11 @@ const KEY: &str = "sk-ant-api03-test-key";
 fn simple_request() -> ModelRequest {
     ModelRequest {
         system: "You are mnemo, a coding assistant.".into(),
-        messages: vec![Message::user_text("Does the build pass?")],
-        tools: Vec::new(),
+        messages: vec![Message::user_text("Does the build pass?")]
+            .into_iter()
+            .map(std::sync::Arc::new)
+            .collect(),
+        tools: Vec::new().into(),
         max_output_tokens: 4096,
     }
 }
@@ -349,7 +352,7 @@ fn tool_loop_request() -> ModelRequest {
                 ],
             },
             Message::user_text("Only touch the tests, please."),
-        ],
+        ].into_iter().map(std::sync::Arc::new).collect(),
         tools: vec![
             ToolSpec {
                 name: "shell".into(),
@@ -361,7 +364,7 @@ fn tool_loop_request() -> ModelRequest {
                 description: "Reads a file.".into(),
                 input_schema: json!({"type": "object", "properties": {"path": {"type": "string"}}}),
             },
-        ],
+        ].into(),
         max_output_tokens: 8192,
     }
 }

@@ -28,8 +28,11 @@ const KEY: &str = "sk-proj-test-key";
 fn simple_request() -> ModelRequest {
     ModelRequest {
         system: "You are mnemo, a coding assistant.".into(),
-        messages: vec![Message::user_text("Does the build pass?")],
-        tools: Vec::new(),
+        messages: vec![Message::user_text("Does the build pass?")]
+            .into_iter()
+            .map(std::sync::Arc::new)
+            .collect(),
+        tools: Vec::new().into(),
         max_output_tokens: 4096,
     }
 }
@@ -368,12 +371,16 @@ fn tool_loop_request() -> ModelRequest {
             },
             Message::user_text("Only touch the tests, please."),
             Message::user_text("And keep it short."),
-        ],
+        ]
+        .into_iter()
+        .map(std::sync::Arc::new)
+        .collect(),
         tools: vec![ToolSpec {
             name: "shell".into(),
             description: "Runs a shell command.".into(),
             input_schema: json!({"type": "object", "properties": {"command": {"type": "string"}}}),
-        }],
+        }]
+        .into(),
         max_output_tokens: 8192,
     }
 }

@@ -32,7 +32,7 @@ pub struct Session {
     pub settings: SessionSettings,
     pub(super) provider: Arc<dyn Provider>,
     pub(super) tools: ToolRegistry,
-    pub(super) history: Vec<Message>,
+    pub(super) history: Vec<Arc<Message>>,
     pub(super) turns: u64,
     pub(super) total_usage: Usage,
     pub(super) cost_usd: f64,
@@ -59,7 +59,7 @@ impl Session {
     }
 
     /// Every message of the conversation so far, oldest first.
-    pub fn history(&self) -> &[Message] {
+    pub fn history(&self) -> &[Arc<Message>] {
         &self.history
     }
 
@@ -101,7 +101,7 @@ impl Session {
 
     /// Appends a completed message. This is the one place history grows.
     pub(super) fn commit(&mut self, message: Message) {
-        self.history.push(message);
+        self.history.push(Arc::new(message));
     }
 
     /// Adds one model call's usage and reports it.

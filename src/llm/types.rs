@@ -135,8 +135,9 @@ pub struct ToolSpec {
 #[derive(Debug, Clone)]
 pub struct ModelRequest {
     pub system: String,
-    pub messages: Vec<Message>,
-    pub tools: Vec<ToolSpec>,
+    /// Shared with the session's history, so building a request copies no message.
+    pub messages: Vec<std::sync::Arc<Message>>,
+    pub tools: std::sync::Arc<[ToolSpec]>,
     pub max_output_tokens: u32,
 }
 

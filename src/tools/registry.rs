@@ -11,6 +11,8 @@ use crate::llm::ToolSpec;
 #[derive(Clone, Default)]
 pub struct ToolRegistry {
     tools: Vec<Arc<dyn Tool>>,
+    /// Generated once: every model call sends them, and schema generation is not free.
+    specs: Arc<[ToolSpec]>,
 }
 
 impl ToolRegistry {
@@ -21,6 +23,15 @@ impl ToolRegistry {
     pub fn register(&mut self, tool: impl Tool + 'static) {
         self.tools.retain(|t| t.name() != tool.name());
         self.tools.push(Arc::new(tool));
+        self.specs = self
+            .tools
+            .iter()
+            .map(|t| ToolSpec {
+                name: t.name().to_string(),
+                description: t.description().to_string(),
+                input_schema: t.input_schema(),
+            })
+            .collect();
     }
 
     pub fn get(&self, name: &str) -> Option<&Arc<dyn Tool>> {
@@ -31,15 +42,8 @@ impl ToolRegistry {
         self.tools.iter().map(|t| t.name()).collect()
     }
 
-    pub fn specs(&self) -> Vec<ToolSpec> {
-        self.tools
-            .iter()
-            .map(|t| ToolSpec {
-                name: t.name().to_string(),
-                description: t.description().to_string(),
-                input_schema: t.input_schema(),
-            })
-            .collect()
+    pub fn specs(&self) -> Arc<[ToolSpec]> {
+        self.specs.clone()
     }
 
     /// Runs a tool by name; the output is capped before it reaches the model.

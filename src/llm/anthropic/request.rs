@@ -3,6 +3,7 @@
 //! the shared prefix (system, tools, history) from cache instead of paying for it again.
 
 use std::borrow::Cow;
+use std::sync::Arc;
 
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -151,7 +152,7 @@ fn tool(spec: &ToolSpec) -> WireTool<'_> {
 /// Consecutive messages of one role become one wire message (the API wants the roles to
 /// alternate; the history may hold tool results followed by an injected user note), and
 /// messages left without any block are dropped.
-fn messages(history: &[Message]) -> Vec<WireMessage<'_>> {
+fn messages(history: &[Arc<Message>]) -> Vec<WireMessage<'_>> {
     let mut out: Vec<WireMessage<'_>> = Vec::with_capacity(history.len());
     for message in history {
         let blocks = message.content.iter().filter_map(block);
@@ -234,7 +235,7 @@ mod tests {
     fn request(messages: Vec<Message>) -> ModelRequest {
         ModelRequest {
             system: "You are mnemo.".into(),
-            messages,
+            messages: messages.into_iter().map(Arc::new).collect(),
             tools: vec![
                 ToolSpec {
                     name: "read_file".into(),
@@ -246,7 +247,8 @@ mod tests {
                     description: "Runs a command".into(),
                     input_schema: json!({"type": "object"}),
                 },
-            ],
+            ]
+            .into(),
             max_output_tokens: 8192,
         }
     }

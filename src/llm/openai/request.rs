@@ -243,8 +243,11 @@ mod tests {
                         is_error: true,
                     }],
                 },
-            ],
-            tools: Vec::new(),
+            ]
+            .into_iter()
+            .map(std::sync::Arc::new)
+            .collect(),
+            tools: Vec::new().into(),
             max_output_tokens: 4096,
         }
     }
