@@ -14,16 +14,16 @@ use crate::tools::builtin::builtin_tools;
 
 #[derive(Debug, thiserror::Error)]
 pub enum LaunchError {
-    #[error("{0}")]
+    #[error(transparent)]
     Config(#[from] ConfigError),
     #[error(
         "no API key for model `{model}`: set {var} in the environment, or choose another \
          model with --model (`mnemo config` shows which models have a key)"
     )]
     MissingKey { model: String, var: String },
-    #[error("{0}")]
+    #[error(transparent)]
     Script(#[from] ScriptLoadError),
-    #[error("cannot use workspace {path}: {source}")]
+    #[error("cannot use workspace {path}")]
     Workspace {
         path: PathBuf,
         source: std::io::Error,

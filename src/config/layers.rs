@@ -11,7 +11,7 @@ use super::{CliOverrides, Config, DEFAULT_TOML, Dirs};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
-    #[error("cannot read config file {file}: {source}")]
+    #[error("cannot read config file {file}")]
     Read {
         file: PathBuf,
         source: std::io::Error,

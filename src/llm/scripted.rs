@@ -70,7 +70,7 @@ pub enum ScriptErrorKind {
 
 #[derive(Debug, thiserror::Error)]
 pub enum ScriptLoadError {
-    #[error("cannot read script {path}: {source}")]
+    #[error("cannot read script {path}")]
     Read {
         path: String,
         source: std::io::Error,
