@@ -1,7 +1,8 @@
-//! Turns a workspace and command-line overrides into a ready session: config, model, key,
-//! provider, tools and system prompt. Every front end starts here.
+//! Turns a workspace and command-line overrides into a ready session: config, store, model,
+//! key, provider, tools and system prompt. Every front end starts here.
 
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use crate::agent::{Session, SessionSettings, prompt};
@@ -10,6 +11,9 @@ use crate::config::{
 };
 use crate::llm::factory::build_provider;
 use crate::llm::scripted::ScriptLoadError;
+use crate::memory::embed::EmbeddingClient;
+use crate::memory::{Store, StoreError};
+use crate::tools::ToolRegistry;
 use crate::tools::builtin::builtin_tools;
 
 #[derive(Debug, thiserror::Error)]
@@ -28,13 +32,33 @@ pub enum LaunchError {
         path: PathBuf,
         source: std::io::Error,
     },
+    #[error("no data directory could be found for the database; pass --db PATH")]
+    NoDataDir,
+    #[error("session store {path}: {source}")]
+    Store { path: PathBuf, source: StoreError },
+    #[error(transparent)]
+    Session(#[from] StoreError),
+    #[error("there is no earlier session in {0}; start one with `mnemo run` or `mnemo`")]
+    NothingToContinue(String),
 }
 
-/// The loaded configuration, before a model is chosen.
+/// Which session a front end works in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SessionChoice {
+    New,
+    /// An id or a unique prefix of one.
+    Resume(String),
+    /// The most recent session of the workspace.
+    Continue,
+}
+
+/// The loaded configuration, before a model is chosen. The store opens on first use.
 pub struct Loaded {
     pub config: Config,
     pub sources: ConfigSources,
     pub workspace: PathBuf,
+    pub db_path: Option<PathBuf>,
+    store: OnceLock<Store>,
 }
 
 pub fn load_config(workspace: &Path, cli: &CliOverrides) -> Result<Loaded, LaunchError> {
@@ -45,19 +69,66 @@ pub fn load_config(workspace: &Path, cli: &CliOverrides) -> Result<Loaded, Launc
             source,
         })?;
     let env = |name: &str| std::env::var(name).ok();
-    let (config, sources) = config::load(&Dirs::from_env(), &workspace, &env, cli)?;
+    let dirs = Dirs::from_env();
+    let (config, sources) = config::load(&dirs, &workspace, &env, cli)?;
+    let db_path = cli
+        .db
+        .clone()
+        .or_else(|| config.memory.db_path.clone())
+        .or_else(|| dirs.data.map(|dir| dir.join("mnemo.db")));
     Ok(Loaded {
         config,
         sources,
         workspace,
+        db_path,
+        store: OnceLock::new(),
     })
 }
 
-/// Resolves the model, checks its key and builds the session.
+impl Loaded {
+    /// The session store, opened (and migrated) the first time it is needed.
+    pub fn store(&self) -> Result<Store, LaunchError> {
+        if let Some(store) = self.store.get() {
+            return Ok(store.clone());
+        }
+        let path = self.db_path.clone().ok_or(LaunchError::NoDataDir)?;
+        let store = Store::open(&path).map_err(|source| LaunchError::Store { path, source })?;
+        Ok(self.store.get_or_init(|| store).clone())
+    }
+
+    pub fn workspace_str(&self) -> String {
+        self.workspace.display().to_string()
+    }
+
+    /// The embedding client for semantic archive search, when one is configured.
+    pub fn embedder(&self) -> Option<Arc<EmbeddingClient>> {
+        let config = self.config.memory.embedding.clone()?;
+        Some(Arc::new(EmbeddingClient::new(config)))
+    }
+
+    /// Every tool a session gets: the built-ins and the memory tools.
+    pub fn tools(&self, store: &Store) -> ToolRegistry {
+        let mut tools = builtin_tools();
+        crate::tools::memory::register(&mut tools, store, self.embedder());
+        tools
+    }
+}
+
+/// A new session with the configured model.
 pub async fn prepare_session(loaded: &Loaded, cli: &CliOverrides) -> Result<Session, LaunchError> {
+    prepare_session_with(loaded, cli, SessionChoice::New).await
+}
+
+/// Resolves the model, checks its key, and creates or resumes the session.
+pub async fn prepare_session_with(
+    loaded: &Loaded,
+    cli: &CliOverrides,
+    choice: SessionChoice,
+) -> Result<Session, LaunchError> {
     let model = config::resolve_model(&loaded.config, cli)?;
     let api_key = api_key(&model)?;
     let provider = build_provider(&model, api_key)?;
+    let store = loaded.store()?;
     let agent = &loaded.config.agent;
     let settings = SessionSettings {
         workspace: loaded.workspace.clone(),
@@ -69,8 +140,23 @@ pub async fn prepare_session(loaded: &Loaded, cli: &CliOverrides) -> Result<Sess
         max_output_tokens: model.max_output_tokens,
         context_window: model.context_window,
         price: model.price,
+        max_active_messages: loaded.config.memory.max_active_messages,
     };
-    Ok(Session::new(settings, provider, builtin_tools()))
+    let tools = loaded.tools(&store);
+    let session = match choice {
+        SessionChoice::New => Session::create(settings, provider, tools, store, None).await?,
+        SessionChoice::Resume(id) => Session::resume(settings, provider, tools, store, &id).await?,
+        SessionChoice::Continue => {
+            let cwd = loaded.workspace_str();
+            let wanted = cwd.clone();
+            let latest = store
+                .call(move |db| db.latest_session(&wanted))
+                .await?
+                .ok_or(LaunchError::NothingToContinue(cwd))?;
+            Session::resume(settings, provider, tools, store, &latest.id).await?
+        }
+    };
+    Ok(session)
 }
 
 /// Reads the model's key from the environment. A local server may run without one.

@@ -2,10 +2,12 @@
 //! parses flags and picks a front end.
 
 pub mod agent;
+pub mod commands;
 pub mod config;
 pub mod headless;
 pub mod launch;
 pub mod llm;
+pub mod memory;
 pub mod protocol;
 pub mod sandbox;
 pub mod tools;

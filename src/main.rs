@@ -5,10 +5,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use mnemo::commands::{self, sessions::ExportFormat};
 use mnemo::config::{CliOverrides, ProviderKind};
 use mnemo::headless::{OutputMode, run_prompt};
-use mnemo::launch;
+use mnemo::launch::{self, SessionChoice};
 
 #[derive(Parser)]
 #[command(name = "mnemo", version, about = "A terminal coding and ops assistant")]
@@ -31,8 +32,23 @@ struct Cli {
     /// Workspace directory (default: the current directory).
     #[arg(long, short = 'C', global = true)]
     cd: Option<PathBuf>,
+    /// The session database (default: mnemo.db in the data directory).
+    #[arg(long, global = true)]
+    db: Option<PathBuf>,
+    #[command(flatten)]
+    resume: ResumeArgs,
     #[command(subcommand)]
     command: Option<Command>,
+}
+
+#[derive(Args)]
+struct ResumeArgs {
+    /// Continue a stored session (an id or unique prefix; `mnemo sessions` lists them).
+    #[arg(long, global = true, num_args = 0..=1, default_missing_value = "")]
+    resume: Option<String>,
+    /// Continue the most recent session of this directory.
+    #[arg(long = "continue", global = true, conflicts_with = "resume")]
+    continue_last: bool,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -53,6 +69,66 @@ enum Command {
     },
     /// Print the resolved configuration and which models have a key.
     Config,
+    /// List stored sessions of this directory, newest first.
+    Sessions {
+        /// Every directory, not only this one.
+        #[arg(long)]
+        all: bool,
+        /// At most this many.
+        #[arg(long, default_value_t = 50)]
+        limit: usize,
+        #[command(subcommand)]
+        action: Option<SessionAction>,
+    },
+    /// Search the archive and manage remembered experiences.
+    Memory {
+        #[command(subcommand)]
+        action: MemoryAction,
+    },
+}
+
+#[derive(Subcommand)]
+enum SessionAction {
+    /// Delete a session with its messages and archive entries.
+    Rm { id: String },
+    /// Give a session a new title.
+    Rename { id: String, title: String },
+    /// Print a whole session as Markdown or JSON.
+    Export {
+        id: String,
+        #[arg(long, value_enum, default_value_t = FormatArg::Md)]
+        format: FormatArg,
+    },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum FormatArg {
+    Md,
+    Json,
+}
+
+#[derive(Subcommand)]
+enum MemoryAction {
+    /// Search archived conversations.
+    Search {
+        /// Words to look for (options go before them).
+        #[arg(required = true, allow_hyphen_values = true, trailing_var_arg = true)]
+        query: Vec<String>,
+        #[arg(long, default_value_t = 10)]
+        limit: usize,
+    },
+    /// Keep a durable fact for later sessions (this project unless --global).
+    Remember {
+        /// The fact, as one or more words (options go before them).
+        #[arg(required = true, allow_hyphen_values = true, trailing_var_arg = true)]
+        text: Vec<String>,
+        #[arg(long)]
+        global: bool,
+    },
+    /// Remove a remembered experience by id.
+    Forget { id: i64 },
+    /// List the experiences sessions in this directory see.
+    List,
 }
 
 fn main() -> ExitCode {
@@ -64,6 +140,13 @@ fn main() -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?)
 }
 
 fn real_main(cli: Cli) -> anyhow::Result<ExitCode> {
@@ -80,8 +163,16 @@ fn real_main(cli: Cli) -> anyhow::Result<ExitCode> {
         base_url: cli.base_url.clone(),
         api_key_env: cli.api_key_env.clone(),
         max_steps: cli.max_steps,
+        db: cli.db.clone(),
+    };
+    let choice = match (&cli.resume.resume, cli.resume.continue_last) {
+        (Some(id), _) if !id.is_empty() => SessionChoice::Resume(id.clone()),
+        (Some(_), _) => SessionChoice::Continue,
+        (None, true) => SessionChoice::Continue,
+        (None, false) => SessionChoice::New,
     };
     let loaded = launch::load_config(&workspace, &overrides)?;
+    let mut out = std::io::stdout().lock();
     match cli.command {
         Some(Command::Config) => {
             let env = |name: &str| std::env::var(name).ok();
@@ -89,6 +180,40 @@ fn real_main(cli: Cli) -> anyhow::Result<ExitCode> {
                 "{}",
                 mnemo::config::show::render(&loaded.config, &loaded.sources, &env)
             );
+            Ok(ExitCode::SUCCESS)
+        }
+        Some(Command::Sessions { all, limit, action }) => {
+            match action {
+                None => commands::sessions::list(&loaded, all, limit, &mut out)?,
+                Some(SessionAction::Rm { id }) => {
+                    commands::sessions::remove(&loaded, &id, &mut out)?
+                }
+                Some(SessionAction::Rename { id, title }) => {
+                    commands::sessions::rename(&loaded, &id, &title, &mut out)?
+                }
+                Some(SessionAction::Export { id, format }) => {
+                    let format = match format {
+                        FormatArg::Md => ExportFormat::Markdown,
+                        FormatArg::Json => ExportFormat::Json,
+                    };
+                    commands::sessions::export(&loaded, &id, format, &mut out)?
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Some(Command::Memory { action }) => {
+            match action {
+                MemoryAction::Search { query, limit } => {
+                    let query = query.join(" ");
+                    runtime()?
+                        .block_on(commands::memory::search(&loaded, &query, limit, &mut out))?
+                }
+                MemoryAction::Remember { text, global } => {
+                    commands::memory::remember(&loaded, &text.join(" "), global, &mut out)?
+                }
+                MemoryAction::Forget { id } => commands::memory::forget(&loaded, id, &mut out)?,
+                MemoryAction::List => commands::memory::list(&loaded, &mut out)?,
+            }
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Run { prompt, json }) => {
@@ -110,14 +235,9 @@ fn real_main(cli: Cli) -> anyhow::Result<ExitCode> {
             } else {
                 OutputMode::Text
             };
-            let runtime = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
-                .enable_all()
-                .build()?;
-            let report = runtime.block_on(async {
-                let session = launch::prepare_session(&loaded, &overrides).await?;
+            let report = runtime()?.block_on(async {
+                let session = launch::prepare_session_with(&loaded, &overrides, choice).await?;
                 let handle = mnemo::agent::spawn(session);
-                let mut out = std::io::stdout().lock();
                 let mut err = std::io::stderr();
                 anyhow::Ok(run_prompt(handle, prompt, mode, &mut out, &mut err).await?)
             })?;

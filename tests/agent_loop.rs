@@ -1,5 +1,5 @@
 //! The turn loop on the scripted provider: streaming, concurrent tools, guards, interrupt and
-//! inject, with tokio's paused clock so delays cost no real time.
+//! inject. Delays are real but short; every message goes through a real store.
 
 mod agent_support;
 
@@ -10,7 +10,7 @@ use agent_support::start;
 use mnemo::llm::{ContentBlock, Role};
 use mnemo::protocol::{Event, Op, ToolStatus, TurnStatus, UserMessageKind};
 use serde_json::json;
-use tokio::time::Instant;
+use std::time::Instant;
 
 fn status_of(events: &[Event]) -> (TurnStatus, Option<String>) {
     match events.last() {
@@ -31,12 +31,13 @@ fn text_deltas(events: &[Event]) -> String {
         .collect()
 }
 
-#[tokio::test(start_paused = true)]
+#[tokio::test]
 async fn streamed_text_arrives_as_deltas_and_the_turn_completes() {
     let mut h = start(
         json!({"turns": [{"chunks": ["Hel", "lo ", "world"], "delay_ms": 50}]}),
         |_| {},
-    );
+    )
+    .await;
     h.send(Op::UserInput { text: "hi".into() }).await;
     let events = h.until_turn_finished().await;
     assert_eq!(text_deltas(&events), "Hello world");
@@ -51,19 +52,20 @@ async fn streamed_text_arrives_as_deltas_and_the_turn_completes() {
     assert_eq!(session.history()[1].text(), "Hello world");
 }
 
-#[tokio::test(start_paused = true)]
+#[tokio::test]
 async fn several_read_only_calls_in_one_response_run_concurrently() {
     let mut h = start(
         json!({"turns": [
             {"tool_calls": [
-                {"name": "sleep", "arguments": {"ms": 1000}},
-                {"name": "sleep", "arguments": {"ms": 1001}},
-                {"name": "sleep", "arguments": {"ms": 1002}}
+                {"name": "sleep", "arguments": {"ms": 300}},
+                {"name": "sleep", "arguments": {"ms": 301}},
+                {"name": "sleep", "arguments": {"ms": 302}}
             ]},
             {"text": "done"}
         ]}),
         |_| {},
-    );
+    )
+    .await;
     let started = Instant::now();
     h.send(Op::UserInput { text: "go".into() }).await;
     let events = h.until_turn_finished().await;
@@ -79,13 +81,14 @@ async fn several_read_only_calls_in_one_response_run_concurrently() {
     assert_eq!(results.content.len(), 3);
 }
 
-#[tokio::test(start_paused = true)]
+#[tokio::test]
 async fn the_same_call_three_times_in_a_row_ends_the_turn_as_loop_detected() {
     let call = json!({"tool_calls": [{"name": "sleep", "arguments": {"ms": 1}}]});
     let mut h = start(
         json!({"turns": [call, call, call, {"text": "never reached"}]}),
         |_| {},
-    );
+    )
+    .await;
     h.send(Op::UserInput {
         text: "loop".into(),
     })
@@ -112,12 +115,12 @@ async fn the_same_call_three_times_in_a_row_ends_the_turn_as_loop_detected() {
     ));
 }
 
-#[tokio::test(start_paused = true)]
+#[tokio::test]
 async fn the_step_limit_stops_a_turn_that_keeps_calling_tools() {
     let turns: Vec<_> = (0..5)
         .map(|i| json!({"tool_calls": [{"name": "sleep", "arguments": {"ms": i}}]}))
         .collect();
-    let mut h = start(json!({ "turns": turns }), |s| s.max_steps = 2);
+    let mut h = start(json!({ "turns": turns }), |s| s.max_steps = 2).await;
     h.send(Op::UserInput {
         text: "work".into(),
     })
@@ -129,7 +132,7 @@ async fn the_step_limit_stops_a_turn_that_keeps_calling_tools() {
     assert_eq!(h.sleeper_calls.load(Ordering::SeqCst), 2);
 }
 
-#[tokio::test(start_paused = true)]
+#[tokio::test]
 async fn a_tool_that_runs_too_long_becomes_an_error_result_and_the_turn_goes_on() {
     let mut h = start(
         json!({"turns": [
@@ -137,7 +140,8 @@ async fn a_tool_that_runs_too_long_becomes_an_error_result_and_the_turn_goes_on(
             {"text": "the tool timed out"}
         ]}),
         |s| s.tool_timeout = Duration::from_secs(1),
-    );
+    )
+    .await;
     h.send(Op::UserInput { text: "go".into() }).await;
     let events = h.until_turn_finished().await;
     assert_eq!(status_of(&events).0, TurnStatus::Completed);
@@ -150,7 +154,7 @@ async fn a_tool_that_runs_too_long_becomes_an_error_result_and_the_turn_goes_on(
     assert!(output.contains("timed out after 1 s"), "{output}");
 }
 
-#[tokio::test(start_paused = true)]
+#[tokio::test]
 async fn invalid_tool_arguments_and_unknown_tools_become_errors_the_model_sees() {
     let mut h = start(
         json!({"turns": [
@@ -162,7 +166,8 @@ async fn invalid_tool_arguments_and_unknown_tools_become_errors_the_model_sees()
             {"text": "recovered"}
         ]}),
         |_| {},
-    );
+    )
+    .await;
     h.send(Op::UserInput { text: "go".into() }).await;
     let events = h.until_turn_finished().await;
     assert_eq!(status_of(&events).0, TurnStatus::Completed);
@@ -190,13 +195,14 @@ async fn invalid_tool_arguments_and_unknown_tools_become_errors_the_model_sees()
     assert_eq!(session.history()[3].text(), "recovered");
 }
 
-#[tokio::test(start_paused = true)]
+#[tokio::test]
 async fn interrupt_mid_stream_ends_the_turn_at_once_and_keeps_what_was_shown() {
     let chunks: Vec<String> = (0..50).map(|i| format!("w{i} ")).collect();
     let mut h = start(
-        json!({"turns": [{"chunks": chunks, "delay_ms": 1000}, {"text": "next"}]}),
+        json!({"turns": [{"chunks": chunks, "delay_ms": 200}, {"text": "next"}]}),
         |_| {},
-    );
+    )
+    .await;
     h.send(Op::UserInput {
         text: "talk".into(),
     })
@@ -220,12 +226,13 @@ async fn interrupt_mid_stream_ends_the_turn_at_once_and_keeps_what_was_shown() {
     assert_eq!(session.history()[3].text(), "next");
 }
 
-#[tokio::test(start_paused = true)]
+#[tokio::test]
 async fn interrupt_during_a_tool_cancels_it_and_answers_the_call() {
     let mut h = start(
         json!({"turns": [{"tool_calls": [{"name": "sleep", "arguments": {"ms": 600000}}]}]}),
         |_| {},
-    );
+    )
+    .await;
     h.send(Op::UserInput { text: "go".into() }).await;
     h.until(|e| matches!(e, Event::ToolCallStarted { .. }))
         .await;
@@ -251,15 +258,16 @@ async fn interrupt_during_a_tool_cancels_it_and_answers_the_call() {
     }
 }
 
-#[tokio::test(start_paused = true)]
+#[tokio::test]
 async fn an_injection_becomes_a_user_message_before_the_next_model_call() {
     let mut h = start(
         json!({"turns": [
-            {"tool_calls": [{"name": "sleep", "arguments": {"ms": 5000}}]},
+            {"tool_calls": [{"name": "sleep", "arguments": {"ms": 300}}]},
             {"text": "saw it"}
         ]}),
         |_| {},
-    );
+    )
+    .await;
     h.send(Op::UserInput {
         text: "start".into(),
     })
@@ -281,15 +289,16 @@ async fn an_injection_becomes_a_user_message_before_the_next_model_call() {
     assert_eq!(history[4].text(), "saw it");
 }
 
-#[tokio::test(start_paused = true)]
+#[tokio::test]
 async fn an_injection_during_the_final_answer_starts_another_model_call_in_the_same_turn() {
     let mut h = start(
         json!({"turns": [
-            {"chunks": ["all ", "done ", "here"], "delay_ms": 1000},
+            {"chunks": ["all ", "done ", "here"], "delay_ms": 200},
             {"text": "ok, added"}
         ]}),
         |_| {},
-    );
+    )
+    .await;
     h.send(Op::UserInput {
         text: "start".into(),
     })
@@ -313,15 +322,16 @@ async fn an_injection_during_the_final_answer_starts_another_model_call_in_the_s
     );
 }
 
-#[tokio::test(start_paused = true)]
+#[tokio::test]
 async fn a_message_sent_during_a_turn_is_queued_as_the_next_turn() {
     let mut h = start(
         json!({"turns": [
-            {"chunks": ["first ", "answer"], "delay_ms": 1000},
+            {"chunks": ["first ", "answer"], "delay_ms": 200},
             {"text": "second answer"}
         ]}),
         |_| {},
-    );
+    )
+    .await;
     h.send(Op::UserInput { text: "one".into() }).await;
     let mut first = h.until(|e| matches!(e, Event::TextDelta { .. })).await;
     h.send(Op::UserInput { text: "two".into() }).await;
@@ -333,12 +343,13 @@ async fn a_message_sent_during_a_turn_is_queued_as_the_next_turn() {
     assert_eq!(text_deltas(&second), "second answer");
 }
 
-#[tokio::test(start_paused = true)]
+#[tokio::test]
 async fn a_provider_failure_fails_the_turn_with_the_reason() {
     let mut h = start(
         json!({"turns": [{"error": {"kind": "auth", "message": "invalid x-api-key"}}]}),
         |_| {},
-    );
+    )
+    .await;
     h.send(Op::UserInput { text: "hi".into() }).await;
     let events = h.until_turn_finished().await;
     let (status, message) = status_of(&events);

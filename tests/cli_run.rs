@@ -50,11 +50,11 @@ impl Workspace {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         let mut child = cmd.spawn().unwrap_or_else(|e| panic!("{e}"));
-        if let Some(mut pipe) = child.stdin.take() {
-            if let Some(text) = stdin {
-                pipe.write_all(text.as_bytes())
-                    .unwrap_or_else(|e| panic!("{e}"));
-            }
+        if let Some(mut pipe) = child.stdin.take()
+            && let Some(text) = stdin
+        {
+            pipe.write_all(text.as_bytes())
+                .unwrap_or_else(|e| panic!("{e}"));
         }
         child.wait_with_output().unwrap_or_else(|e| panic!("{e}"))
     }

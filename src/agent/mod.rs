@@ -6,6 +6,7 @@ pub mod prompt;
 mod session;
 mod tool_exec;
 mod turn_loop;
+mod working_set;
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};

@@ -1,4 +1,5 @@
-//! The state one agent task owns: settings, provider, tools, history and running totals.
+//! The state one agent task owns: settings, provider, tools, the working set of messages and
+//! running totals. Every message that enters the working set is written to the store first.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -7,7 +8,10 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 
 use crate::config::Price;
-use crate::llm::{Message, Provider, Usage};
+use crate::llm::{ContentBlock, Message, Provider, Role, Usage};
+use crate::memory::Store;
+use crate::memory::StoreError;
+use crate::memory::types::{NewSession, StoredMessage};
 use crate::protocol::Event;
 use crate::tools::ToolRegistry;
 
@@ -18,6 +22,7 @@ pub struct SessionSettings {
     pub workspace: PathBuf,
     /// The model's name as the user knows it (config entry name).
     pub model_name: String,
+    /// Constitution, project instructions and environment; experiences are added per turn.
     pub system_prompt: String,
     pub max_steps: u32,
     pub repeat_limit: u32,
@@ -25,6 +30,15 @@ pub struct SessionSettings {
     pub max_output_tokens: u32,
     pub context_window: u64,
     pub price: Price,
+    /// Messages kept in the working set before the oldest turns move to the archive.
+    pub max_active_messages: usize,
+}
+
+/// Where a working-set message sits in the store, and when it was written.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct MessageMeta {
+    pub seq: i64,
+    pub created_at: i64,
 }
 
 pub struct Session {
@@ -32,33 +46,110 @@ pub struct Session {
     pub settings: SessionSettings,
     pub(super) provider: Arc<dyn Provider>,
     pub(super) tools: ToolRegistry,
+    pub(super) store: Store,
+    /// The working set, oldest first, and beside it each message's place in the store.
     pub(super) history: Vec<Arc<Message>>,
+    pub(super) meta: Vec<MessageMeta>,
+    pub(super) next_seq: i64,
     pub(super) turns: u64,
     pub(super) total_usage: Usage,
     pub(super) cost_usd: f64,
+    /// The system prompt as last sent: base prompt plus experiences.
+    pub(super) system_prompt: String,
+    pub(super) archived_any: bool,
     events: Option<mpsc::Sender<Event>>,
 }
 
 impl Session {
-    pub fn new(
+    /// Creates a new session row in the store.
+    pub async fn create(
         settings: SessionSettings,
         provider: Arc<dyn Provider>,
         tools: ToolRegistry,
+        store: Store,
+        parent_id: Option<String>,
+    ) -> Result<Self, StoreError> {
+        let id = uuid::Uuid::new_v4().to_string();
+        let new = NewSession {
+            id: id.clone(),
+            parent_id,
+            cwd: settings.workspace.display().to_string(),
+            model: settings.model_name.clone(),
+            title: String::new(),
+        };
+        store.call(move |db| db.create_session(new)).await?;
+        Ok(Self::assemble(id, settings, provider, tools, store))
+    }
+
+    /// Loads a stored session: its working set exactly as it was, and its totals. A step
+    /// that a killed process left half done is closed so the history is valid again.
+    pub async fn resume(
+        settings: SessionSettings,
+        provider: Arc<dyn Provider>,
+        tools: ToolRegistry,
+        store: Store,
+        id_or_prefix: &str,
+    ) -> Result<Self, StoreError> {
+        let wanted = id_or_prefix.to_string();
+        let (row, active, totals, max_seq, archived) = store
+            .call(move |db| {
+                let row = db.session(&wanted)?;
+                db.mark_running_turns_killed(&row.id)?;
+                let active = db.active_messages(&row.id)?;
+                let totals = db.session_totals(&row.id)?;
+                let max_seq = db.max_seq(&row.id)?;
+                let archived = row.message_count > active.len() as u64;
+                Ok((row, active, totals, max_seq, archived))
+            })
+            .await?;
+        let mut session = Self::assemble(row.id, settings, provider, tools, store);
+        session.turns = totals.turns;
+        session.total_usage = totals.usage;
+        session.cost_usd = totals.cost_usd;
+        session.next_seq = max_seq.map_or(0, |s| s + 1);
+        session.archived_any = archived;
+        for StoredMessage {
+            seq,
+            message,
+            created_at,
+            ..
+        } in active
+        {
+            session.meta.push(MessageMeta { seq, created_at });
+            session.history.push(Arc::new(message));
+        }
+        if let Some(repair) = session.unanswered_calls() {
+            session.commit(repair).await?;
+        }
+        Ok(session)
+    }
+
+    fn assemble(
+        id: String,
+        settings: SessionSettings,
+        provider: Arc<dyn Provider>,
+        tools: ToolRegistry,
+        store: Store,
     ) -> Self {
         Self {
-            id: uuid::Uuid::new_v4().to_string(),
+            id,
+            system_prompt: settings.system_prompt.clone(),
             settings,
             provider,
             tools,
+            store,
             history: Vec::new(),
+            meta: Vec::new(),
+            next_seq: 0,
             turns: 0,
             total_usage: Usage::default(),
             cost_usd: 0.0,
+            archived_any: false,
             events: None,
         }
     }
 
-    /// Every message of the conversation so far, oldest first.
+    /// The working set, oldest first.
     pub fn history(&self) -> &[Arc<Message>] {
         &self.history
     }
@@ -69,6 +160,15 @@ impl Session {
 
     pub fn cost_usd(&self) -> f64 {
         self.cost_usd
+    }
+
+    /// The system prompt of the latest turn, experiences included.
+    pub fn system_prompt(&self) -> &str {
+        &self.system_prompt
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.store
     }
 
     pub(super) fn attach(&mut self, events: mpsc::Sender<Event>) {
@@ -99,9 +199,45 @@ impl Session {
         }
     }
 
-    /// Appends a completed message. This is the one place history grows.
-    pub(super) fn commit(&mut self, message: Message) {
-        self.history.push(Arc::new(message));
+    /// Writes a completed message to the store, then adds it to the working set. This is the
+    /// one place history grows, so nothing the model or user produced exists only in memory.
+    pub(super) async fn commit(&mut self, message: Message) -> Result<(), StoreError> {
+        let seq = self.next_seq;
+        let tokens = crate::llm::tokens::estimate_message(&message);
+        let message = Arc::new(message);
+        let stored = Arc::clone(&message);
+        let id = self.id.clone();
+        self.store
+            .call(move |db| db.append_messages(&id, &[(seq, stored.as_ref(), tokens)]))
+            .await?;
+        self.next_seq += 1;
+        self.meta.push(MessageMeta {
+            seq,
+            created_at: super::turn_loop::now_millis(),
+        });
+        self.history.push(message);
+        Ok(())
+    }
+
+    /// A user message answering tool calls of the last assistant message that have no
+    /// result (the process died while they ran).
+    fn unanswered_calls(&self) -> Option<Message> {
+        let last = self.history.last()?;
+        if last.role != Role::Assistant {
+            return None;
+        }
+        let results: Vec<ContentBlock> = last
+            .tool_calls()
+            .map(|call| ContentBlock::ToolResult {
+                tool_use_id: call.id.to_string(),
+                content: "not run: mnemo stopped before this call finished".into(),
+                is_error: true,
+            })
+            .collect();
+        (!results.is_empty()).then_some(Message {
+            role: Role::User,
+            content: results,
+        })
     }
 
     /// Adds one model call's usage and reports it.

@@ -11,6 +11,7 @@ use tokio_util::sync::CancellationToken;
 use super::Session;
 use super::guards::RepeatGuard;
 use crate::llm::{ContentBlock, Message, Role};
+use crate::memory::StoreError;
 use crate::protocol::{Event, ToolStatus};
 use crate::tools::{ToolContext, ToolError};
 
@@ -32,7 +33,7 @@ impl Session {
         &mut self,
         guard: &mut RepeatGuard,
         cancel: &CancellationToken,
-    ) -> Option<String> {
+    ) -> Result<Option<String>, StoreError> {
         let mut calls: Vec<PendingCall> = match self.history.last() {
             Some(last) => last
                 .tool_calls()
@@ -76,8 +77,9 @@ impl Session {
         self.commit(Message {
             role: Role::User,
             content: results,
-        });
-        loop_note
+        })
+        .await?;
+        Ok(loop_note)
     }
 
     async fn run_batch(

@@ -7,7 +7,11 @@ use tokio_util::sync::CancellationToken;
 
 use super::guards::RepeatGuard;
 use super::{Inbox, Session};
-use crate::llm::{ContentBlock, Message, ModelRequest, ModelResponse, ProviderError, StreamEvent};
+use crate::llm::{
+    ContentBlock, Message, ModelRequest, ModelResponse, ProviderError, StreamEvent, Usage,
+};
+use crate::memory::StoreError;
+use crate::memory::types::TurnRecord;
 use crate::protocol::{Event, TurnStatus, UserMessageKind};
 
 /// How a model call ended when it did not produce a response.
@@ -27,8 +31,28 @@ impl Session {
         self.turns += 1;
         let turn = self.turns;
         self.emit(Event::TurnStarted { turn }).await;
-        self.add_user_text(text, kind).await;
-        let (status, message) = self.turn_steps(&cancel, &inbox).await;
+        let before = (self.total_usage, self.cost_usd);
+        let started_at = now_millis();
+        let (status, message) = match self.open_turn(turn, started_at, text, kind).await {
+            Ok(()) => self.turn_steps(&cancel, &inbox).await,
+            Err(err) => (TurnStatus::Failed, Some(store_failure(&err))),
+        };
+        let record = TurnRecord {
+            session_id: self.id.clone(),
+            turn,
+            status,
+            started_at,
+            finished_at: now_millis(),
+            usage: usage_since(&self.total_usage, &before.0),
+            cost_usd: self.cost_usd - before.1,
+            report: None,
+        };
+        if let Err(err) = self.store.call(move |db| db.finish_turn(&record)).await {
+            self.emit(Event::Error {
+                message: store_failure(&err),
+            })
+            .await;
+        }
         self.emit(Event::TurnFinished {
             turn,
             status,
@@ -37,9 +61,38 @@ impl Session {
         .await;
     }
 
-    async fn add_user_text(&mut self, text: String, kind: UserMessageKind) {
-        self.commit(Message::user_text(text.clone()));
+    /// Records the turn, refreshes the experiences in the system prompt and adds the user's
+    /// message.
+    async fn open_turn(
+        &mut self,
+        turn: u64,
+        started_at: i64,
+        text: String,
+        kind: UserMessageKind,
+    ) -> Result<(), StoreError> {
+        let id = self.id.clone();
+        self.store
+            .call(move |db| db.begin_turn(&id, turn, started_at))
+            .await?;
+        self.refresh_system_prompt().await?;
+        self.add_user_text(text, kind).await
+    }
+
+    async fn add_user_text(
+        &mut self,
+        text: String,
+        kind: UserMessageKind,
+    ) -> Result<(), StoreError> {
+        let first = self.next_seq == 0;
+        self.commit(Message::user_text(text.clone())).await?;
+        if first {
+            let (id, title) = (self.id.clone(), title_from(&text));
+            self.store
+                .call(move |db| db.rename_session(&id, &title))
+                .await?;
+        }
         self.emit(Event::UserMessage { text, kind }).await;
+        Ok(())
     }
 
     async fn turn_steps(
@@ -47,20 +100,40 @@ impl Session {
         cancel: &CancellationToken,
         inbox: &Inbox,
     ) -> (TurnStatus, Option<String>) {
+        match self.turn_loop(cancel, inbox).await {
+            Ok(outcome) => outcome,
+            Err(err) => {
+                let message = store_failure(&err);
+                self.emit(Event::Error {
+                    message: message.clone(),
+                })
+                .await;
+                (TurnStatus::Failed, Some(message))
+            }
+        }
+    }
+
+    async fn turn_loop(
+        &mut self,
+        cancel: &CancellationToken,
+        inbox: &Inbox,
+    ) -> Result<(TurnStatus, Option<String>), StoreError> {
         let mut guard = RepeatGuard::new(self.settings.repeat_limit);
         let mut steps = 0u32;
+        let mut turn_start = self.history.len().saturating_sub(1);
         loop {
             for text in drain(inbox) {
-                self.add_user_text(text, UserMessageKind::Injected).await;
+                self.add_user_text(text, UserMessageKind::Injected).await?;
             }
+            turn_start -= self.archive_old_turns(turn_start).await?;
             if cancel.is_cancelled() {
-                return (TurnStatus::Interrupted, None);
+                return Ok((TurnStatus::Interrupted, None));
             }
             if steps >= self.settings.max_steps {
                 let note = format!(
                     "stopped after {steps} model calls (the step limit); send a message to continue"
                 );
-                return (TurnStatus::StepLimit, Some(note));
+                return Ok((TurnStatus::StepLimit, Some(note)));
             }
             steps += 1;
 
@@ -71,9 +144,10 @@ impl Session {
                     if !partial_text.is_empty() {
                         self.commit(Message::assistant(vec![ContentBlock::Text {
                             text: partial_text,
-                        }]));
+                        }]))
+                        .await?;
                     }
-                    return (TurnStatus::Interrupted, None);
+                    return Ok((TurnStatus::Interrupted, None));
                 }
                 Err(StepFailure::Provider(err)) => {
                     let message = format!("{} failed: {err}", self.provider.label());
@@ -81,34 +155,32 @@ impl Session {
                         message: message.clone(),
                     })
                     .await;
-                    return (TurnStatus::Failed, Some(message));
+                    return Ok((TurnStatus::Failed, Some(message)));
                 }
             };
             self.record_usage(response.usage).await;
             let message = response.message;
-            self.emit(Event::AssistantMessage {
-                text: message.text(),
-            })
-            .await;
+            let text = message.text();
             let has_calls = message.tool_calls().next().is_some();
-            self.commit(message);
+            self.commit(message).await?;
+            self.emit(Event::AssistantMessage { text }).await;
 
             if !has_calls {
                 if inbox_is_empty(inbox) {
-                    return (TurnStatus::Completed, None);
+                    return Ok((TurnStatus::Completed, None));
                 }
                 continue;
             }
-            let loop_note = self.run_tool_calls(&mut guard, cancel).await;
+            let loop_note = self.run_tool_calls(&mut guard, cancel).await?;
             if let Some(note) = loop_note {
                 self.emit(Event::Error {
                     message: note.clone(),
                 })
                 .await;
-                return (TurnStatus::LoopDetected, Some(note));
+                return Ok((TurnStatus::LoopDetected, Some(note)));
             }
             if cancel.is_cancelled() {
-                return (TurnStatus::Interrupted, None);
+                return Ok((TurnStatus::Interrupted, None));
             }
         }
     }
@@ -119,7 +191,7 @@ impl Session {
         cancel: &CancellationToken,
     ) -> Result<ModelResponse, StepFailure> {
         let request = ModelRequest {
-            system: self.settings.system_prompt.clone(),
+            system: self.system_prompt.clone(),
             messages: self.history.clone(),
             tools: self.tools.specs(),
             max_output_tokens: self.settings.max_output_tokens,
@@ -169,4 +241,35 @@ fn inbox_is_empty(inbox: &Inbox) -> bool {
         .lock()
         .map(|pending| pending.is_empty())
         .unwrap_or(true)
+}
+
+fn store_failure(err: &StoreError) -> String {
+    format!("could not save the conversation: {err}; the turn was stopped so nothing is lost")
+}
+
+pub(super) fn now_millis() -> i64 {
+    chrono::Utc::now().timestamp_millis()
+}
+
+fn usage_since(now: &Usage, before: &Usage) -> Usage {
+    Usage {
+        input_tokens: now.input_tokens - before.input_tokens,
+        output_tokens: now.output_tokens - before.output_tokens,
+        cache_read_tokens: now.cache_read_tokens - before.cache_read_tokens,
+        cache_write_tokens: now.cache_write_tokens - before.cache_write_tokens,
+    }
+}
+
+/// The session title: the first line of the first message, shortened.
+fn title_from(text: &str) -> String {
+    const MAX_CHARS: usize = 60;
+    let line = text
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("");
+    match line.char_indices().nth(MAX_CHARS) {
+        Some((cut, _)) => format!("{}…", line[..cut].trim_end()),
+        None => line.to_string(),
+    }
 }

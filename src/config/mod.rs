@@ -21,7 +21,30 @@ pub struct Config {
     pub default_model: String,
     pub fallbacks: Vec<String>,
     pub agent: AgentConfig,
+    pub memory: MemoryConfig,
     pub models: BTreeMap<String, ModelConfig>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct MemoryConfig {
+    /// The database file; `<data dir>/mnemo.db` when unset.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub db_path: Option<PathBuf>,
+    pub max_active_messages: usize,
+    /// An embedding endpoint enables semantic archive search.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub embedding: Option<crate::memory::embed::EmbeddingConfig>,
+}
+
+impl Default for MemoryConfig {
+    fn default() -> Self {
+        Self {
+            db_path: None,
+            max_active_messages: 200,
+            embedding: None,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -122,6 +145,8 @@ pub struct CliOverrides {
     pub base_url: Option<String>,
     pub api_key_env: Option<String>,
     pub max_steps: Option<u32>,
+    /// `--db PATH`: the database file, over the config and the data dir.
+    pub db: Option<PathBuf>,
 }
 
 /// Where mnemo keeps its files; `MNEMO_CONFIG_DIR` and `MNEMO_DATA_DIR` override them.

@@ -8,6 +8,8 @@ pub mod http;
 pub mod openai;
 pub mod scripted;
 pub mod sse;
+pub mod tokens;
+pub mod transcript;
 pub mod types;
 
 use std::pin::Pin;

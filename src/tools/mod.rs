@@ -5,6 +5,7 @@
 pub mod builtin;
 pub mod fs_read;
 pub mod fs_write;
+pub mod memory;
 pub mod registry;
 pub mod search;
 pub mod shell;

@@ -1,5 +1,8 @@
 //! Builds agent sessions on the scripted provider for the agent tests.
 
+// Each test binary uses a different part of this module.
+#![allow(dead_code)]
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -7,6 +10,7 @@ use std::time::Duration;
 use mnemo::agent::{AgentHandle, Session, SessionSettings};
 use mnemo::config::Price;
 use mnemo::llm::scripted::{Script, ScriptedProvider};
+use mnemo::memory::Store;
 use mnemo::protocol::{Event, Op};
 use mnemo::tools::{ToolContext, ToolError, ToolRegistry, TypedTool};
 use schemars::JsonSchema;
@@ -56,10 +60,11 @@ pub fn settings(workspace: &std::path::Path) -> SessionSettings {
         max_output_tokens: 1024,
         context_window: 10_000,
         price: Price::default(),
+        max_active_messages: 200,
     }
 }
 
-pub fn start(script: serde_json::Value, tweak: impl FnOnce(&mut SessionSettings)) -> Harness {
+pub async fn start(script: serde_json::Value, tweak: impl FnOnce(&mut SessionSettings)) -> Harness {
     let workspace = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let root = workspace
         .path()
@@ -73,7 +78,11 @@ pub fn start(script: serde_json::Value, tweak: impl FnOnce(&mut SessionSettings)
     });
     let mut settings = settings(&root);
     tweak(&mut settings);
-    let session = Session::new(settings, Arc::new(ScriptedProvider::new(script)), tools);
+    let store = Store::open_in_memory().unwrap_or_else(|e| panic!("store: {e}"));
+    let provider = Arc::new(ScriptedProvider::new(script));
+    let session = Session::create(settings, provider, tools, store, None)
+        .await
+        .unwrap_or_else(|e| panic!("session: {e}"));
     Harness {
         handle: mnemo::agent::spawn(session),
         sleeper_calls,
@@ -94,7 +103,7 @@ impl Harness {
     pub async fn until(&mut self, mut done: impl FnMut(&Event) -> bool) -> Vec<Event> {
         let mut seen = Vec::new();
         loop {
-            let event = tokio::time::timeout(Duration::from_secs(600), self.handle.events.recv())
+            let event = tokio::time::timeout(Duration::from_secs(30), self.handle.events.recv())
                 .await
                 .unwrap_or_else(|_| panic!("no event; seen so far: {seen:#?}"))
                 .unwrap_or_else(|| panic!("agent ended; seen: {seen:#?}"));

@@ -42,17 +42,17 @@ impl OpenAiDecoder {
     fn apply_choice(&mut self, choice: Choice<'_>, out: &mut Vec<StreamEvent>) {
         if let Some(delta) = choice.delta {
             // Some servers send both reasoning fields with the same text; one is enough.
-            if let Some(WireStr(piece)) = delta.reasoning_content.or(delta.reasoning) {
-                if !piece.is_empty() {
-                    self.reasoning.push_str(&piece);
-                    out.push(StreamEvent::ReasoningDelta(piece.into_owned()));
-                }
+            if let Some(WireStr(piece)) = delta.reasoning_content.or(delta.reasoning)
+                && !piece.is_empty()
+            {
+                self.reasoning.push_str(&piece);
+                out.push(StreamEvent::ReasoningDelta(piece.into_owned()));
             }
-            if let Some(WireStr(piece)) = delta.content {
-                if !piece.is_empty() {
-                    self.text.push_str(&piece);
-                    out.push(StreamEvent::TextDelta(piece.into_owned()));
-                }
+            if let Some(WireStr(piece)) = delta.content
+                && !piece.is_empty()
+            {
+                self.text.push_str(&piece);
+                out.push(StreamEvent::TextDelta(piece.into_owned()));
             }
             for call in delta.tool_calls.into_iter().flatten() {
                 self.apply_tool_call(call);
@@ -70,10 +70,10 @@ impl OpenAiDecoder {
             state.id.push_str(&id);
         }
         if let Some(function) = call.function {
-            if let Some(WireStr(name)) = function.name {
-                if state.name.is_empty() {
-                    state.name.push_str(&name);
-                }
+            if let Some(WireStr(name)) = function.name
+                && state.name.is_empty()
+            {
+                state.name.push_str(&name);
             }
             if let Some(WireStr(piece)) = function.arguments {
                 state.arguments.push_str(&piece);
@@ -213,10 +213,9 @@ fn stream_error(data: &str) -> ProviderError {
     if let Some(status) = code
         .and_then(Value::as_u64)
         .and_then(|c| u16::try_from(c).ok())
+        && (400..=599).contains(&status)
     {
-        if (400..=599).contains(&status) {
-            return http::classify_status(status, &HeaderMap::new(), data);
-        }
+        return http::classify_status(status, &HeaderMap::new(), data);
     }
     let kind = code
         .and_then(Value::as_str)

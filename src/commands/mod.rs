@@ -1,0 +1,31 @@
+//! The non-interactive subcommands (`mnemo sessions …`, `mnemo memory …`). Each writes its
+//! answer to a writer so that it can be tested without a process.
+
+pub mod memory;
+pub mod sessions;
+
+use crate::launch::LaunchError;
+use crate::memory::StoreError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum CommandError {
+    #[error(transparent)]
+    Launch(#[from] LaunchError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("cannot write the output: {0}")]
+    Output(#[from] std::io::Error),
+    #[error("{0}")]
+    Usage(String),
+}
+
+/// A local date and time for listings.
+pub(crate) fn local_time(millis: i64) -> String {
+    chrono::DateTime::from_timestamp_millis(millis)
+        .map(|t| {
+            t.with_timezone(&chrono::Local)
+                .format("%Y-%m-%d %H:%M")
+                .to_string()
+        })
+        .unwrap_or_else(|| "-".into())
+}

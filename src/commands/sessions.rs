@@ -1,0 +1,155 @@
+//! `mnemo sessions`: list, remove, rename and export stored sessions.
+
+use std::io::Write;
+
+use serde_json::json;
+
+use super::{CommandError, local_time};
+use crate::launch::Loaded;
+use crate::llm::transcript::to_markdown;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExportFormat {
+    Markdown,
+    Json,
+}
+
+/// Lists sessions of the workspace (or all), newest first.
+pub fn list(
+    loaded: &Loaded,
+    all: bool,
+    limit: usize,
+    out: &mut impl Write,
+) -> Result<(), CommandError> {
+    let cwd = (!all).then(|| loaded.workspace_str());
+    let rows = loaded
+        .store()?
+        .call_blocking(move |db| db.list_sessions(cwd.as_deref(), limit))?;
+    if rows.is_empty() {
+        writeln!(
+            out,
+            "no sessions yet{}",
+            if all {
+                ""
+            } else {
+                " in this directory (--all lists every directory)"
+            }
+        )?;
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "{:<8}  {:<16}  {:>5}  {:<16}  TITLE",
+        "ID", "UPDATED", "MSGS", "MODEL"
+    )?;
+    for row in rows {
+        let title = match &row.subtitle {
+            Some(sub) => format!("{} — {sub}", row.title),
+            None => row.title.clone(),
+        };
+        writeln!(
+            out,
+            "{:<8}  {:<16}  {:>5}  {:<16}  {}",
+            row.id.chars().take(8).collect::<String>(),
+            local_time(row.updated_at),
+            row.message_count,
+            row.model.chars().take(16).collect::<String>(),
+            if title.is_empty() {
+                "(untitled)"
+            } else {
+                &title
+            },
+        )?;
+        if all {
+            writeln!(out, "{:<8}  {}", "", row.cwd)?;
+        }
+    }
+    Ok(())
+}
+
+pub fn remove(loaded: &Loaded, id: &str, out: &mut impl Write) -> Result<(), CommandError> {
+    let wanted = id.to_string();
+    let removed = loaded.store()?.call_blocking(move |db| {
+        let row = db.session(&wanted)?;
+        db.delete_session(&row.id)?;
+        Ok(row)
+    })?;
+    writeln!(out, "removed session {} ({})", removed.id, removed.title)?;
+    Ok(())
+}
+
+pub fn rename(
+    loaded: &Loaded,
+    id: &str,
+    title: &str,
+    out: &mut impl Write,
+) -> Result<(), CommandError> {
+    let (wanted, title) = (id.to_string(), title.trim().to_string());
+    if title.is_empty() {
+        return Err(CommandError::Usage("the new title is empty".into()));
+    }
+    let row = loaded.store()?.call_blocking(move |db| {
+        let row = db.session(&wanted)?;
+        db.rename_session(&row.id, &title)?;
+        db.session(&row.id)
+    })?;
+    writeln!(out, "session {} is now titled: {}", row.id, row.title)?;
+    Ok(())
+}
+
+/// Writes the whole session, archived messages included, as Markdown or JSON.
+pub fn export(
+    loaded: &Loaded,
+    id: &str,
+    format: ExportFormat,
+    out: &mut impl Write,
+) -> Result<(), CommandError> {
+    let wanted = id.to_string();
+    let (row, messages) = loaded.store()?.call_blocking(move |db| {
+        let row = db.session(&wanted)?;
+        let messages = db.all_messages(&row.id)?;
+        Ok((row, messages))
+    })?;
+    match format {
+        ExportFormat::Markdown => {
+            writeln!(
+                out,
+                "# {}\n",
+                if row.title.is_empty() {
+                    "(untitled)"
+                } else {
+                    &row.title
+                }
+            )?;
+            writeln!(
+                out,
+                "Session `{}` in `{}` with {}, started {}.\n",
+                row.id,
+                row.cwd,
+                row.model,
+                local_time(row.created_at)
+            )?;
+            let plain: Vec<_> = messages.into_iter().map(|m| m.message).collect();
+            write!(out, "{}", to_markdown(&plain))?;
+        }
+        ExportFormat::Json => {
+            let messages: Vec<_> = messages
+                .iter()
+                .map(|m| {
+                    json!({
+                        "seq": m.seq,
+                        "role": m.message.role,
+                        "content": m.message.content,
+                        "tokens": m.tokens,
+                        "active": m.active,
+                        "created_at": m.created_at,
+                    })
+                })
+                .collect();
+            let doc = json!({ "session": row, "messages": messages });
+            serde_json::to_writer_pretty(&mut *out, &doc).map_err(std::io::Error::other)?;
+            writeln!(out)?;
+        }
+    }
+    Ok(())
+}

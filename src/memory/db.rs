@@ -1,0 +1,132 @@
+//! The database handle: opening a file (pragmas, migrations) and the small settings table.
+//! The typed operations live beside it, one file per table family, each adding to `impl Db`.
+
+use std::path::Path;
+use std::time::Duration;
+
+use rusqlite::{Connection, OptionalExtension, params};
+
+use super::error::StoreError;
+use super::schema;
+use super::types::Millis;
+use super::vectors::VectorCache;
+
+/// How long a write waits for another process holding the lock before failing.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Enough for every statement of this module, so hot paths never re-prepare.
+const STATEMENT_CACHE: usize = 64;
+
+/// One connection to the store. Synchronous: run it on the store thread (`Store`), never on
+/// the async runtime.
+pub struct Db {
+    pub(super) conn: Connection,
+    /// Archive embeddings, loaded on the first semantic search and kept in sync afterwards.
+    pub(super) vectors: Option<VectorCache>,
+}
+
+impl Db {
+    /// Opens (creating it and its directory when needed) and upgrades the database at `path`.
+    pub fn open(path: &Path) -> Result<Db, StoreError> {
+        if let Some(dir) = path.parent().filter(|dir| !dir.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|source| StoreError::Io {
+                path: dir.to_path_buf(),
+                source,
+            })?;
+        }
+        let conn = Connection::open(path)?;
+        let _mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))?;
+        conn.pragma_update(None, "synchronous", "NORMAL")?;
+        Db::configure(conn)
+    }
+
+    /// A private database that disappears when dropped; for tests and one-off runs.
+    pub fn open_in_memory() -> Result<Db, StoreError> {
+        Db::configure(Connection::open_in_memory()?)
+    }
+
+    fn configure(mut conn: Connection) -> Result<Db, StoreError> {
+        conn.pragma_update(None, "foreign_keys", "ON")?;
+        conn.busy_timeout(BUSY_TIMEOUT)?;
+        conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
+        schema::migrate(&mut conn)?;
+        Ok(Db {
+            conn,
+            vectors: None,
+        })
+    }
+
+    /// The schema version of the open database (`PRAGMA user_version`).
+    pub fn schema_version(&self) -> Result<i64, StoreError> {
+        Ok(self
+            .conn
+            .query_row("PRAGMA user_version", [], |row| row.get(0))?)
+    }
+
+    pub fn kv_get(&self, key: &str) -> Result<Option<String>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT value FROM kv WHERE key = ?1")?;
+        Ok(stmt.query_row([key], |row| row.get(0)).optional()?)
+    }
+
+    pub fn kv_set(&mut self, key: &str, value: &str) -> Result<(), StoreError> {
+        let mut stmt = self.conn.prepare_cached(
+            "INSERT INTO kv(key, value) VALUES (?1, ?2)
+             ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+        )?;
+        stmt.execute(params![key, value])?;
+        Ok(())
+    }
+
+    /// Writes the WAL back into the main file and truncates it (for size measurements and
+    /// before copying the file).
+    pub fn checkpoint(&mut self) -> Result<(), StoreError> {
+        let _busy: i64 = self
+            .conn
+            .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |row| row.get(0))?;
+        Ok(())
+    }
+}
+
+pub(super) fn now_ms() -> Millis {
+    chrono::Utc::now().timestamp_millis()
+}
+
+/// SQLite integers are signed; counts beyond `i64::MAX` cannot occur in practice.
+pub(super) fn to_sql_int(value: u64) -> i64 {
+    i64::try_from(value).unwrap_or(i64::MAX)
+}
+
+/// The reverse of `to_sql_int`; a negative stored count reads as zero.
+pub(super) fn from_sql_int(value: i64) -> u64 {
+    u64::try_from(value).unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    type TestResult = Result<(), Box<dyn std::error::Error>>;
+
+    #[test]
+    fn kv_values_are_stored_and_overwritten() -> TestResult {
+        let mut db = Db::open_in_memory()?;
+        assert_eq!(db.kv_get("cursor")?, None);
+        db.kv_set("cursor", "1")?;
+        db.kv_set("cursor", "2")?;
+        assert_eq!(db.kv_get("cursor")?.as_deref(), Some("2"));
+        Ok(())
+    }
+
+    #[test]
+    fn a_file_database_uses_wal_and_foreign_keys() -> TestResult {
+        let dir = tempfile::tempdir()?;
+        let mut db = Db::open(&dir.path().join("a").join("b.db"))?;
+        let mode: String = db.conn.query_row("PRAGMA journal_mode", [], |r| r.get(0))?;
+        let fk: i64 = db.conn.query_row("PRAGMA foreign_keys", [], |r| r.get(0))?;
+        assert_eq!((mode.as_str(), fk), ("wal", 1));
+        db.checkpoint()?;
+        Ok(())
+    }
+}

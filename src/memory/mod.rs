@@ -1,0 +1,36 @@
+//! Memory: mnemo's SQLite store and everything built on it. The working set, the archive with
+//! its full-text and semantic search, experiences and settings all live in one database file,
+//! owned by one thread (`store`); every SQL statement of the program is in this module.
+
+pub mod archive;
+pub mod db;
+pub mod embed;
+pub mod error;
+pub mod experiences;
+pub mod fts_query;
+pub mod importance;
+pub mod messages;
+pub mod ranking;
+pub mod schema;
+pub mod search;
+pub mod sessions;
+pub mod store;
+pub mod summary;
+pub mod types;
+pub mod vectors;
+
+#[cfg(test)]
+mod test_server;
+#[cfg(test)]
+mod test_support;
+
+pub use db::Db;
+pub use embed::{EmbedError, EmbeddingClient, EmbeddingConfig, EmbeddingKind};
+pub use error::StoreError;
+pub use importance::importance;
+pub use store::Store;
+pub use summary::mechanical_summary;
+pub use types::{
+    ArchiveEntry, Experience, Millis, NewArchiveEntry, NewSession, Scope, SearchHit, SessionRow,
+    SessionTotals, StoredMessage, TurnRecord,
+};

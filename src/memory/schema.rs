@@ -1,0 +1,241 @@
+//! The database schema as an ordered list of migrations. `PRAGMA user_version` records how many
+//! have been applied; opening a database applies the missing ones, each in its own transaction,
+//! and refuses a database written by a newer mnemo instead of touching it.
+
+use rusqlite::{Connection, TransactionBehavior};
+
+use super::error::StoreError;
+
+/// v1: sessions, the working set, turns and settings. Large columns come last in each row so
+/// that reading the small ones never walks an overflow chain.
+const V1: &str = "
+CREATE TABLE sessions (
+    id         TEXT PRIMARY KEY,
+    parent_id  TEXT REFERENCES sessions(id) ON DELETE SET NULL,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL,
+    cwd        TEXT NOT NULL,
+    title      TEXT NOT NULL,
+    model      TEXT NOT NULL,
+    status     TEXT NOT NULL
+);
+CREATE INDEX sessions_by_updated ON sessions(updated_at);
+CREATE INDEX sessions_by_cwd ON sessions(cwd, updated_at);
+CREATE INDEX sessions_by_parent ON sessions(parent_id);
+
+CREATE TABLE messages (
+    id         INTEGER PRIMARY KEY,
+    session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    seq        INTEGER NOT NULL,
+    role       TEXT NOT NULL,
+    tokens     INTEGER NOT NULL,
+    active     INTEGER NOT NULL DEFAULT 1,
+    created_at INTEGER NOT NULL,
+    content    TEXT NOT NULL,
+    UNIQUE (session_id, seq)
+);
+CREATE INDEX messages_active ON messages(session_id, seq) WHERE active = 1;
+
+CREATE TABLE turns (
+    session_id         TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    turn               INTEGER NOT NULL,
+    status             TEXT NOT NULL,
+    started_at         INTEGER NOT NULL,
+    finished_at        INTEGER,
+    input_tokens       INTEGER NOT NULL DEFAULT 0,
+    output_tokens      INTEGER NOT NULL DEFAULT 0,
+    cache_read_tokens  INTEGER NOT NULL DEFAULT 0,
+    cache_write_tokens INTEGER NOT NULL DEFAULT 0,
+    cost_usd           REAL NOT NULL DEFAULT 0,
+    report             TEXT,
+    PRIMARY KEY (session_id, turn)
+);
+
+CREATE TABLE kv (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+) WITHOUT ROWID;
+";
+
+/// v2: the archive with its full-text index, experiences, and session subtitles. The index is
+/// an external-content FTS5 table (the text is stored once, in `archive`) kept in sync by
+/// triggers; porter stemming lets "configured" find "configure"; topic and summary weigh more
+/// than the body in bm25.
+const V2: &str = "
+ALTER TABLE sessions ADD COLUMN subtitle TEXT;
+
+CREATE TABLE archive (
+    id          INTEGER PRIMARY KEY,
+    session_id  TEXT REFERENCES sessions(id) ON DELETE CASCADE,
+    created_at  INTEGER NOT NULL,
+    started_at  INTEGER NOT NULL,
+    ended_at    INTEGER NOT NULL,
+    first_seq   INTEGER NOT NULL,
+    last_seq    INTEGER NOT NULL,
+    token_count INTEGER NOT NULL,
+    importance  REAL NOT NULL,
+    topic       TEXT NOT NULL,
+    summary     TEXT NOT NULL,
+    embedding   BLOB,
+    body        TEXT NOT NULL,
+    messages    TEXT NOT NULL
+);
+CREATE INDEX archive_by_session ON archive(session_id);
+
+CREATE VIRTUAL TABLE archive_fts USING fts5(
+    topic, summary, body,
+    content = 'archive', content_rowid = 'id',
+    tokenize = 'porter unicode61 remove_diacritics 2'
+);
+INSERT INTO archive_fts(archive_fts, rank) VALUES ('rank', 'bm25(4.0, 2.0, 1.0)');
+CREATE TRIGGER archive_fts_insert AFTER INSERT ON archive BEGIN
+    INSERT INTO archive_fts(rowid, topic, summary, body)
+    VALUES (new.id, new.topic, new.summary, new.body);
+END;
+CREATE TRIGGER archive_fts_delete AFTER DELETE ON archive BEGIN
+    INSERT INTO archive_fts(archive_fts, rowid, topic, summary, body)
+    VALUES ('delete', old.id, old.topic, old.summary, old.body);
+END;
+CREATE TRIGGER archive_fts_update AFTER UPDATE OF topic, summary, body ON archive BEGIN
+    INSERT INTO archive_fts(archive_fts, rowid, topic, summary, body)
+    VALUES ('delete', old.id, old.topic, old.summary, old.body);
+    INSERT INTO archive_fts(rowid, topic, summary, body)
+    VALUES (new.id, new.topic, new.summary, new.body);
+END;
+
+CREATE TABLE experiences (
+    id         INTEGER PRIMARY KEY,
+    text       TEXT NOT NULL,
+    normalized TEXT NOT NULL,
+    scope      TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    source     TEXT NOT NULL
+);
+CREATE UNIQUE INDEX experiences_by_scope_text ON experiences(scope, normalized);
+
+INSERT INTO kv(key, value) VALUES ('experiences.version', '0');
+CREATE TRIGGER experiences_version_insert AFTER INSERT ON experiences BEGIN
+    UPDATE kv SET value = CAST(value AS INTEGER) + 1 WHERE key = 'experiences.version';
+END;
+CREATE TRIGGER experiences_version_delete AFTER DELETE ON experiences BEGIN
+    UPDATE kv SET value = CAST(value AS INTEGER) + 1 WHERE key = 'experiences.version';
+END;
+CREATE TRIGGER experiences_version_update AFTER UPDATE ON experiences BEGIN
+    UPDATE kv SET value = CAST(value AS INTEGER) + 1 WHERE key = 'experiences.version';
+END;
+";
+
+/// Migration `i` brings the schema from version `i` to `i + 1`.
+const MIGRATIONS: &[&str] = &[V1, V2];
+
+/// The schema version this build writes.
+pub const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;
+
+/// The kv key holding the experiences change counter (bumped by triggers).
+pub(crate) const EXPERIENCES_VERSION_KEY: &str = "experiences.version";
+
+fn user_version(conn: &Connection) -> Result<i64, rusqlite::Error> {
+    conn.query_row("PRAGMA user_version", [], |row| row.get(0))
+}
+
+/// Brings the database to `SCHEMA_VERSION`, or fails without writing when it is newer.
+pub(crate) fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
+    let mut current = checked_version(user_version(conn)?)?;
+    for (from, sql) in (0u32..).zip(MIGRATIONS) {
+        if current > from {
+            continue;
+        }
+        let to = from + 1;
+        let failed = |source| StoreError::Migration { from, to, source };
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(failed)?;
+        // Read again under the write lock: another process may have migrated meanwhile.
+        let now = checked_version(user_version(&tx).map_err(failed)?)?;
+        if now == from {
+            tx.execute_batch(sql).map_err(failed)?;
+            tx.pragma_update(None, "user_version", to).map_err(failed)?;
+        }
+        tx.commit().map_err(failed)?;
+        current = now.max(to);
+    }
+    Ok(())
+}
+
+fn checked_version(found: i64) -> Result<u32, StoreError> {
+    match u32::try_from(found) {
+        Ok(version) if version <= SCHEMA_VERSION => Ok(version),
+        _ => Err(StoreError::TooNew {
+            found,
+            supported: SCHEMA_VERSION,
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::memory::Db;
+
+    type TestResult = Result<(), Box<dyn std::error::Error>>;
+
+    #[test]
+    fn a_v1_database_with_data_is_upgraded_to_the_latest_version() -> TestResult {
+        let dir = tempfile::tempdir()?;
+        let path = dir.path().join("old.db");
+        {
+            let conn = Connection::open(&path)?;
+            conn.execute_batch(V1)?;
+            conn.execute_batch(
+                "INSERT INTO sessions VALUES ('s-old', NULL, 1, 2, '/w', 'old work', 'm', 'idle');
+                 INSERT INTO messages(session_id, seq, role, tokens, active, created_at, content)
+                 VALUES ('s-old', 1, 'user', 3, 1, 1, '[{\"type\":\"text\",\"text\":\"hi\"}]');
+                 INSERT INTO kv VALUES ('cursor', '7');
+                 PRAGMA user_version = 1;",
+            )?;
+        }
+        let mut db = Db::open(&path)?;
+        assert_eq!(db.schema_version()?, i64::from(SCHEMA_VERSION));
+        let session = db.session("s-old")?;
+        assert_eq!(session.title, "old work");
+        assert_eq!(session.subtitle, None);
+        assert_eq!(session.message_count, 1);
+        assert_eq!(db.active_messages("s-old")?[0].message.text(), "hi");
+        assert_eq!(db.kv_get("cursor")?.as_deref(), Some("7"));
+        // The v2 tables work on the upgraded file.
+        db.set_subtitle("s-old", Some("greeting"))?;
+        assert_eq!(db.session("s-old")?.subtitle.as_deref(), Some("greeting"));
+        assert_eq!(db.experiences_version()?, 0);
+        Ok(())
+    }
+
+    #[test]
+    fn a_database_from_a_newer_version_is_refused_untouched() -> TestResult {
+        let dir = tempfile::tempdir()?;
+        let path = dir.path().join("new.db");
+        {
+            let conn = Connection::open(&path)?;
+            conn.execute_batch("CREATE TABLE future (x); PRAGMA user_version = 99;")?;
+        }
+        let err = Db::open(&path)
+            .err()
+            .ok_or("a newer database was accepted")?;
+        assert!(matches!(err, StoreError::TooNew { found: 99, .. }), "{err}");
+        assert!(err.to_string().contains("upgrade mnemo"));
+        let conn = Connection::open(&path)?;
+        assert_eq!(user_version(&conn)?, 99);
+        let tables: i64 = conn.query_row("SELECT count(*) FROM sqlite_schema", [], |r| r.get(0))?;
+        assert_eq!(tables, 1);
+        Ok(())
+    }
+
+    #[test]
+    fn opening_twice_does_not_migrate_again() -> TestResult {
+        let dir = tempfile::tempdir()?;
+        let path = dir.path().join("nested").join("twice.db");
+        drop(Db::open(&path)?);
+        let db = Db::open(&path)?;
+        assert_eq!(db.schema_version()?, i64::from(SCHEMA_VERSION));
+        Ok(())
+    }
+}

@@ -1,0 +1,214 @@
+//! Sessions: creating, finding (by id or unique prefix), listing and deleting them. Deleting a
+//! session removes its messages, turns and archive entries in one transaction.
+
+use rusqlite::{OptionalExtension, Row, params};
+
+use super::db::{Db, from_sql_int, now_ms};
+use super::error::StoreError;
+use super::types::{NewSession, SessionRow};
+
+/// The shortest id prefix `session` accepts, so a typo does not pick a random session.
+pub const MIN_PREFIX: usize = 4;
+
+/// The status of a freshly created session.
+pub const NEW_SESSION_STATUS: &str = "active";
+
+const SELECT_SESSION: &str = "SELECT s.id, s.parent_id, s.created_at, s.updated_at, s.cwd,
+        s.title, s.subtitle, s.model, s.status,
+        (SELECT count(*) FROM messages m WHERE m.session_id = s.id)
+    FROM sessions s";
+
+fn session_row(row: &Row<'_>) -> rusqlite::Result<SessionRow> {
+    Ok(SessionRow {
+        id: row.get(0)?,
+        parent_id: row.get(1)?,
+        created_at: row.get(2)?,
+        updated_at: row.get(3)?,
+        cwd: row.get(4)?,
+        title: row.get(5)?,
+        subtitle: row.get(6)?,
+        model: row.get(7)?,
+        status: row.get(8)?,
+        message_count: from_sql_int(row.get(9)?),
+    })
+}
+
+impl Db {
+    pub fn create_session(&mut self, new: NewSession) -> Result<SessionRow, StoreError> {
+        let now = now_ms();
+        let tx = self.conn.transaction()?;
+        tx.prepare_cached(
+            "INSERT INTO sessions(id, parent_id, created_at, updated_at, cwd, title, model, status)
+             VALUES (?1, ?2, ?3, ?3, ?4, ?5, ?6, ?7)",
+        )?
+        .execute(params![
+            new.id,
+            new.parent_id,
+            now,
+            new.cwd,
+            new.title,
+            new.model,
+            NEW_SESSION_STATUS
+        ])?;
+        tx.commit()?;
+        Ok(SessionRow {
+            id: new.id,
+            parent_id: new.parent_id,
+            created_at: now,
+            updated_at: now,
+            cwd: new.cwd,
+            title: new.title,
+            subtitle: None,
+            model: new.model,
+            status: NEW_SESSION_STATUS.to_owned(),
+            message_count: 0,
+        })
+    }
+
+    /// The session with this exact id, or the only one whose id starts with it (at least
+    /// `MIN_PREFIX` characters).
+    pub fn session(&self, id_or_prefix: &str) -> Result<SessionRow, StoreError> {
+        let exact = self
+            .conn
+            .prepare_cached(&format!("{SELECT_SESSION} WHERE s.id = ?1"))?
+            .query_row([id_or_prefix], session_row)
+            .optional()?;
+        if let Some(row) = exact {
+            return Ok(row);
+        }
+        if id_or_prefix.chars().count() < MIN_PREFIX {
+            return Err(StoreError::PrefixTooShort {
+                prefix: id_or_prefix.to_owned(),
+                min: MIN_PREFIX,
+            });
+        }
+        let mut stmt = self.conn.prepare_cached(&format!(
+            "{SELECT_SESSION} WHERE substr(s.id, 1, length(?1)) = ?1 LIMIT 2"
+        ))?;
+        let mut found = stmt
+            .query_map([id_or_prefix], session_row)?
+            .collect::<Result<Vec<_>, _>>()?;
+        match found.len() {
+            0 => Err(not_found(id_or_prefix)),
+            1 => Ok(found.remove(0)),
+            _ => {
+                let count: i64 = self.conn.query_row(
+                    "SELECT count(*) FROM sessions WHERE substr(id, 1, length(?1)) = ?1",
+                    [id_or_prefix],
+                    |row| row.get(0),
+                )?;
+                Err(StoreError::Ambiguous {
+                    prefix: id_or_prefix.to_owned(),
+                    count: usize::try_from(count).unwrap_or(usize::MAX),
+                })
+            }
+        }
+    }
+
+    /// Top-level sessions (not sub-agent children), most recently updated first.
+    pub fn list_sessions(
+        &self,
+        cwd: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<SessionRow>, StoreError> {
+        let mut stmt = self.conn.prepare_cached(&format!(
+            "{SELECT_SESSION} WHERE s.parent_id IS NULL AND (?1 IS NULL OR s.cwd = ?1)
+             ORDER BY s.updated_at DESC, s.created_at DESC, s.rowid DESC LIMIT ?2"
+        ))?;
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let rows = stmt
+            .query_map(params![cwd, limit], session_row)?
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(rows)
+    }
+
+    /// The most recently updated top-level session started in `cwd`.
+    pub fn latest_session(&self, cwd: &str) -> Result<Option<SessionRow>, StoreError> {
+        Ok(self.list_sessions(Some(cwd), 1)?.pop())
+    }
+
+    /// Sub-agent sessions started from `parent_id`, oldest first.
+    pub fn child_sessions(&self, parent_id: &str) -> Result<Vec<SessionRow>, StoreError> {
+        let mut stmt = self.conn.prepare_cached(&format!(
+            "{SELECT_SESSION} WHERE s.parent_id = ?1 ORDER BY s.created_at, s.rowid"
+        ))?;
+        let rows = stmt
+            .query_map([parent_id], session_row)?
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(rows)
+    }
+
+    pub fn rename_session(&mut self, id: &str, title: &str) -> Result<(), StoreError> {
+        self.update_session(
+            "UPDATE sessions SET title = ?2 WHERE id = ?1",
+            id,
+            Some(title),
+        )
+    }
+
+    /// The current topic of the session; `None` clears it.
+    pub fn set_subtitle(&mut self, id: &str, subtitle: Option<&str>) -> Result<(), StoreError> {
+        self.update_session(
+            "UPDATE sessions SET subtitle = ?2 WHERE id = ?1",
+            id,
+            subtitle,
+        )
+    }
+
+    pub fn set_status(&mut self, id: &str, status: &str) -> Result<(), StoreError> {
+        self.update_session(
+            "UPDATE sessions SET status = ?2 WHERE id = ?1",
+            id,
+            Some(status),
+        )
+    }
+
+    fn update_session(
+        &mut self,
+        sql: &str,
+        id: &str,
+        value: Option<&str>,
+    ) -> Result<(), StoreError> {
+        let tx = self.conn.transaction()?;
+        let changed = tx.prepare_cached(sql)?.execute(params![id, value])?;
+        if changed == 0 {
+            return Err(not_found(id));
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Deletes the session with its messages, turns and archive entries. Its sub-agent
+    /// sessions stay, without a parent.
+    pub fn delete_session(&mut self, id: &str) -> Result<(), StoreError> {
+        let tx = self.conn.transaction()?;
+        let archived = tx
+            .prepare_cached("SELECT id FROM archive WHERE session_id = ?1")?
+            .query_map([id], |row| row.get::<_, i64>(0))?
+            .collect::<Result<Vec<_>, _>>()?;
+        let changed = tx
+            .prepare_cached("DELETE FROM sessions WHERE id = ?1")?
+            .execute([id])?;
+        if changed == 0 {
+            return Err(not_found(id));
+        }
+        tx.commit()?;
+        if let Some(cache) = self.vectors.as_mut() {
+            for entry in archived {
+                cache.remove(entry);
+            }
+        }
+        Ok(())
+    }
+}
+
+fn not_found(key: &str) -> StoreError {
+    StoreError::NotFound {
+        what: "session",
+        key: key.to_owned(),
+    }
+}
+
+#[cfg(test)]
+#[path = "sessions_tests.rs"]
+mod tests;

@@ -1,0 +1,226 @@
+//! Tools that reach mnemo's long-term memory: search and open the archive, remember and
+//! forget durable experiences.
+
+use std::sync::Arc;
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use super::{ToolContext, ToolError, TypedTool};
+use crate::memory::embed::EmbeddingClient;
+use crate::memory::types::{Scope, SearchHit};
+use crate::memory::{Store, StoreError};
+
+/// Registers the four memory tools on `registry`.
+pub fn register(
+    registry: &mut super::ToolRegistry,
+    store: &Store,
+    embedder: Option<Arc<EmbeddingClient>>,
+) {
+    registry.register(MemorySearch {
+        store: store.clone(),
+        embedder,
+    });
+    registry.register(MemoryOpen {
+        store: store.clone(),
+    });
+    registry.register(Remember {
+        store: store.clone(),
+    });
+    registry.register(Forget {
+        store: store.clone(),
+    });
+}
+
+fn failed(err: StoreError) -> ToolError {
+    ToolError::Failed(err.to_string())
+}
+
+pub struct MemorySearch {
+    store: Store,
+    embedder: Option<Arc<EmbeddingClient>>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+pub struct MemorySearchArgs {
+    /// Words to look for in archived conversations (topics, summaries and messages).
+    pub query: String,
+    /// Maximum number of hits (default 10, at most 50).
+    pub limit: Option<usize>,
+}
+
+impl TypedTool for MemorySearch {
+    type Args = MemorySearchArgs;
+    const NAME: &'static str = "memory_search";
+    const DESCRIPTION: &'static str = "Search the archive of earlier conversations (this and \
+        past sessions). Returns the best entries with date, session, topic and summary; open one \
+        with memory_open to read it in full.";
+    const MUTATES: bool = false;
+
+    async fn run(&self, args: MemorySearchArgs, _ctx: &ToolContext) -> Result<String, ToolError> {
+        let limit = args.limit.unwrap_or(10).clamp(1, 50);
+        let mut note = String::new();
+        let query_embedding = match &self.embedder {
+            Some(embedder) => match embedder.embed(std::slice::from_ref(&args.query)).await {
+                Ok(mut vectors) => vectors.pop(),
+                Err(err) => {
+                    note = format!("(semantic search unavailable: {err}; keyword results only)\n");
+                    None
+                }
+            },
+            None => None,
+        };
+        let query = args.query.clone();
+        let hits = self
+            .store
+            .call(move |db| db.search_archive(&query, query_embedding.as_deref(), limit))
+            .await
+            .map_err(failed)?;
+        if hits.is_empty() {
+            return Ok(format!(
+                "{note}no archived conversation matches `{}`",
+                args.query
+            ));
+        }
+        Ok(format!("{note}{}", format_hits(&hits)))
+    }
+}
+
+/// One hit per paragraph: id, date, session, topic, then the summary.
+pub fn format_hits(hits: &[SearchHit]) -> String {
+    hits.iter()
+        .map(|hit| {
+            let date = chrono::DateTime::from_timestamp_millis(hit.created_at)
+                .map(|d| d.format("%Y-%m-%d").to_string())
+                .unwrap_or_default();
+            let session = hit
+                .session_id
+                .as_deref()
+                .map(|s| s.chars().take(8).collect::<String>())
+                .unwrap_or_else(|| "-".into());
+            format!(
+                "#{id}  {date}  session {session}  {topic}\n    {summary}\n",
+                id = hit.id,
+                topic = hit.topic,
+                summary = hit.summary.replace('\n', "\n    ")
+            )
+        })
+        .collect()
+}
+
+pub struct MemoryOpen {
+    store: Store,
+}
+
+#[derive(Deserialize, JsonSchema)]
+pub struct MemoryOpenArgs {
+    /// The archive entry id shown by memory_search (the number after `#`).
+    pub id: i64,
+}
+
+impl TypedTool for MemoryOpen {
+    type Args = MemoryOpenArgs;
+    const NAME: &'static str = "memory_open";
+    const DESCRIPTION: &'static str = "Read one archived conversation stretch in full, by the \
+        id memory_search showed.";
+    const MUTATES: bool = false;
+
+    async fn run(&self, args: MemoryOpenArgs, _ctx: &ToolContext) -> Result<String, ToolError> {
+        let entry = self
+            .store
+            .call(move |db| db.archive_entry(args.id))
+            .await
+            .map_err(failed)?;
+        Ok(format!(
+            "# {}\n\n{}\n\n{}",
+            entry.topic,
+            entry.summary,
+            crate::llm::transcript::to_markdown(&entry.messages)
+        ))
+    }
+}
+
+pub struct Remember {
+    store: Store,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RememberScope {
+    /// Only for this workspace (the default).
+    Project,
+    /// For every workspace.
+    Global,
+}
+
+#[derive(Deserialize, JsonSchema)]
+pub struct RememberArgs {
+    /// One short, self-contained fact or lesson worth knowing in later sessions.
+    pub text: String,
+    /// `project` (default) or `global`.
+    pub scope: Option<RememberScope>,
+}
+
+impl TypedTool for Remember {
+    type Args = RememberArgs;
+    const NAME: &'static str = "remember";
+    const DESCRIPTION: &'static str = "Keep a durable fact or lesson (a user preference, a \
+        project convention, a fix that worked). It appears in the system prompt of later \
+        sessions, with an id you can pass to forget.";
+    const MUTATES: bool = false;
+
+    async fn run(&self, args: RememberArgs, ctx: &ToolContext) -> Result<String, ToolError> {
+        let text = args.text.trim().to_string();
+        if text.is_empty() {
+            return Err(ToolError::Failed(
+                "nothing to remember: `text` is empty".into(),
+            ));
+        }
+        let scope = match args.scope {
+            Some(RememberScope::Global) => Scope::Global,
+            _ => Scope::Project(ctx.workspace.display().to_string()),
+        };
+        let (id, created) = self
+            .store
+            .call(move |db| db.remember(&text, &scope, "model"))
+            .await
+            .map_err(failed)?;
+        Ok(if created {
+            format!("remembered as #{id}")
+        } else {
+            format!("already remembered as #{id}")
+        })
+    }
+}
+
+pub struct Forget {
+    store: Store,
+}
+
+#[derive(Deserialize, JsonSchema)]
+pub struct ForgetArgs {
+    /// The experience id shown in the system prompt as `[id]`.
+    pub id: i64,
+}
+
+impl TypedTool for Forget {
+    type Args = ForgetArgs;
+    const NAME: &'static str = "forget";
+    const DESCRIPTION: &'static str = "Remove a remembered experience that is wrong or outdated, \
+        by its id.";
+    const MUTATES: bool = false;
+
+    async fn run(&self, args: ForgetArgs, _ctx: &ToolContext) -> Result<String, ToolError> {
+        let id = args.id;
+        let removed = self
+            .store
+            .call(move |db| db.forget(id))
+            .await
+            .map_err(failed)?;
+        if removed {
+            Ok(format!("forgot #{id}"))
+        } else {
+            Err(ToolError::Failed(format!("there is no experience #{id}")))
+        }
+    }
+}

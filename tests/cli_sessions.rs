@@ -1,0 +1,161 @@
+//! `mnemo sessions`, `mnemo memory` and `--resume/--continue` through the real binary.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use serde_json::json;
+
+type TestResult = Result<(), Box<dyn std::error::Error>>;
+
+fn mnemo(ws: &Path, args: &[&str]) -> Result<Output, std::io::Error> {
+    Command::new(env!("CARGO_BIN_EXE_mnemo"))
+        .args(args)
+        .current_dir(ws)
+        .env("MNEMO_CONFIG_DIR", ws.join(".cfg"))
+        .env("MNEMO_DATA_DIR", ws.join(".data"))
+        .output()
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn script(ws: &Path, name: &str, turns: serde_json::Value) -> Result<String, std::io::Error> {
+    let path = ws.join(name);
+    std::fs::write(&path, json!({ "turns": turns }).to_string())?;
+    Ok(format!("scripted:{}", path.display()))
+}
+
+#[test]
+fn sessions_are_listed_exported_renamed_continued_and_removed() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let ws = dir.path();
+    let model = script(ws, "one.json", json!([{"text": "The answer is 42."}]))?;
+    let out = mnemo(
+        ws,
+        &[
+            "--model",
+            &model,
+            "run",
+            "What is the answer?\nSecond line.",
+        ],
+    )?;
+    assert!(out.status.success());
+
+    let list = stdout(&mnemo(ws, &["sessions"])?);
+    assert!(list.contains("What is the answer?"), "{list}");
+    assert!(list.contains("    2  "), "message count shown: {list}");
+    let id = list
+        .lines()
+        .nth(1)
+        .and_then(|l| l.split_whitespace().next())
+        .ok_or("no session listed")?
+        .to_string();
+
+    let md = stdout(&mnemo(ws, &["sessions", "export", &id, "--format", "md"])?);
+    assert!(md.starts_with("# What is the answer?"), "{md}");
+    assert!(md.contains("## Assistant\n\nThe answer is 42."), "{md}");
+    let exported: serde_json::Value = serde_json::from_str(&stdout(&mnemo(
+        ws,
+        &["sessions", "export", &id, "--format", "json"],
+    )?))?;
+    assert_eq!(exported["messages"].as_array().map(Vec::len), Some(2));
+
+    assert!(
+        mnemo(ws, &["sessions", "rename", &id, "The big question"])?
+            .status
+            .success()
+    );
+    assert!(stdout(&mnemo(ws, &["sessions"])?).contains("The big question"));
+
+    let model = script(ws, "two.json", json!([{"text": "Still 42."}]))?;
+    let out = mnemo(
+        ws,
+        &["--model", &model, "run", "--continue", "Are you sure?"],
+    )?;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(stdout(&out).trim(), "Still 42.");
+    assert!(stdout(&mnemo(ws, &["sessions"])?).contains("    4  "));
+
+    let other = tempfile::tempdir()?;
+    let everywhere = stdout(&mnemo(
+        other.path(),
+        &[
+            "--db",
+            &ws.join(".data/mnemo.db").display().to_string(),
+            "sessions",
+            "--all",
+        ],
+    )?);
+    assert!(everywhere.contains("The big question"), "{everywhere}");
+
+    assert!(mnemo(ws, &["sessions", "rm", &id])?.status.success());
+    assert!(stdout(&mnemo(ws, &["sessions"])?).contains("no sessions yet"));
+    let gone = mnemo(ws, &["sessions", "export", &id])?;
+    assert_eq!(gone.status.code(), Some(2));
+    Ok(())
+}
+
+#[test]
+fn experiences_are_remembered_listed_deduplicated_and_forgotten() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let ws = dir.path();
+    assert_eq!(
+        stdout(&mnemo(
+            ws,
+            &["memory", "remember", "Use", "pnpm,", "not", "npm."]
+        )?)
+        .trim(),
+        "remembered as #1"
+    );
+    assert_eq!(
+        stdout(&mnemo(ws, &["memory", "remember", "use pnpm, not npm."])?).trim(),
+        "already remembered as #1"
+    );
+    assert!(
+        stdout(&mnemo(
+            ws,
+            &["memory", "remember", "--global", "Answer in English."]
+        )?)
+        .contains("#2")
+    );
+    let list = stdout(&mnemo(ws, &["memory", "list"])?);
+    assert!(list.contains("project  Use pnpm, not npm."), "{list}");
+    assert!(list.contains("global   Answer in English."), "{list}");
+    assert!(mnemo(ws, &["memory", "forget", "1"])?.status.success());
+    assert!(!stdout(&mnemo(ws, &["memory", "list"])?).contains("pnpm"));
+    assert_eq!(
+        mnemo(ws, &["memory", "forget", "1"])?.status.code(),
+        Some(2)
+    );
+    Ok(())
+}
+
+#[test]
+fn archive_search_never_fails_on_query_syntax() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let ws = dir.path();
+    for query in [
+        "\"unbalanced",
+        "foo*",
+        "-x",
+        "a:b",
+        "(x",
+        "NEAR(",
+        "AND",
+        "***",
+    ] {
+        let out = mnemo(ws, &["memory", "search", query])?;
+        assert!(
+            out.status.success(),
+            "{query}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(stdout(&out).contains("no archived conversation matches"));
+    }
+    Ok(())
+}

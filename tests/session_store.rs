@@ -1,0 +1,180 @@
+//! Sessions through the store: resume restores the working set exactly, the two tiers move old
+//! turns to a searchable archive without losing a message, experiences reach the prompt.
+
+mod agent_support;
+
+use std::sync::Arc;
+
+use agent_support::settings;
+use mnemo::agent::Session;
+use mnemo::llm::scripted::{Script, ScriptedProvider};
+use mnemo::memory::Store;
+use mnemo::protocol::{Event, Op};
+use serde_json::json;
+
+type TestResult = Result<(), Box<dyn std::error::Error>>;
+
+fn provider(script: serde_json::Value) -> Result<Arc<ScriptedProvider>, serde_json::Error> {
+    let script: Script = serde_json::from_value(script)?;
+    Ok(Arc::new(ScriptedProvider::new(script)))
+}
+
+/// Runs each prompt as one turn and returns the session.
+async fn run_turns(
+    session: Session,
+    prompts: &[&str],
+) -> Result<Session, Box<dyn std::error::Error>> {
+    let mut handle = mnemo::agent::spawn(session);
+    for prompt in prompts {
+        handle
+            .ops
+            .send(Op::UserInput {
+                text: prompt.to_string(),
+            })
+            .await?;
+        while let Some(event) = handle.events.recv().await {
+            if matches!(event, Event::TurnFinished { .. }) {
+                break;
+            }
+        }
+    }
+    handle.ops.send(Op::Shutdown).await?;
+    while handle.events.recv().await.is_some() {}
+    Ok(handle.task.await?)
+}
+
+#[tokio::test]
+async fn resume_restores_the_working_set_with_tool_calls_and_results() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let ws = dir.path().canonicalize()?;
+    std::fs::write(ws.join("a.txt"), "alpha\n")?;
+    let store = Store::open(&dir.path().join("db.sqlite"))?;
+    let script = json!({"turns": [
+        {"tool_calls": [{"name": "read_file", "arguments": {"path": "a.txt"}}]},
+        {"text": "It says alpha."}
+    ]});
+    let tools = mnemo::tools::builtin::builtin_tools();
+    let session = Session::create(
+        settings(&ws),
+        provider(script)?,
+        tools.clone(),
+        store.clone(),
+        None,
+    )
+    .await?;
+    let session = run_turns(session, &["what does a.txt say?"]).await?;
+    let before: Vec<_> = session.history().iter().map(|m| (**m).clone()).collect();
+    assert_eq!(before.len(), 4);
+    let id = session.id.clone();
+    drop(session);
+
+    let resumed = Session::resume(
+        settings(&ws),
+        provider(json!({"turns": [{"text": "again"}]}))?,
+        tools,
+        store.clone(),
+        &id[..8],
+    )
+    .await?;
+    let after: Vec<_> = resumed.history().iter().map(|m| (**m).clone()).collect();
+    assert_eq!(after, before);
+    let resumed = run_turns(resumed, &["and now?"]).await?;
+    assert_eq!(resumed.history().len(), 6);
+    let row = store.call(move |db| db.session(&id)).await?;
+    assert_eq!(row.title, "what does a.txt say?");
+    assert_eq!(row.message_count, 6);
+    Ok(())
+}
+
+#[tokio::test]
+async fn old_turns_move_to_the_archive_and_nothing_is_lost() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let ws = dir.path().canonicalize()?;
+    let store = Store::open(&dir.path().join("db.sqlite"))?;
+    let turns: Vec<_> = (0..12)
+        .map(|i| json!({"text": format!("answer {i}: the zebrafish{i} pipeline was configured")}))
+        .collect();
+    let mut s = settings(&ws);
+    s.max_active_messages = 8;
+    let tools = mnemo::tools::builtin::builtin_tools();
+    let session = Session::create(
+        s,
+        provider(json!({ "turns": turns }))?,
+        tools,
+        store.clone(),
+        None,
+    )
+    .await?;
+    let prompts: Vec<String> = (0..12).map(|i| format!("question {i}")).collect();
+    let prompts: Vec<&str> = prompts.iter().map(String::as_str).collect();
+    let session = run_turns(session, &prompts).await?;
+    assert!(
+        session.history().len() <= 8,
+        "working set has {}",
+        session.history().len()
+    );
+    assert_eq!(
+        session.history().last().map(|m| m.text()),
+        Some("answer 11: the zebrafish11 pipeline was configured".into())
+    );
+
+    let id = session.id.clone();
+    let (all, active, hits) = store
+        .call(move |db| {
+            let all = db.all_messages(&id)?;
+            let active = db.active_messages(&id)?;
+            let hits = db.search_archive("zebrafish2", None, 5)?;
+            Ok((all, active, hits))
+        })
+        .await?;
+    assert_eq!(all.len(), 24, "every message is kept");
+    assert_eq!(active.len(), session.history().len());
+    let first = hits.first().ok_or("archived turn not found by search")?;
+    let entry = store
+        .call({
+            let id = first.id;
+            move |db| db.archive_entry(id)
+        })
+        .await?;
+    assert!(
+        entry
+            .messages
+            .iter()
+            .any(|m| m.text().contains("zebrafish2"))
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn experiences_appear_in_the_next_turns_system_prompt_and_survive_sessions() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let ws = dir.path().canonicalize()?;
+    let store = Store::open(&dir.path().join("db.sqlite"))?;
+    let script = json!({"turns": [
+        {"tool_calls": [{"name": "remember", "arguments": {"text": "Run `make db` before the tests."}}]},
+        {"text": "Noted."},
+        {"text": "Running make db first."}
+    ]});
+    let mut tools = mnemo::tools::builtin::builtin_tools();
+    mnemo::tools::memory::register(&mut tools, &store, None);
+    let session =
+        Session::create(settings(&ws), provider(script)?, tools, store.clone(), None).await?;
+    let session = run_turns(
+        session,
+        &["remember that the tests need make db", "run the tests"],
+    )
+    .await?;
+    assert!(
+        session
+            .system_prompt()
+            .contains(") Run `make db` before the tests."),
+        "{}",
+        session.system_prompt()
+    );
+
+    let project = ws.display().to_string();
+    let experiences = store.call(move |db| db.experiences(Some(&project))).await?;
+    assert_eq!(experiences.len(), 1);
+    assert_eq!(experiences[0].text, "Run `make db` before the tests.");
+    Ok(())
+}
