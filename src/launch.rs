@@ -143,7 +143,7 @@ pub async fn prepare_session_with(
         max_active_messages: loaded.config.memory.max_active_messages,
     };
     let tools = loaded.tools(&store);
-    let session = match choice {
+    let mut session = match choice {
         SessionChoice::New => Session::create(settings, provider, tools, store, None).await?,
         SessionChoice::Resume(id) => Session::resume(settings, provider, tools, store, &id).await?,
         SessionChoice::Continue => {
@@ -156,6 +156,7 @@ pub async fn prepare_session_with(
             Session::resume(settings, provider, tools, store, &latest.id).await?
         }
     };
+    session.set_embedder(loaded.embedder());
     Ok(session)
 }
 

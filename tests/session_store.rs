@@ -2,6 +2,7 @@
 //! turns to a searchable archive without losing a message, experiences reach the prompt.
 
 mod agent_support;
+mod common;
 
 use std::sync::Arc;
 
@@ -176,5 +177,51 @@ async fn experiences_appear_in_the_next_turns_system_prompt_and_survive_sessions
     let experiences = store.call(move |db| db.experiences(Some(&project))).await?;
     assert_eq!(experiences.len(), 1);
     assert_eq!(experiences[0].text, "Run `make db` before the tests.");
+    Ok(())
+}
+
+#[tokio::test]
+async fn archived_turns_get_embeddings_and_rank_semantically() -> TestResult {
+    let vector = r#"{"object":"list","data":[{"object":"embedding","index":0,"embedding":[0.6,0.8,0.0]}],"model":"e","usage":{"prompt_tokens":5,"total_tokens":5}}"#;
+    let server =
+        common::TestServer::start((0..20).map(|_| common::Reply::json(200, vector)).collect())
+            .await?;
+    let dir = tempfile::tempdir()?;
+    let ws = dir.path().canonicalize()?;
+    let store = Store::open(&dir.path().join("db.sqlite"))?;
+    let turns: Vec<_> = (0..8)
+        .map(|i| json!({"text": format!("reply {i}")}))
+        .collect();
+    let mut s = settings(&ws);
+    s.max_active_messages = 6;
+    let tools = mnemo::tools::builtin::builtin_tools();
+    let mut session = Session::create(
+        s,
+        provider(json!({ "turns": turns }))?,
+        tools,
+        store.clone(),
+        None,
+    )
+    .await?;
+    session.set_embedder(Some(Arc::new(mnemo::memory::EmbeddingClient::new(
+        mnemo::memory::EmbeddingConfig {
+            kind: mnemo::memory::EmbeddingKind::OpenAi,
+            base_url: format!("{}/v1", server.base_url),
+            model: "e".into(),
+            api_key_env: None,
+        },
+    ))));
+    let prompts: Vec<String> = (0..8).map(|i| format!("question {i}")).collect();
+    let prompts: Vec<&str> = prompts.iter().map(String::as_str).collect();
+    run_turns(session, &prompts).await?;
+    assert!(!server.requests().is_empty(), "no embedding was requested");
+    assert!(server.requests().iter().all(|r| r.path == "/v1/embeddings"));
+
+    // A query with no keyword in common still finds the entries by meaning.
+    let hits = store
+        .call(|db| db.search_archive("unrelated words", Some(&[0.6, 0.8, 0.0]), 5))
+        .await?;
+    let best = hits.first().ok_or("no semantic hit")?;
+    assert!(best.semantic.is_some_and(|s| s > 0.99), "{best:?}");
     Ok(())
 }

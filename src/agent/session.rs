@@ -9,9 +9,9 @@ use tokio::sync::mpsc;
 
 use crate::config::Price;
 use crate::llm::{ContentBlock, Message, Provider, Role, Usage};
-use crate::memory::Store;
 use crate::memory::StoreError;
 use crate::memory::types::{NewSession, StoredMessage};
+use crate::memory::{EmbeddingClient, Store};
 use crate::protocol::Event;
 use crate::tools::ToolRegistry;
 
@@ -57,6 +57,8 @@ pub struct Session {
     /// The system prompt as last sent: base prompt plus experiences.
     pub(super) system_prompt: String,
     pub(super) archived_any: bool,
+    /// Gives archive entries an embedding for semantic search, when configured.
+    pub(super) embedder: Option<Arc<EmbeddingClient>>,
     events: Option<mpsc::Sender<Event>>,
 }
 
@@ -145,8 +147,14 @@ impl Session {
             total_usage: Usage::default(),
             cost_usd: 0.0,
             archived_any: false,
+            embedder: None,
             events: None,
         }
+    }
+
+    /// Archive entries written from now on get embeddings from `embedder`.
+    pub fn set_embedder(&mut self, embedder: Option<Arc<EmbeddingClient>>) {
+        self.embedder = embedder;
     }
 
     /// The working set, oldest first.

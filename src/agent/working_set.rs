@@ -37,6 +37,7 @@ impl Session {
         };
         let messages: Vec<Message> = self.history[..cut].iter().map(|m| (**m).clone()).collect();
         let (topic, summary) = summary::mechanical_summary(&messages);
+        let embedding = self.embed_entry(&topic, &summary, &messages).await;
         let entry = NewArchiveEntry {
             session_id: self.id.clone(),
             topic,
@@ -46,7 +47,7 @@ impl Session {
                 .map(|m| u64::from(crate::llm::tokens::estimate_message(m)))
                 .sum(),
             importance: importance::importance(&messages),
-            embedding: None,
+            embedding,
             first_seq: self.meta[0].seq,
             last_seq: self.meta[cut - 1].seq,
             started_at: self.meta[0].created_at,
@@ -60,6 +61,35 @@ impl Session {
         self.meta.drain(..cut);
         self.archived_any = true;
         Ok(cut)
+    }
+
+    /// An embedding of the stretch for semantic search; a failure only costs that (the entry
+    /// stays searchable by keyword), so it is reported and not fatal.
+    async fn embed_entry(
+        &self,
+        topic: &str,
+        summary: &str,
+        messages: &[Message],
+    ) -> Option<Vec<f32>> {
+        const MAX_EMBED_CHARS: usize = 8000;
+        let embedder = self.embedder.as_ref()?;
+        let mut text = format!(
+            "{topic}\n{summary}\n{}",
+            crate::llm::transcript::to_markdown(messages)
+        );
+        if let Some((cut, _)) = text.char_indices().nth(MAX_EMBED_CHARS) {
+            text.truncate(cut);
+        }
+        match embedder.embed(&[text]).await {
+            Ok(mut vectors) => vectors.pop(),
+            Err(err) => {
+                self.emit(crate::protocol::Event::Error {
+                    message: format!("archive entry kept without an embedding: {err}"),
+                })
+                .await;
+                None
+            }
+        }
     }
 
     /// Rebuilds the system prompt from the base prompt and the current experiences.
