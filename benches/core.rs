@@ -10,6 +10,7 @@ use mnemo::agent::{Session, SessionSettings};
 use mnemo::config::Price;
 use mnemo::llm::WireDecoder;
 use mnemo::llm::anthropic::AnthropicDecoder;
+use mnemo::llm::fallback::{ChainModel, FallbackChain, RetryPolicy};
 use mnemo::llm::openai::OpenAiDecoder;
 use mnemo::llm::scripted::{Script, ScriptToolCall, ScriptTurn, ScriptedProvider};
 use mnemo::llm::sse::SseParser;
@@ -170,20 +171,26 @@ fn agent_step_overhead() {
         tools.register(Noop);
         let settings = SessionSettings {
             workspace: dir,
-            model_name: "scripted".into(),
             system_prompt: "bench".into(),
             max_steps: 1000,
             repeat_limit: 3,
             tool_timeout: Duration::from_secs(60),
-            max_output_tokens: 1024,
-            context_window: 100_000,
-            price: Price::default(),
             max_active_messages: 200,
         };
         let provider = Arc::new(ScriptedProvider::new(Script { turns }));
         let db = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
         let store = Store::open(&db.path().join("bench.db")).unwrap_or_else(|e| panic!("{e}"));
-        let session = Session::create(settings, provider, tools, store, None)
+        let chain = Arc::new(FallbackChain::new(
+            vec![ChainModel {
+                name: "scripted".into(),
+                provider,
+                context_window: 100_000,
+                max_output_tokens: 1024,
+                price: Price::default(),
+            }],
+            RetryPolicy::default(),
+        ));
+        let session = Session::create(settings, chain, tools, store, None)
             .await
             .unwrap_or_else(|e| panic!("{e}"));
         let mut handle = mnemo::agent::spawn(session);

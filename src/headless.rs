@@ -123,6 +123,29 @@ fn print_event(
             writeln!(err, "» {text}")?;
         }
         Event::Error { message } => writeln!(err, "error: {message}")?,
+        Event::Retry {
+            model,
+            attempt,
+            delay_ms,
+            reason,
+            discard_partial,
+        } => {
+            end_partial(out, err, *discard_partial, at_line_start)?;
+            writeln!(
+                err,
+                "↻ {model}: {reason}; attempt {attempt} in {:.1} s",
+                *delay_ms as f64 / 1000.0
+            )?;
+        }
+        Event::ModelFallback {
+            from,
+            to,
+            reason,
+            discard_partial,
+        } => {
+            end_partial(out, err, *discard_partial, at_line_start)?;
+            writeln!(err, "↪ {from} failed ({reason}); {to} takes over")?;
+        }
         Event::SessionStarted { .. }
         | Event::TurnStarted { .. }
         | Event::UserMessage { .. }
@@ -131,6 +154,25 @@ fn print_event(
         | Event::ToolOutput { .. }
         | Event::Usage { .. }
         | Event::TurnFinished { .. } => {}
+    }
+    Ok(())
+}
+
+/// Printed text cannot be taken back; when an attempt that streamed is retried, close its
+/// line and say that the answer starts over.
+fn end_partial(
+    out: &mut impl Write,
+    err: &mut impl Write,
+    discard: bool,
+    at_line_start: &mut bool,
+) -> std::io::Result<()> {
+    if discard {
+        if !*at_line_start {
+            out.write_all(b"\n")?;
+            out.flush()?;
+            *at_line_start = true;
+        }
+        writeln!(err, "(the answer above broke off and starts over)")?;
     }
     Ok(())
 }

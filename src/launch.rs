@@ -10,6 +10,7 @@ use crate::config::{
     self, CliOverrides, Config, ConfigError, ConfigSources, Dirs, KeyStatus, ResolvedModel,
 };
 use crate::llm::factory::build_provider;
+use crate::llm::fallback::{ChainModel, FallbackChain};
 use crate::llm::scripted::ScriptLoadError;
 use crate::memory::embed::EmbeddingClient;
 use crate::memory::{Store, StoreError};
@@ -106,6 +107,28 @@ impl Loaded {
         Some(Arc::new(EmbeddingClient::new(config)))
     }
 
+    /// The chosen model followed by the configured fallbacks that have a key (or need none).
+    /// Built once per process, so sessions and sub-agents share its cooldowns.
+    pub fn chain(&self, cli: &CliOverrides) -> Result<Arc<FallbackChain>, LaunchError> {
+        let primary = config::resolve_model(&self.config, cli)?;
+        let key = api_key(&primary)?;
+        let mut models = vec![chain_model(&primary, key)?];
+        for name in &self.config.fallbacks {
+            if *name == primary.name {
+                continue;
+            }
+            let model = config::select::named(&self.config, name)?;
+            // A fallback without its key could only fail; it is left out of the chain.
+            if let Ok(key) = api_key(&model) {
+                models.push(chain_model(&model, key)?);
+            }
+        }
+        Ok(Arc::new(FallbackChain::new(
+            models,
+            self.config.retry.policy(),
+        )))
+    }
+
     /// Every tool a session gets: the built-ins and the memory tools.
     pub fn tools(&self, store: &Store) -> ToolRegistry {
         let mut tools = builtin_tools();
@@ -125,27 +148,21 @@ pub async fn prepare_session_with(
     cli: &CliOverrides,
     choice: SessionChoice,
 ) -> Result<Session, LaunchError> {
-    let model = config::resolve_model(&loaded.config, cli)?;
-    let api_key = api_key(&model)?;
-    let provider = build_provider(&model, api_key)?;
+    let chain = loaded.chain(cli)?;
     let store = loaded.store()?;
     let agent = &loaded.config.agent;
     let settings = SessionSettings {
         workspace: loaded.workspace.clone(),
-        model_name: model.name.clone(),
         system_prompt: prompt::system_prompt(&loaded.workspace).await,
         max_steps: agent.max_steps,
         repeat_limit: agent.repeat_limit,
         tool_timeout: Duration::from_secs(agent.tool_timeout_secs),
-        max_output_tokens: model.max_output_tokens,
-        context_window: model.context_window,
-        price: model.price,
         max_active_messages: loaded.config.memory.max_active_messages,
     };
     let tools = loaded.tools(&store);
     let mut session = match choice {
-        SessionChoice::New => Session::create(settings, provider, tools, store, None).await?,
-        SessionChoice::Resume(id) => Session::resume(settings, provider, tools, store, &id).await?,
+        SessionChoice::New => Session::create(settings, chain, tools, store, None).await?,
+        SessionChoice::Resume(id) => Session::resume(settings, chain, tools, store, &id).await?,
         SessionChoice::Continue => {
             let cwd = loaded.workspace_str();
             let wanted = cwd.clone();
@@ -153,11 +170,21 @@ pub async fn prepare_session_with(
                 .call(move |db| db.latest_session(&wanted))
                 .await?
                 .ok_or(LaunchError::NothingToContinue(cwd))?;
-            Session::resume(settings, provider, tools, store, &latest.id).await?
+            Session::resume(settings, chain, tools, store, &latest.id).await?
         }
     };
     session.set_embedder(loaded.embedder());
     Ok(session)
+}
+
+fn chain_model(model: &ResolvedModel, key: Option<String>) -> Result<ChainModel, LaunchError> {
+    Ok(ChainModel {
+        name: model.name.clone(),
+        provider: build_provider(model, key)?,
+        context_window: model.context_window,
+        max_output_tokens: model.max_output_tokens,
+        price: model.price,
+    })
 }
 
 /// Reads the model's key from the environment. A local server may run without one.

@@ -106,6 +106,24 @@ pub enum Event {
         /// Share of the model's context window the last request filled, 0 to 100.
         context_percent: f32,
     },
+    /// The model call failed and will be tried again after `delay_ms`. With
+    /// `discard_partial`, the text and reasoning shown for the failed attempt must be dropped:
+    /// the retry streams the whole message again.
+    Retry {
+        model: String,
+        attempt: u32,
+        delay_ms: u64,
+        reason: String,
+        discard_partial: bool,
+    },
+    /// `from` gave up (after its retries, or at once for errors a retry cannot fix) and `to`
+    /// answers instead.
+    ModelFallback {
+        from: String,
+        to: String,
+        reason: String,
+        discard_partial: bool,
+    },
     TurnFinished {
         turn: u64,
         status: TurnStatus,

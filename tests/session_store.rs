@@ -6,7 +6,7 @@ mod common;
 
 use std::sync::Arc;
 
-use agent_support::settings;
+use agent_support::{chain, settings};
 use mnemo::agent::Session;
 use mnemo::llm::scripted::{Script, ScriptedProvider};
 use mnemo::memory::Store;
@@ -57,7 +57,7 @@ async fn resume_restores_the_working_set_with_tool_calls_and_results() -> TestRe
     let tools = mnemo::tools::builtin::builtin_tools();
     let session = Session::create(
         settings(&ws),
-        provider(script)?,
+        chain(provider(script)?),
         tools.clone(),
         store.clone(),
         None,
@@ -71,7 +71,7 @@ async fn resume_restores_the_working_set_with_tool_calls_and_results() -> TestRe
 
     let resumed = Session::resume(
         settings(&ws),
-        provider(json!({"turns": [{"text": "again"}]}))?,
+        chain(provider(json!({"turns": [{"text": "again"}]}))?),
         tools,
         store.clone(),
         &id[..8],
@@ -100,7 +100,7 @@ async fn old_turns_move_to_the_archive_and_nothing_is_lost() -> TestResult {
     let tools = mnemo::tools::builtin::builtin_tools();
     let session = Session::create(
         s,
-        provider(json!({ "turns": turns }))?,
+        chain(provider(json!({ "turns": turns }))?),
         tools,
         store.clone(),
         None,
@@ -158,8 +158,14 @@ async fn experiences_appear_in_the_next_turns_system_prompt_and_survive_sessions
     ]});
     let mut tools = mnemo::tools::builtin::builtin_tools();
     mnemo::tools::memory::register(&mut tools, &store, None);
-    let session =
-        Session::create(settings(&ws), provider(script)?, tools, store.clone(), None).await?;
+    let session = Session::create(
+        settings(&ws),
+        chain(provider(script)?),
+        tools,
+        store.clone(),
+        None,
+    )
+    .await?;
     let session = run_turns(
         session,
         &["remember that the tests need make db", "run the tests"],
@@ -197,7 +203,7 @@ async fn archived_turns_get_embeddings_and_rank_semantically() -> TestResult {
     let tools = mnemo::tools::builtin::builtin_tools();
     let mut session = Session::create(
         s,
-        provider(json!({ "turns": turns }))?,
+        chain(provider(json!({ "turns": turns }))?),
         tools,
         store.clone(),
         None,

@@ -1,7 +1,8 @@
-//! The agent task. It owns the session (history, provider, tools) and talks to front ends only
+//! The agent task. It owns the session (history, model chain, tools) and talks to front ends only
 //! through the protocol: `Op`s in on one channel, `Event`s out on another.
 
 mod guards;
+mod model_call;
 pub mod prompt;
 mod session;
 mod tool_exec;

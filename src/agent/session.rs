@@ -1,4 +1,4 @@
-//! The state one agent task owns: settings, provider, tools, the working set of messages and
+//! The state one agent task owns: settings, model chain, tools, the working set of messages and
 //! running totals. Every message that enters the working set is written to the store first.
 
 use std::path::PathBuf;
@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use tokio::sync::mpsc;
 
-use crate::config::Price;
-use crate::llm::{ContentBlock, Message, Provider, Role, Usage};
+use crate::llm::fallback::{ChainModel, FallbackChain};
+use crate::llm::{ContentBlock, Message, Role, Usage};
 use crate::memory::StoreError;
 use crate::memory::types::{NewSession, StoredMessage};
 use crate::memory::{EmbeddingClient, Store};
@@ -20,16 +20,11 @@ use crate::tools::ToolRegistry;
 pub struct SessionSettings {
     /// Canonical workspace root.
     pub workspace: PathBuf,
-    /// The model's name as the user knows it (config entry name).
-    pub model_name: String,
     /// Constitution, project instructions and environment; experiences are added per turn.
     pub system_prompt: String,
     pub max_steps: u32,
     pub repeat_limit: u32,
     pub tool_timeout: Duration,
-    pub max_output_tokens: u32,
-    pub context_window: u64,
-    pub price: Price,
     /// Messages kept in the working set before the oldest turns move to the archive.
     pub max_active_messages: usize,
 }
@@ -44,7 +39,8 @@ pub(super) struct MessageMeta {
 pub struct Session {
     pub id: String,
     pub settings: SessionSettings,
-    pub(super) provider: Arc<dyn Provider>,
+    /// The session's model and its fallbacks.
+    pub(super) chain: Arc<FallbackChain>,
     pub(super) tools: ToolRegistry,
     pub(super) store: Store,
     /// The working set, oldest first, and beside it each message's place in the store.
@@ -66,7 +62,7 @@ impl Session {
     /// Creates a new session row in the store.
     pub async fn create(
         settings: SessionSettings,
-        provider: Arc<dyn Provider>,
+        chain: Arc<FallbackChain>,
         tools: ToolRegistry,
         store: Store,
         parent_id: Option<String>,
@@ -76,18 +72,18 @@ impl Session {
             id: id.clone(),
             parent_id,
             cwd: settings.workspace.display().to_string(),
-            model: settings.model_name.clone(),
+            model: chain.primary().map(|m| m.name.clone()).unwrap_or_default(),
             title: String::new(),
         };
         store.call(move |db| db.create_session(new)).await?;
-        Ok(Self::assemble(id, settings, provider, tools, store))
+        Ok(Self::assemble(id, settings, chain, tools, store))
     }
 
     /// Loads a stored session: its working set exactly as it was, and its totals. A step
     /// that a killed process left half done is closed so the history is valid again.
     pub async fn resume(
         settings: SessionSettings,
-        provider: Arc<dyn Provider>,
+        chain: Arc<FallbackChain>,
         tools: ToolRegistry,
         store: Store,
         id_or_prefix: &str,
@@ -104,7 +100,7 @@ impl Session {
                 Ok((row, active, totals, max_seq, archived))
             })
             .await?;
-        let mut session = Self::assemble(row.id, settings, provider, tools, store);
+        let mut session = Self::assemble(row.id, settings, chain, tools, store);
         session.turns = totals.turns;
         session.total_usage = totals.usage;
         session.cost_usd = totals.cost_usd;
@@ -129,7 +125,7 @@ impl Session {
     fn assemble(
         id: String,
         settings: SessionSettings,
-        provider: Arc<dyn Provider>,
+        chain: Arc<FallbackChain>,
         tools: ToolRegistry,
         store: Store,
     ) -> Self {
@@ -137,7 +133,7 @@ impl Session {
             id,
             system_prompt: settings.system_prompt.clone(),
             settings,
-            provider,
+            chain,
             tools,
             store,
             history: Vec::new(),
@@ -194,7 +190,7 @@ impl Session {
     pub(super) async fn announce(&self) {
         self.emit(Event::SessionStarted {
             session_id: self.id.clone(),
-            model: self.settings.model_name.clone(),
+            model: self.model_name(),
             workspace: self.settings.workspace.display().to_string(),
         })
         .await;
@@ -248,11 +244,19 @@ impl Session {
         })
     }
 
-    /// Adds one model call's usage and reports it.
-    pub(super) async fn record_usage(&mut self, usage: Usage) {
+    /// The name of the session's own model (the head of the chain).
+    pub fn model_name(&self) -> String {
+        self.chain
+            .primary()
+            .map(|m| m.name.clone())
+            .unwrap_or_default()
+    }
+
+    /// Adds one model call's usage, priced by the model that answered, and reports it.
+    pub(super) async fn record_usage(&mut self, usage: Usage, model: &ChainModel) {
         self.total_usage.add(&usage);
-        self.cost_usd += self.settings.price.cost(&usage);
-        let window = self.settings.context_window.max(1) as f64;
+        self.cost_usd += model.price.cost(&usage);
+        let window = model.context_window.max(1) as f64;
         let used = (usage.prompt_tokens() + usage.output_tokens) as f64;
         self.emit(Event::Usage {
             last: usage,

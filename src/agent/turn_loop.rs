@@ -2,23 +2,15 @@
 //! answers without tools or a guard stops it. Every completed message is committed before
 //! the next step starts.
 
-use futures_util::StreamExt;
 use tokio_util::sync::CancellationToken;
 
 use super::guards::RepeatGuard;
+use super::model_call::StepFailure;
 use super::{Inbox, Session};
-use crate::llm::{
-    ContentBlock, Message, ModelRequest, ModelResponse, ProviderError, StreamEvent, Usage,
-};
+use crate::llm::{ContentBlock, Message, Usage};
 use crate::memory::StoreError;
 use crate::memory::types::TurnRecord;
 use crate::protocol::{Event, TurnStatus, UserMessageKind};
-
-/// How a model call ended when it did not produce a response.
-enum StepFailure {
-    Cancelled { partial_text: String },
-    Provider(ProviderError),
-}
 
 impl Session {
     pub(super) async fn run_turn(
@@ -137,8 +129,8 @@ impl Session {
             }
             steps += 1;
 
-            let response = match self.model_step(cancel).await {
-                Ok(response) => response,
+            let (response, model) = match self.model_step(cancel).await {
+                Ok(answered) => answered,
                 Err(StepFailure::Cancelled { partial_text }) => {
                     // What the user already saw stays in the conversation.
                     if !partial_text.is_empty() {
@@ -149,8 +141,8 @@ impl Session {
                     }
                     return Ok((TurnStatus::Interrupted, None));
                 }
-                Err(StepFailure::Provider(err)) => {
-                    let message = format!("{} failed: {err}", self.provider.label());
+                Err(StepFailure::Chain(err)) => {
+                    let message = err.to_string();
                     self.emit(Event::Error {
                         message: message.clone(),
                     })
@@ -158,7 +150,7 @@ impl Session {
                     return Ok((TurnStatus::Failed, Some(message)));
                 }
             };
-            self.record_usage(response.usage).await;
+            self.record_usage(response.usage, &model).await;
             let message = response.message;
             let text = message.text();
             let has_calls = message.tool_calls().next().is_some();
@@ -181,49 +173,6 @@ impl Session {
             }
             if cancel.is_cancelled() {
                 return Ok((TurnStatus::Interrupted, None));
-            }
-        }
-    }
-
-    /// Streams one model call, forwarding deltas as events the moment they arrive.
-    async fn model_step(
-        &mut self,
-        cancel: &CancellationToken,
-    ) -> Result<ModelResponse, StepFailure> {
-        let request = ModelRequest {
-            system: self.system_prompt.clone(),
-            messages: self.history.clone(),
-            tools: self.tools.specs(),
-            max_output_tokens: self.settings.max_output_tokens,
-        };
-        let cancelled = || StepFailure::Cancelled {
-            partial_text: String::new(),
-        };
-        let mut stream = tokio::select! {
-            opened = self.provider.stream(request) => opened.map_err(StepFailure::Provider)?,
-            () = cancel.cancelled() => return Err(cancelled()),
-        };
-        let mut partial_text = String::new();
-        loop {
-            let item = tokio::select! {
-                item = stream.next() => item,
-                () = cancel.cancelled() => return Err(StepFailure::Cancelled { partial_text }),
-            };
-            match item {
-                Some(Ok(StreamEvent::TextDelta(text))) => {
-                    partial_text.push_str(&text);
-                    self.emit(Event::TextDelta { text }).await;
-                }
-                Some(Ok(StreamEvent::ReasoningDelta(text))) => {
-                    self.emit(Event::ReasoningDelta { text }).await;
-                }
-                Some(Ok(StreamEvent::Completed(response))) => return Ok(response),
-                Some(Err(err)) => return Err(StepFailure::Provider(err)),
-                None => {
-                    return Err(StepFailure::Provider(ProviderError::Connection(
-                        "the response stream ended without a complete message".into(),
-                    )));
-                }
             }
         }
     }

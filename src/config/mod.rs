@@ -2,7 +2,7 @@
 //! environment variables and command-line flags, merged in that order into one typed value.
 
 mod layers;
-mod select;
+pub mod select;
 pub mod show;
 
 use std::collections::BTreeMap;
@@ -22,7 +22,44 @@ pub struct Config {
     pub fallbacks: Vec<String>,
     pub agent: AgentConfig,
     pub memory: MemoryConfig,
+    pub retry: RetryConfig,
     pub models: BTreeMap<String, ModelConfig>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RetryConfig {
+    pub attempts: u32,
+    pub base_delay_secs: f64,
+    pub max_delay_secs: f64,
+    pub cooldown_secs: u64,
+    pub auth_cooldown_secs: u64,
+}
+
+impl Default for RetryConfig {
+    fn default() -> Self {
+        let policy = crate::llm::fallback::RetryPolicy::default();
+        Self {
+            attempts: policy.attempts,
+            base_delay_secs: policy.base_delay.as_secs_f64(),
+            max_delay_secs: policy.max_delay.as_secs_f64(),
+            cooldown_secs: policy.cooldown.as_secs(),
+            auth_cooldown_secs: policy.auth_cooldown.as_secs(),
+        }
+    }
+}
+
+impl RetryConfig {
+    pub fn policy(&self) -> crate::llm::fallback::RetryPolicy {
+        let secs = |value: f64| std::time::Duration::from_secs_f64(value.max(0.0));
+        crate::llm::fallback::RetryPolicy {
+            attempts: self.attempts.max(1),
+            base_delay: secs(self.base_delay_secs),
+            max_delay: secs(self.max_delay_secs),
+            cooldown: std::time::Duration::from_secs(self.cooldown_secs),
+            auth_cooldown: std::time::Duration::from_secs(self.auth_cooldown_secs),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -4,6 +4,7 @@
 pub mod anthropic;
 pub mod error;
 pub mod factory;
+pub mod fallback;
 pub mod http;
 pub mod openai;
 pub mod scripted;

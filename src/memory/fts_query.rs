@@ -23,22 +23,24 @@ pub fn query_terms(query: &str) -> Vec<String> {
     terms
 }
 
-/// The MATCH expression for `query`, or `None` when it holds no word.
-pub fn match_expression(query: &str) -> Option<String> {
-    let terms = query_terms(query);
-    if terms.is_empty() {
-        return None;
-    }
+/// Each term as an FTS5 string (`"` doubled), joined with OR.
+pub fn quote_terms(terms: &[String]) -> String {
     let quoted: Vec<String> = terms
         .iter()
         .map(|term| format!("\"{}\"", term.replace('"', "\"\"")))
         .collect();
-    Some(quoted.join(" OR "))
+    quoted.join(" OR ")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The MATCH expression for `query`, or `None` when it holds no word.
+    fn match_expression(query: &str) -> Option<String> {
+        let terms = query_terms(query);
+        (!terms.is_empty()).then(|| quote_terms(&terms))
+    }
 
     #[test]
     fn words_are_quoted_and_joined_with_or() {
@@ -54,6 +56,11 @@ mod tests {
             match_expression("NEAR(a b) AND -x:y^ \"q*").as_deref(),
             Some("\"near\" OR \"a\" OR \"b\" OR \"and\" OR \"x\" OR \"y\" OR \"q\"")
         );
+    }
+
+    #[test]
+    fn quotes_inside_a_term_are_doubled() {
+        assert_eq!(quote_terms(&["a\"b".to_owned()]), "\"a\"\"b\"");
     }
 
     #[test]

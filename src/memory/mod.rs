@@ -9,6 +9,7 @@ pub mod error;
 pub mod experiences;
 pub mod fts_query;
 pub mod importance;
+pub mod keyword;
 pub mod messages;
 pub mod ranking;
 pub mod schema;

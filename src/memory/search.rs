@@ -1,6 +1,6 @@
-//! Archive search: FTS5 bm25 for keywords, the in-memory vector cache for meaning, combined by
-//! `ranking`. Each signal contributes a bounded pool of candidates (bm25 is computed inside
-//! FTS5 with `ORDER BY rank LIMIT`), and only those candidates' rows are read.
+//! Archive search: FTS5 bm25 for keywords (`keyword`), the in-memory vector cache for
+//! meaning, combined by `ranking`. Each signal contributes a bounded pool of candidates, and
+//! only those candidates' rows are read.
 
 use std::collections::HashSet;
 
@@ -8,7 +8,8 @@ use rusqlite::{Connection, OptionalExtension};
 
 use super::db::Db;
 use super::error::StoreError;
-use super::fts_query::match_expression;
+use super::fts_query::query_terms;
+use super::keyword::keyword_candidates;
 use super::ranking::{SearchMode, combined_score, normalize_bm25, sort_hits};
 use super::types::SearchHit;
 use super::vectors::{VectorCache, from_blob, normalize};
@@ -28,14 +29,12 @@ impl Db {
         query_embedding: Option<&[f32]>,
         limit: usize,
     ) -> Result<Vec<SearchHit>, StoreError> {
-        let Some(expression) = match_expression(query) else {
-            return Ok(Vec::new());
-        };
-        if limit == 0 {
+        let terms = query_terms(query);
+        if terms.is_empty() || limit == 0 {
             return Ok(Vec::new());
         }
         let pool = pool_size(limit);
-        let keyword = normalize_bm25(&self.keyword_candidates(&expression, pool)?);
+        let keyword = normalize_bm25(&keyword_candidates(&self.conn, &terms, pool)?);
         let mut candidates: Vec<(i64, f64, Option<f64>)> = keyword
             .iter()
             .map(|&(id, score)| (id, score, None))
@@ -83,25 +82,6 @@ impl Db {
         }
         sort_hits(&mut hits);
         hits.truncate(limit);
-        Ok(hits)
-    }
-
-    /// The best `pool` FTS matches with their bm25 (lower is better).
-    fn keyword_candidates(
-        &self,
-        expression: &str,
-        pool: usize,
-    ) -> Result<Vec<(i64, f64)>, StoreError> {
-        let mut stmt = self.conn.prepare_cached(
-            "SELECT rowid, rank FROM archive_fts WHERE archive_fts MATCH ?1
-             ORDER BY rank LIMIT ?2",
-        )?;
-        let pool = i64::try_from(pool).unwrap_or(i64::MAX);
-        let hits = stmt
-            .query_map(rusqlite::params![expression, pool], |row| {
-                Ok((row.get(0)?, row.get(1)?))
-            })?
-            .collect::<Result<Vec<_>, _>>()?;
         Ok(hits)
     }
 

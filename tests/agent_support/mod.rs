@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use mnemo::agent::{AgentHandle, Session, SessionSettings};
 use mnemo::config::Price;
+use mnemo::llm::fallback::{ChainModel, FallbackChain, RetryPolicy};
 use mnemo::llm::scripted::{Script, ScriptedProvider};
 use mnemo::memory::Store;
 use mnemo::protocol::{Event, Op};
@@ -49,17 +50,27 @@ impl TypedTool for Sleeper {
     }
 }
 
+/// A chain of one scripted model, as a session without fallbacks has.
+pub fn chain(provider: Arc<ScriptedProvider>) -> Arc<FallbackChain> {
+    Arc::new(FallbackChain::new(
+        vec![ChainModel {
+            name: "scripted".into(),
+            provider,
+            context_window: 10_000,
+            max_output_tokens: 1024,
+            price: Price::default(),
+        }],
+        RetryPolicy::default(),
+    ))
+}
+
 pub fn settings(workspace: &std::path::Path) -> SessionSettings {
     SessionSettings {
         workspace: workspace.to_path_buf(),
-        model_name: "scripted".into(),
         system_prompt: "test".into(),
         max_steps: 50,
         repeat_limit: 3,
         tool_timeout: Duration::from_secs(120),
-        max_output_tokens: 1024,
-        context_window: 10_000,
-        price: Price::default(),
         max_active_messages: 200,
     }
 }
@@ -80,7 +91,7 @@ pub async fn start(script: serde_json::Value, tweak: impl FnOnce(&mut SessionSet
     tweak(&mut settings);
     let store = Store::open_in_memory().unwrap_or_else(|e| panic!("store: {e}"));
     let provider = Arc::new(ScriptedProvider::new(script));
-    let session = Session::create(settings, provider, tools, store, None)
+    let session = Session::create(settings, chain(provider), tools, store, None)
         .await
         .unwrap_or_else(|e| panic!("session: {e}"));
     Harness {

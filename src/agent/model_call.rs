@@ -1,0 +1,133 @@
+//! One model call through the fallback chain: deltas go out as events the moment they
+//! arrive; a retry after a broken stream tells the front end to drop what it showed, and no
+//! tool runs before a response is complete, so nothing is duplicated.
+
+use futures_util::StreamExt;
+use tokio_util::sync::CancellationToken;
+
+use super::Session;
+use crate::llm::fallback::{ChainError, ChainModel, ChainNotice, Decision};
+use crate::llm::{ModelRequest, ModelResponse, ProviderError, StreamEvent};
+use crate::protocol::Event;
+
+/// How one attempt ended when it produced no response.
+enum Attempt {
+    Cancelled,
+    Failed(ProviderError),
+}
+
+/// How a model step ended when it produced no response.
+pub(super) enum StepFailure {
+    /// The user interrupted; `partial_text` is what they had already seen.
+    Cancelled {
+        partial_text: String,
+    },
+    Chain(ChainError),
+}
+
+impl Session {
+    pub(super) async fn model_step(
+        &self,
+        cancel: &CancellationToken,
+    ) -> Result<(ModelResponse, ChainModel), StepFailure> {
+        let mut partial = String::new();
+        let mut run = self.chain.start();
+        while let Some((model, notice)) = run.next_model() {
+            if let Some(notice) = notice {
+                self.notify(notice, !partial.is_empty()).await;
+            }
+            loop {
+                partial.clear();
+                let err = match self.stream_once(&model, cancel, &mut partial).await {
+                    Ok(response) => return Ok((response, model)),
+                    Err(Attempt::Cancelled) => {
+                        return Err(StepFailure::Cancelled {
+                            partial_text: partial,
+                        });
+                    }
+                    Err(Attempt::Failed(err)) => err,
+                };
+                match run.failed(err) {
+                    Decision::Retry { delay, notice } => {
+                        self.notify(notice, !partial.is_empty()).await;
+                        tokio::select! {
+                            () = tokio::time::sleep(delay) => {}
+                            () = cancel.cancelled() => {
+                                return Err(StepFailure::Cancelled { partial_text: String::new() });
+                            }
+                        }
+                    }
+                    Decision::NextModel => break,
+                    Decision::Stop(err) => return Err(StepFailure::Chain(err)),
+                }
+            }
+        }
+        Err(StepFailure::Chain(run.exhausted()))
+    }
+
+    /// Reports a retry or a fallback. `shown` says whether the failed attempt had already
+    /// streamed something the front end must now drop.
+    async fn notify(&self, notice: ChainNotice, shown: bool) {
+        let event = match notice {
+            ChainNotice::Retry {
+                model,
+                attempt,
+                delay,
+                reason,
+            } => Event::Retry {
+                model,
+                attempt,
+                delay_ms: delay.as_millis() as u64,
+                reason,
+                discard_partial: shown,
+            },
+            ChainNotice::Fallback { from, to, reason } => Event::ModelFallback {
+                from,
+                to,
+                reason,
+                discard_partial: shown,
+            },
+        };
+        self.emit(event).await;
+    }
+
+    async fn stream_once(
+        &self,
+        model: &ChainModel,
+        cancel: &CancellationToken,
+        partial: &mut String,
+    ) -> Result<ModelResponse, Attempt> {
+        let request = ModelRequest {
+            system: self.system_prompt.clone(),
+            messages: self.history.clone(),
+            tools: self.tools.specs(),
+            max_output_tokens: model.max_output_tokens,
+        };
+        let mut stream = tokio::select! {
+            opened = model.provider.stream(request) => opened.map_err(Attempt::Failed)?,
+            () = cancel.cancelled() => return Err(Attempt::Cancelled),
+        };
+        loop {
+            let item = tokio::select! {
+                item = stream.next() => item,
+                () = cancel.cancelled() => return Err(Attempt::Cancelled),
+            };
+            match item {
+                Some(Ok(StreamEvent::TextDelta(text))) => {
+                    partial.push_str(&text);
+                    self.emit(Event::TextDelta { text }).await;
+                }
+                Some(Ok(StreamEvent::ReasoningDelta(text))) => {
+                    self.emit(Event::ReasoningDelta { text }).await;
+                }
+                Some(Ok(StreamEvent::Completed(response))) => return Ok(response),
+                Some(Err(err)) => return Err(Attempt::Failed(err)),
+                None => {
+                    return Err(Attempt::Failed(ProviderError::Connection(
+                        "the response stream ended without a complete message".into(),
+                    )));
+                }
+            }
+        }
+    }
+}
