@@ -51,7 +51,10 @@ fn bounded_paths_pick_rare_terms_recent_matches_or_ties() -> TestResult {
     let hits = keyword_candidates(&db.conn, &terms(&["middling"]), 50)?;
     assert_eq!(hits.len(), 50);
     let oldest_allowed = ENTRIES - NEWEST_BUDGET * 20 / 9 - 20;
-    assert!(hits.iter().all(|&(id, rank)| id > oldest_allowed && rank < 0.0));
+    assert!(
+        hits.iter()
+            .all(|&(id, rank)| id > oldest_allowed && rank < 0.0)
+    );
 
     // Only words in most entries: the newest matches, tied.
     let hits = keyword_candidates(&db.conn, &terms(&["common"]), 5)?;
