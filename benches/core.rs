@@ -176,6 +176,7 @@ fn agent_step_overhead() {
             repeat_limit: 3,
             tool_timeout: Duration::from_secs(60),
             max_active_messages: 200,
+            compact_threshold: 0.8,
         };
         let provider = Arc::new(ScriptedProvider::new(Script { turns }));
         let db = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));

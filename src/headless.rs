@@ -123,6 +123,16 @@ fn print_event(
             writeln!(err, "» {text}")?;
         }
         Event::Error { message } => writeln!(err, "error: {message}")?,
+        Event::Notice { message } => writeln!(err, "note: {message}")?,
+        Event::Compacted {
+            tokens_before,
+            tokens_after,
+            archive_id,
+            ..
+        } => writeln!(
+            err,
+            "⇣ compacted the conversation: {tokens_before} → {tokens_after} tokens (archive #{archive_id})"
+        )?,
         Event::Retry {
             model,
             attempt,

@@ -133,6 +133,7 @@ impl Loaded {
     pub fn tools(&self, store: &Store) -> ToolRegistry {
         let mut tools = builtin_tools();
         crate::tools::memory::register(&mut tools, store, self.embedder());
+        tools.register(crate::tools::turn_report::TurnReport);
         tools
     }
 }
@@ -158,6 +159,7 @@ pub async fn prepare_session_with(
         repeat_limit: agent.repeat_limit,
         tool_timeout: Duration::from_secs(agent.tool_timeout_secs),
         max_active_messages: loaded.config.memory.max_active_messages,
+        compact_threshold: agent.compact_threshold,
     };
     let tools = loaded.tools(&store);
     let mut session = match choice {

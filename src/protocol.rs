@@ -16,6 +16,8 @@ pub enum Op {
     Inject { text: String },
     /// Cancels the step in flight and ends the turn as `Interrupted`.
     Interrupt,
+    /// Compacts the working set now (or at the next step of a running turn).
+    Compact,
     /// Ends the agent task after cancelling any running turn.
     Shutdown,
 }
@@ -29,6 +31,16 @@ pub enum UserMessageKind {
     Injected,
     /// Sent while a turn ran and started the next turn.
     Queued,
+}
+
+/// Who wrote a compaction's summary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CompactionKind {
+    /// The compressor model.
+    Model,
+    /// Mechanically (message limit, or the compressor failed).
+    Mechanical,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -124,12 +136,23 @@ pub enum Event {
         reason: String,
         discard_partial: bool,
     },
+    /// Older conversation moved to archive entry `archive_id`; a summary replaces it.
+    Compacted {
+        tokens_before: u64,
+        tokens_after: u64,
+        archive_id: i64,
+        kind: CompactionKind,
+    },
     TurnFinished {
         turn: u64,
         status: TurnStatus,
         /// Why the turn ended, when it did not simply complete.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         message: Option<String>,
+    },
+    /// Something the user should know that is not an error.
+    Notice {
+        message: String,
     },
     Error {
         message: String,

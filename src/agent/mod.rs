@@ -1,12 +1,15 @@
 //! The agent task. It owns the session (history, model chain, tools) and talks to front ends only
 //! through the protocol: `Op`s in on one channel, `Event`s out on another.
 
+mod compaction;
+mod compaction_plan;
 mod guards;
 mod model_call;
 pub mod prompt;
 mod session;
 mod tool_exec;
 mod turn_loop;
+mod turn_report;
 mod working_set;
 
 use std::collections::VecDeque;
@@ -31,8 +34,14 @@ pub struct AgentHandle {
     pub task: JoinHandle<Session>,
 }
 
-/// Texts injected while a turn runs; the turn drains it before each model call.
-pub(crate) type Inbox = Arc<Mutex<VecDeque<String>>>;
+/// What arrives for a running turn; the turn drains it before each model call.
+#[derive(Default)]
+pub(crate) struct InboxState {
+    pub texts: VecDeque<String>,
+    pub compact: bool,
+}
+
+pub(crate) type Inbox = Arc<Mutex<InboxState>>;
 
 /// Starts the agent task for `session`. The task ends on `Op::Shutdown` or when every
 /// sender is dropped, and hands the session back.
@@ -68,6 +77,7 @@ async fn drive(
                     queued.push_back((text, UserMessageKind::Prompt));
                 }
                 Some(Op::Interrupt) => {}
+                Some(Op::Compact) => session.compact_now().await,
                 Some(Op::Shutdown) | None => return session,
             }
             continue;
@@ -83,13 +93,18 @@ async fn drive(
                     op = ops.recv(), if !shutting_down => match op {
                         Some(Op::Inject { text }) => {
                             if let Ok(mut pending) = inbox.lock() {
-                                pending.push_back(text);
+                                pending.texts.push_back(text);
                             }
                         }
                         Some(Op::UserInput { text }) => {
                             queued.push_back((text, UserMessageKind::Queued));
                         }
                         Some(Op::Interrupt) => cancel.cancel(),
+                        Some(Op::Compact) => {
+                            if let Ok(mut pending) = inbox.lock() {
+                                pending.compact = true;
+                            }
+                        }
                         Some(Op::Shutdown) | None => {
                             cancel.cancel();
                             shutting_down = true;
@@ -104,7 +119,7 @@ async fn drive(
         // An injection that arrived as the turn ended must not be lost: it opens the next turn.
         let leftover: Vec<String> = inbox
             .lock()
-            .map(|mut p| p.drain(..).collect())
+            .map(|mut p| p.texts.drain(..).collect())
             .unwrap_or_default();
         for text in leftover.into_iter().rev() {
             queued.push_front((text, UserMessageKind::Injected));

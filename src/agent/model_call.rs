@@ -91,6 +91,19 @@ impl Session {
         self.emit(event).await;
     }
 
+    /// The working set as the model sees it: the compaction summary, when there is one,
+    /// right after the first message.
+    fn request_messages(&self) -> Vec<std::sync::Arc<crate::llm::Message>> {
+        let Some(summary) = self.summary_message() else {
+            return self.history.clone();
+        };
+        let mut messages = Vec::with_capacity(self.history.len() + 1);
+        messages.extend(self.history.first().cloned());
+        messages.push(summary);
+        messages.extend(self.history.iter().skip(1).cloned());
+        messages
+    }
+
     async fn stream_once(
         &self,
         model: &ChainModel,
@@ -99,7 +112,7 @@ impl Session {
     ) -> Result<ModelResponse, Attempt> {
         let request = ModelRequest {
             system: self.system_prompt.clone(),
-            messages: self.history.clone(),
+            messages: self.request_messages(),
             tools: self.tools.specs(),
             max_output_tokens: model.max_output_tokens,
         };

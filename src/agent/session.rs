@@ -27,6 +27,8 @@ pub struct SessionSettings {
     pub tool_timeout: Duration,
     /// Messages kept in the working set before the oldest turns move to the archive.
     pub max_active_messages: usize,
+    /// Share of the context budget (0 to 1) at which the working set is compacted.
+    pub compact_threshold: f64,
 }
 
 /// Where a working-set message sits in the store, and when it was written.
@@ -53,6 +55,12 @@ pub struct Session {
     /// The system prompt as last sent: base prompt plus experiences.
     pub(super) system_prompt: String,
     pub(super) archived_any: bool,
+    /// The summary of compacted conversation, sent after the first message.
+    pub(super) summary: Option<String>,
+    /// Writes compaction summaries; the session's own model when `None`.
+    pub(super) compressor: Option<ChainModel>,
+    /// Tokens the provider counted per token we estimated, learned from usage reports.
+    pub(super) calibration: f64,
     /// Gives archive entries an embedding for semantic search, when configured.
     pub(super) embedder: Option<Arc<EmbeddingClient>>,
     events: Option<mpsc::Sender<Event>>,
@@ -89,23 +97,25 @@ impl Session {
         id_or_prefix: &str,
     ) -> Result<Self, StoreError> {
         let wanted = id_or_prefix.to_string();
-        let (row, active, totals, max_seq, archived) = store
+        let (row, active, totals, max_seq, summary) = store
             .call(move |db| {
                 let row = db.session(&wanted)?;
                 db.mark_running_turns_killed(&row.id)?;
                 let active = db.active_messages(&row.id)?;
                 let totals = db.session_totals(&row.id)?;
                 let max_seq = db.max_seq(&row.id)?;
-                let archived = row.message_count > active.len() as u64;
-                Ok((row, active, totals, max_seq, archived))
+                let summary = db.kv_get(&super::compaction::summary_key(&row.id))?;
+                Ok((row, active, totals, max_seq, summary))
             })
             .await?;
+        let archived = row.message_count > active.len() as u64;
         let mut session = Self::assemble(row.id, settings, chain, tools, store);
         session.turns = totals.turns;
         session.total_usage = totals.usage;
         session.cost_usd = totals.cost_usd;
         session.next_seq = max_seq.map_or(0, |s| s + 1);
         session.archived_any = archived;
+        session.summary = summary;
         for StoredMessage {
             seq,
             message,
@@ -143,9 +153,17 @@ impl Session {
             total_usage: Usage::default(),
             cost_usd: 0.0,
             archived_any: false,
+            summary: None,
+            compressor: None,
+            calibration: 1.0,
             embedder: None,
             events: None,
         }
+    }
+
+    /// The model that writes compaction summaries (the session's own model by default).
+    pub fn set_compressor(&mut self, compressor: Option<ChainModel>) {
+        self.compressor = compressor;
     }
 
     /// Archive entries written from now on get embeddings from `embedder`.
@@ -252,17 +270,22 @@ impl Session {
             .unwrap_or_default()
     }
 
-    /// Adds one model call's usage, priced by the model that answered, and reports it.
-    pub(super) async fn record_usage(&mut self, usage: Usage, model: &ChainModel) {
+    /// Adds one model call's usage, priced by the model that answered, learns how our
+    /// estimates compare with the provider's count, and reports it.
+    pub(super) async fn record_usage(&mut self, usage: Usage, model: &ChainModel, estimated: u64) {
         self.total_usage.add(&usage);
         self.cost_usd += model.price.cost(&usage);
-        let window = model.context_window.max(1) as f64;
-        let used = (usage.prompt_tokens() + usage.output_tokens) as f64;
+        let actual = usage.prompt_tokens();
+        if actual > 0 && estimated > 0 {
+            let ratio = (actual as f64 / estimated as f64).clamp(0.5, 2.0);
+            self.calibration = 0.7 * self.calibration + 0.3 * ratio;
+        }
+        let used = (actual + usage.output_tokens) as f64;
         self.emit(Event::Usage {
             last: usage,
             total: self.total_usage,
             cost_usd: self.cost_usd,
-            context_percent: (used / window * 100.0).min(100.0) as f32,
+            context_percent: (used / self.budget() as f64 * 100.0).min(100.0) as f32,
         })
         .await;
     }

@@ -4,9 +4,11 @@
 
 use tokio_util::sync::CancellationToken;
 
+use super::compaction::CompactReason;
 use super::guards::RepeatGuard;
 use super::model_call::StepFailure;
 use super::{Inbox, Session};
+use crate::llm::fallback::ChainError;
 use crate::llm::{ContentBlock, Message, Usage};
 use crate::memory::StoreError;
 use crate::memory::types::TurnRecord;
@@ -29,6 +31,16 @@ impl Session {
             Ok(()) => self.turn_steps(&cancel, &inbox).await,
             Err(err) => (TurnStatus::Failed, Some(store_failure(&err))),
         };
+        let report = match self.close_report(status).await {
+            Ok(report) => Some(report),
+            Err(err) => {
+                self.emit(Event::Error {
+                    message: store_failure(&err),
+                })
+                .await;
+                None
+            }
+        };
         let record = TurnRecord {
             session_id: self.id.clone(),
             turn,
@@ -37,7 +49,7 @@ impl Session {
             finished_at: now_millis(),
             usage: usage_since(&self.total_usage, &before.0),
             cost_usd: self.cost_usd - before.1,
-            report: None,
+            report,
         };
         if let Err(err) = self.store.call(move |db| db.finish_turn(&record)).await {
             self.emit(Event::Error {
@@ -112,12 +124,13 @@ impl Session {
     ) -> Result<(TurnStatus, Option<String>), StoreError> {
         let mut guard = RepeatGuard::new(self.settings.repeat_limit);
         let mut steps = 0u32;
-        let mut turn_start = self.history.len().saturating_sub(1);
+        let mut compacted_for_provider = false;
         loop {
-            for text in drain(inbox) {
+            let (texts, compact_asked) = drain(inbox);
+            for text in texts {
                 self.add_user_text(text, UserMessageKind::Injected).await?;
             }
-            turn_start -= self.archive_old_turns(turn_start).await?;
+            self.maybe_compact(compact_asked).await?;
             if cancel.is_cancelled() {
                 return Ok((TurnStatus::Interrupted, None));
             }
@@ -129,8 +142,17 @@ impl Session {
             }
             steps += 1;
 
+            let estimated = self.working_tokens();
             let (response, model) = match self.model_step(cancel).await {
                 Ok(answered) => answered,
+                // The provider refused the context: compact and try once more.
+                Err(StepFailure::Chain(ChainError::ContextTooLong { .. }))
+                    if !compacted_for_provider =>
+                {
+                    compacted_for_provider = true;
+                    self.compact(CompactReason::Budget).await?;
+                    continue;
+                }
                 Err(StepFailure::Cancelled { partial_text }) => {
                     // What the user already saw stays in the conversation.
                     if !partial_text.is_empty() {
@@ -150,7 +172,7 @@ impl Session {
                     return Ok((TurnStatus::Failed, Some(message)));
                 }
             };
-            self.record_usage(response.usage, &model).await;
+            self.record_usage(response.usage, &model, estimated).await;
             let message = response.message;
             let text = message.text();
             let has_calls = message.tool_calls().next().is_some();
@@ -174,21 +196,29 @@ impl Session {
             if cancel.is_cancelled() {
                 return Ok((TurnStatus::Interrupted, None));
             }
+            // A response whose only calls are its turn report is the turn's final answer.
+            if self.only_reported() && inbox_is_empty(inbox) {
+                return Ok((TurnStatus::Completed, None));
+            }
         }
     }
 }
 
-fn drain(inbox: &Inbox) -> Vec<String> {
+/// The injected texts, and whether a compaction was asked for.
+fn drain(inbox: &Inbox) -> (Vec<String>, bool) {
     inbox
         .lock()
-        .map(|mut pending| pending.drain(..).collect())
+        .map(|mut pending| {
+            let compact = std::mem::take(&mut pending.compact);
+            (pending.texts.drain(..).collect(), compact)
+        })
         .unwrap_or_default()
 }
 
 fn inbox_is_empty(inbox: &Inbox) -> bool {
     inbox
         .lock()
-        .map(|pending| pending.is_empty())
+        .map(|pending| pending.texts.is_empty())
         .unwrap_or(true)
 }
 

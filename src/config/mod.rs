@@ -90,6 +90,10 @@ pub struct AgentConfig {
     pub max_steps: u32,
     pub tool_timeout_secs: u64,
     pub repeat_limit: u32,
+    pub compact_threshold: f64,
+    /// The model that writes compaction summaries; the session's own model when unset.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub compressor_model: Option<String>,
 }
 
 impl Default for AgentConfig {
@@ -98,6 +102,8 @@ impl Default for AgentConfig {
             max_steps: 50,
             tool_timeout_secs: 120,
             repeat_limit: 3,
+            compact_threshold: 0.8,
+            compressor_model: None,
         }
     }
 }

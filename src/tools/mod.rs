@@ -10,6 +10,7 @@ pub mod registry;
 pub mod search;
 pub mod shell;
 pub mod truncate;
+pub mod turn_report;
 
 use std::future::Future;
 use std::path::PathBuf;

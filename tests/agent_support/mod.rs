@@ -72,6 +72,7 @@ pub fn settings(workspace: &std::path::Path) -> SessionSettings {
         repeat_limit: 3,
         tool_timeout: Duration::from_secs(120),
         max_active_messages: 200,
+        compact_threshold: 0.8,
     }
 }
 

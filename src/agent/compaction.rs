@@ -1,0 +1,272 @@
+//! Compaction: the older middle of the working set moves to the archive and a structured
+//! summary takes its place, while the first user message and the recent turns stay. The
+//! summary comes from the compressor model; if that fails, a mechanical one is used, so a
+//! compaction never loses anything.
+
+use std::fmt::Write;
+use std::sync::Arc;
+
+use futures_util::StreamExt;
+use serde::{Deserialize, Serialize};
+
+use super::Session;
+use super::compaction_plan::plan;
+use crate::llm::fallback::ChainModel;
+use crate::llm::{Message, ModelRequest, StreamEvent};
+use crate::memory::types::{NewArchiveEntry, Scope};
+use crate::memory::{StoreError, importance, summary};
+use crate::protocol::{CompactionKind, Event};
+
+const COMPRESSOR_PROMPT: &str = include_str!("../../assets/compressor.md");
+/// The recent messages a compaction always keeps.
+const MIN_TAIL: usize = 10;
+/// The compressor reads at most this much of the dropped stretch.
+const MAX_TRANSCRIPT_CHARS: usize = 200_000;
+
+/// Why a compaction runs; the kind of summary follows from it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CompactReason {
+    /// The working set passed its message limit: a cheap mechanical summary.
+    MessageLimit,
+    /// The context neared the budget, the user asked, the model asked, or the provider
+    /// refused the context: a model-written summary.
+    Budget,
+}
+
+/// The fields the compressor writes.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct StructuredSummary {
+    pub goal: String,
+    pub instruction: String,
+    pub discoveries: Vec<String>,
+    pub completed: Vec<String>,
+    pub current_status: String,
+    pub likely_next_work: Vec<String>,
+    pub relevant_files: Vec<String>,
+    pub remember: Vec<String>,
+}
+
+impl StructuredSummary {
+    fn render(&self) -> String {
+        let mut out = String::new();
+        let mut line = |label: &str, text: &str| {
+            if !text.trim().is_empty() {
+                let _ = writeln!(out, "{label}: {}", text.trim());
+            }
+        };
+        line("Goal", &self.goal);
+        line("Instructions", &self.instruction);
+        line("Current status", &self.current_status);
+        for (label, items) in [
+            ("Discoveries", &self.discoveries),
+            ("Completed", &self.completed),
+            ("Likely next work", &self.likely_next_work),
+            ("Relevant files", &self.relevant_files),
+        ] {
+            if !items.is_empty() {
+                let _ = writeln!(out, "{label}:");
+                for item in items {
+                    let _ = writeln!(out, "- {item}");
+                }
+            }
+        }
+        out
+    }
+}
+
+impl Session {
+    /// The summary of compacted conversation, placed after the first message in requests.
+    pub(super) fn summary_message(&self) -> Option<Arc<Message>> {
+        let summary = self.summary.as_ref()?;
+        Some(Arc::new(Message::user_text(format!(
+            "[Summary of earlier conversation, now in the archive; memory_search finds the \
+             details]\n{summary}"
+        ))))
+    }
+
+    /// Compacts when the working set passed its message limit, when the estimated context
+    /// (corrected by what the provider counted) passed the threshold, or when asked.
+    pub(super) async fn maybe_compact(&mut self, asked: bool) -> Result<(), StoreError> {
+        if self.history.len() > self.settings.max_active_messages {
+            self.compact(CompactReason::MessageLimit).await?;
+        }
+        let used = self.working_tokens() as f64 * self.calibration;
+        if asked || used >= self.settings.compact_threshold * self.budget() as f64 {
+            self.compact(CompactReason::Budget).await?;
+        }
+        Ok(())
+    }
+
+    /// `Op::Compact` between turns: compact now and say what happened.
+    pub(crate) async fn compact_now(&mut self) {
+        let outcome = self.compact(CompactReason::Budget).await;
+        let message = match outcome {
+            Ok(true) => return,
+            Ok(false) => "nothing to compact yet: the conversation is still short".to_string(),
+            Err(err) => format!("compaction failed: {err}"),
+        };
+        self.emit(Event::Notice { message }).await;
+    }
+
+    /// Compacts the working set. Returns whether anything was compacted.
+    pub(super) async fn compact(&mut self, reason: CompactReason) -> Result<bool, StoreError> {
+        let tokens: Vec<u32> = self.history.iter().map(|m| crate::llm::tokens::estimate_message(m)).collect();
+        // Over the message limit, keep three quarters of it so this does not run every step;
+        // over the budget, keep what fits half of it.
+        let (target, min_tail) = match reason {
+            CompactReason::MessageLimit => (0, self.settings.max_active_messages * 3 / 4),
+            CompactReason::Budget => (self.budget() / 2, MIN_TAIL),
+        };
+        let Some(plan) = plan(&self.history, &tokens, target, min_tail) else {
+            return Ok(false);
+        };
+        let before = self.working_tokens();
+        let dropped: Vec<Message> = self.history[1..plan.tail_start].iter().map(|m| (**m).clone()).collect();
+        let (mechanical_topic, mechanical_summary) = summary::mechanical_summary(&dropped);
+        let written = match reason {
+            CompactReason::Budget => self.summarize(&dropped).await,
+            CompactReason::MessageLimit => None,
+        };
+        let kind = if written.is_some() { CompactionKind::Model } else { CompactionKind::Mechanical };
+        let (topic, text) = match &written {
+            Some(s) if !s.goal.trim().is_empty() => (shorten(&s.goal, 80), s.render()),
+            Some(s) => (mechanical_topic.clone(), s.render()),
+            None => (mechanical_topic, mechanical_summary),
+        };
+        let embedding = self.embed_entry(&topic, &text, &dropped).await;
+        let entry = NewArchiveEntry {
+            session_id: self.id.clone(),
+            topic,
+            summary: text.clone(),
+            token_count: tokens[1..plan.tail_start].iter().map(|&t| u64::from(t)).sum(),
+            importance: importance::importance(&dropped),
+            embedding,
+            first_seq: self.meta[1].seq,
+            last_seq: self.meta[plan.tail_start - 1].seq,
+            started_at: self.meta[1].created_at,
+            ended_at: self.meta[plan.tail_start - 1].created_at,
+            messages: dropped,
+        };
+        let summary = match &self.summary {
+            Some(previous) if kind == CompactionKind::Mechanical => format!("{previous}\n{text}"),
+            _ => text,
+        };
+        let (key, stored_summary) = (summary_key(&self.id), summary.clone());
+        let remember: Vec<String> = written.map(|s| s.remember).unwrap_or_default();
+        let project = Scope::Project(self.settings.workspace.display().to_string());
+        let archive_id = self
+            .store
+            .call(move |db| {
+                let archive_id = db.archive_messages(entry)?;
+                db.kv_set(&key, &stored_summary)?;
+                for note in remember.iter().filter(|n| !n.trim().is_empty()) {
+                    db.remember(note.trim(), &project, "compaction")?;
+                }
+                Ok(archive_id)
+            })
+            .await?;
+        self.history.drain(1..plan.tail_start);
+        self.meta.drain(1..plan.tail_start);
+        self.summary = Some(summary);
+        self.archived_any = true;
+        self.refresh_system_prompt().await?;
+        let after = self.working_tokens();
+        self.emit(Event::Compacted {
+            tokens_before: before,
+            tokens_after: after,
+            archive_id,
+            kind,
+        })
+        .await;
+        Ok(true)
+    }
+
+    /// Tokens the next request would carry: system prompt, summary and working set.
+    pub(super) fn working_tokens(&self) -> u64 {
+        let messages: u64 = self
+            .history
+            .iter()
+            .map(|m| u64::from(crate::llm::tokens::estimate_message(m)))
+            .sum();
+        let summary = self
+            .summary_message()
+            .map_or(0, |m| u64::from(crate::llm::tokens::estimate_message(&m)));
+        let system = u64::from(crate::llm::tokens::estimate_message(&Message::user_text(self.system_prompt.clone())));
+        messages + summary + system
+    }
+
+    /// The context the session's model can fill: its window less its output and a reserve.
+    pub(super) fn budget(&self) -> u64 {
+        let Some(model) = self.chain.primary() else {
+            return 0;
+        };
+        let reserve = (model.context_window / 50).max(2000);
+        model
+            .context_window
+            .saturating_sub(u64::from(model.max_output_tokens))
+            .saturating_sub(reserve)
+            .max(1)
+    }
+
+    /// Asks the compressor model for a structured summary; `None` when it fails.
+    async fn summarize(&self, dropped: &[Message]) -> Option<StructuredSummary> {
+        let model: &ChainModel = self.compressor.as_ref().or_else(|| self.chain.primary())?;
+        let mut transcript = crate::llm::transcript::to_markdown(dropped);
+        if let Some((cut, _)) = transcript.char_indices().nth(MAX_TRANSCRIPT_CHARS) {
+            transcript.truncate(cut);
+        }
+        let previous = self.summary.as_deref().unwrap_or("(none)");
+        let request = ModelRequest {
+            system: COMPRESSOR_PROMPT.to_string(),
+            messages: vec![Arc::new(Message::user_text(format!(
+                "Previous summary:\n{previous}\n\nConversation being removed:\n\n{transcript}"
+            )))],
+            tools: Vec::new().into(),
+            max_output_tokens: model.max_output_tokens.min(4096),
+        };
+        let mut stream = model.provider.stream(request).await.ok()?;
+        while let Some(item) = stream.next().await {
+            if let StreamEvent::Completed(response) = item.ok()? {
+                return parse_summary(&response.message.text());
+            }
+        }
+        None
+    }
+}
+
+pub(super) fn summary_key(session_id: &str) -> String {
+    format!("summary:{session_id}")
+}
+
+/// The JSON object in the compressor's answer, tolerating prose or fences around it.
+fn parse_summary(text: &str) -> Option<StructuredSummary> {
+    let start = text.find('{')?;
+    let end = text.rfind('}')?;
+    serde_json::from_str(text.get(start..=end)?).ok()
+}
+
+fn shorten(text: &str, max: usize) -> String {
+    let line = text.lines().next().unwrap_or("").trim();
+    match line.char_indices().nth(max) {
+        Some((cut, _)) => format!("{}…", &line[..cut]),
+        None => line.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_summary_is_read_from_json_even_inside_a_code_fence() {
+        let text = "Here it is:\n```json\n{\"goal\": \"ship v1\", \"completed\": [\"wrote a.rs\"], \"remember\": [\"use pnpm\"]}\n```";
+        let summary = parse_summary(text).unwrap_or_default();
+        assert_eq!(summary.goal, "ship v1");
+        assert_eq!(summary.remember, ["use pnpm"]);
+        let rendered = summary.render();
+        assert!(rendered.contains("Goal: ship v1"));
+        assert!(rendered.contains("Completed:\n- wrote a.rs"));
+        assert!(parse_summary("no json here").is_none());
+    }
+}
