@@ -28,9 +28,11 @@ const MAX_TRANSCRIPT_CHARS: usize = 200_000;
 pub enum CompactReason {
     /// The working set passed its message limit: a cheap mechanical summary.
     MessageLimit,
-    /// The context neared the budget, the user asked, the model asked, or the provider
-    /// refused the context: a model-written summary.
-    Budget,
+    /// The context neared the budget: a model-written summary, keeping what fits half of it.
+    Threshold,
+    /// The user or the model asked, or the provider refused the context: a model-written
+    /// summary, keeping only the recent messages.
+    Requested,
 }
 
 /// The fields the compressor writes.
@@ -92,15 +94,17 @@ impl Session {
             self.compact(CompactReason::MessageLimit).await?;
         }
         let used = self.working_tokens() as f64 * self.calibration;
-        if asked || used >= self.settings.compact_threshold * self.budget() as f64 {
-            self.compact(CompactReason::Budget).await?;
+        if asked {
+            self.compact(CompactReason::Requested).await?;
+        } else if used >= self.settings.compact_threshold * self.budget() as f64 {
+            self.compact(CompactReason::Threshold).await?;
         }
         Ok(())
     }
 
     /// `Op::Compact` between turns: compact now and say what happened.
     pub(crate) async fn compact_now(&mut self) {
-        let outcome = self.compact(CompactReason::Budget).await;
+        let outcome = self.compact(CompactReason::Requested).await;
         let message = match outcome {
             Ok(true) => return,
             Ok(false) => "nothing to compact yet: the conversation is still short".to_string(),
@@ -111,24 +115,36 @@ impl Session {
 
     /// Compacts the working set. Returns whether anything was compacted.
     pub(super) async fn compact(&mut self, reason: CompactReason) -> Result<bool, StoreError> {
-        let tokens: Vec<u32> = self.history.iter().map(|m| crate::llm::tokens::estimate_message(m)).collect();
+        let tokens: Vec<u32> = self
+            .history
+            .iter()
+            .map(|m| crate::llm::tokens::estimate_message(m))
+            .collect();
         // Over the message limit, keep three quarters of it so this does not run every step;
         // over the budget, keep what fits half of it.
         let (target, min_tail) = match reason {
             CompactReason::MessageLimit => (0, self.settings.max_active_messages * 3 / 4),
-            CompactReason::Budget => (self.budget() / 2, MIN_TAIL),
+            CompactReason::Threshold => (self.budget() / 2, MIN_TAIL),
+            CompactReason::Requested => (0, MIN_TAIL),
         };
         let Some(plan) = plan(&self.history, &tokens, target, min_tail) else {
             return Ok(false);
         };
         let before = self.working_tokens();
-        let dropped: Vec<Message> = self.history[1..plan.tail_start].iter().map(|m| (**m).clone()).collect();
+        let dropped: Vec<Message> = self.history[1..plan.tail_start]
+            .iter()
+            .map(|m| (**m).clone())
+            .collect();
         let (mechanical_topic, mechanical_summary) = summary::mechanical_summary(&dropped);
         let written = match reason {
-            CompactReason::Budget => self.summarize(&dropped).await,
+            CompactReason::Threshold | CompactReason::Requested => self.summarize(&dropped).await,
             CompactReason::MessageLimit => None,
         };
-        let kind = if written.is_some() { CompactionKind::Model } else { CompactionKind::Mechanical };
+        let kind = if written.is_some() {
+            CompactionKind::Model
+        } else {
+            CompactionKind::Mechanical
+        };
         let (topic, text) = match &written {
             Some(s) if !s.goal.trim().is_empty() => (shorten(&s.goal, 80), s.render()),
             Some(s) => (mechanical_topic.clone(), s.render()),
@@ -139,7 +155,10 @@ impl Session {
             session_id: self.id.clone(),
             topic,
             summary: text.clone(),
-            token_count: tokens[1..plan.tail_start].iter().map(|&t| u64::from(t)).sum(),
+            token_count: tokens[1..plan.tail_start]
+                .iter()
+                .map(|&t| u64::from(t))
+                .sum(),
             importance: importance::importance(&dropped),
             embedding,
             first_seq: self.meta[1].seq,
@@ -192,7 +211,9 @@ impl Session {
         let summary = self
             .summary_message()
             .map_or(0, |m| u64::from(crate::llm::tokens::estimate_message(&m)));
-        let system = u64::from(crate::llm::tokens::estimate_message(&Message::user_text(self.system_prompt.clone())));
+        let system = u64::from(crate::llm::tokens::estimate_message(&Message::user_text(
+            self.system_prompt.clone(),
+        )));
         messages + summary + system
     }
 

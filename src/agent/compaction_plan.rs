@@ -62,54 +62,52 @@ mod tests {
     /// A history of turns: a user prompt, then steps of (assistant with calls, results), then
     /// an answer — the shapes the agent writes.
     fn history_strategy() -> impl Strategy<Value = (Vec<Arc<Message>>, Vec<u32>)> {
-        prop::collection::vec(
-            (prop::collection::vec(0usize..3, 0..4), 1u32..400),
-            1..25,
-        )
-        .prop_map(|turns| {
-            let mut history = Vec::new();
-            let mut tokens = Vec::new();
-            let mut call = 0;
-            for (steps, size) in turns {
-                history.push(Arc::new(Message::user_text("do something")));
-                tokens.push(size);
-                for calls in steps {
-                    let ids: Vec<String> = (0..=calls)
-                        .map(|_| {
-                            call += 1;
-                            format!("call_{call}")
-                        })
-                        .collect();
-                    history.push(Arc::new(Message::assistant(
-                        ids.iter()
-                            .map(|id| ContentBlock::ToolUse {
-                                id: id.clone(),
-                                name: "read_file".into(),
-                                input: serde_json::json!({}),
+        prop::collection::vec((prop::collection::vec(0usize..3, 0..4), 1u32..400), 1..25).prop_map(
+            |turns| {
+                let mut history = Vec::new();
+                let mut tokens = Vec::new();
+                let mut call = 0;
+                for (steps, size) in turns {
+                    history.push(Arc::new(Message::user_text("do something")));
+                    tokens.push(size);
+                    for calls in steps {
+                        let ids: Vec<String> = (0..=calls)
+                            .map(|_| {
+                                call += 1;
+                                format!("call_{call}")
                             })
-                            .collect(),
-                    )));
-                    tokens.push(size / 2 + 1);
-                    history.push(Arc::new(Message {
-                        role: Role::User,
-                        content: ids
-                            .iter()
-                            .map(|id| ContentBlock::ToolResult {
-                                tool_use_id: id.clone(),
-                                content: "ok".into(),
-                                is_error: false,
-                            })
-                            .collect(),
-                    }));
-                    tokens.push(size * 2);
+                            .collect();
+                        history.push(Arc::new(Message::assistant(
+                            ids.iter()
+                                .map(|id| ContentBlock::ToolUse {
+                                    id: id.clone(),
+                                    name: "read_file".into(),
+                                    input: serde_json::json!({}),
+                                })
+                                .collect(),
+                        )));
+                        tokens.push(size / 2 + 1);
+                        history.push(Arc::new(Message {
+                            role: Role::User,
+                            content: ids
+                                .iter()
+                                .map(|id| ContentBlock::ToolResult {
+                                    tool_use_id: id.clone(),
+                                    content: "ok".into(),
+                                    is_error: false,
+                                })
+                                .collect(),
+                        }));
+                        tokens.push(size * 2);
+                    }
+                    history.push(Arc::new(Message::assistant(vec![ContentBlock::Text {
+                        text: "done".into(),
+                    }])));
+                    tokens.push(size);
                 }
-                history.push(Arc::new(Message::assistant(vec![ContentBlock::Text {
-                    text: "done".into(),
-                }])));
-                tokens.push(size);
-            }
-            (history, tokens)
-        })
+                (history, tokens)
+            },
+        )
     }
 
     proptest! {
@@ -154,12 +152,28 @@ mod tests {
 
     #[test]
     fn a_tail_that_would_start_on_results_takes_their_call_along() {
-        let (history, _) = (vec![
-            Arc::new(Message::user_text("a")),
-            Arc::new(Message::assistant(vec![ContentBlock::Text { text: "x".into() }])),
-            Arc::new(Message::assistant(vec![ContentBlock::ToolUse { id: "1".into(), name: "t".into(), input: serde_json::json!({}) }])),
-            Arc::new(Message { role: Role::User, content: vec![ContentBlock::ToolResult { tool_use_id: "1".into(), content: "r".into(), is_error: false }] }),
-        ], ());
+        let (history, _) = (
+            vec![
+                Arc::new(Message::user_text("a")),
+                Arc::new(Message::assistant(vec![ContentBlock::Text {
+                    text: "x".into(),
+                }])),
+                Arc::new(Message::assistant(vec![ContentBlock::ToolUse {
+                    id: "1".into(),
+                    name: "t".into(),
+                    input: serde_json::json!({}),
+                }])),
+                Arc::new(Message {
+                    role: Role::User,
+                    content: vec![ContentBlock::ToolResult {
+                        tool_use_id: "1".into(),
+                        content: "r".into(),
+                        is_error: false,
+                    }],
+                }),
+            ],
+            (),
+        );
         let tokens = [10, 10, 10, 10];
         assert_eq!(plan(&history, &tokens, 20, 1), Some(Plan { tail_start: 2 }));
     }

@@ -150,7 +150,7 @@ impl Session {
                     if !compacted_for_provider =>
                 {
                     compacted_for_provider = true;
-                    self.compact(CompactReason::Budget).await?;
+                    self.compact(CompactReason::Requested).await?;
                     continue;
                 }
                 Err(StepFailure::Cancelled { partial_text }) => {
