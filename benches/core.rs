@@ -33,6 +33,98 @@ fn main() {
         Box::new(OpenAiDecoder::new())
     });
     agent_step_overhead();
+    compaction_bookkeeping();
+}
+
+/// A session of 150,000 estimated tokens is resumed, then compacted with the compressor
+/// failing at once, so the figure is mnemo's own work: planning, the mechanical summary,
+/// importance, the archive transaction and the working-set update.
+fn compaction_bookkeeping() {
+    use mnemo::llm::Message;
+    use mnemo::memory::types::NewSession;
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let db_path = dir.path().join("bench.db");
+    let workspace = dir.path().canonicalize().unwrap_or_else(|e| panic!("{e}"));
+    let mut db = mnemo::memory::Db::open(&db_path).unwrap_or_else(|e| panic!("{e}"));
+    db.create_session(NewSession {
+        id: "bench".into(),
+        parent_id: None,
+        cwd: workspace.display().to_string(),
+        model: "scripted".into(),
+        title: "bench".into(),
+    })
+    .unwrap_or_else(|e| panic!("{e}"));
+    let body =
+        "The parser change touched src/parse.rs and the tests; fixed the edge case. ".repeat(13);
+    let messages: Vec<Message> = (0..600)
+        .map(|i| {
+            if i % 2 == 0 {
+                Message::user_text(format!("request {i}: {body}"))
+            } else {
+                Message::assistant(vec![mnemo::llm::ContentBlock::Text {
+                    text: format!("answer {i}: {body}"),
+                }])
+            }
+        })
+        .collect();
+    let rows: Vec<(i64, &Message, u32)> = messages
+        .iter()
+        .enumerate()
+        .map(|(i, m)| (i as i64, m, mnemo::llm::tokens::estimate_message(m)))
+        .collect();
+    let total: u64 = rows.iter().map(|r| u64::from(r.2)).sum();
+    db.append_messages("bench", &rows)
+        .unwrap_or_else(|e| panic!("{e}"));
+    drop(db);
+
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let elapsed = runtime.block_on(async {
+        let store = Store::open(&db_path).unwrap_or_else(|e| panic!("{e}"));
+        let failing: Script = serde_json::from_value(serde_json::json!({"turns": [
+            {"error": {"kind": "bad_request", "message": "no compressor in benchmarks"}}
+        ]}))
+        .unwrap_or_else(|e| panic!("{e}"));
+        let chain = Arc::new(FallbackChain::new(
+            vec![ChainModel {
+                name: "scripted".into(),
+                provider: Arc::new(ScriptedProvider::new(failing)),
+                context_window: 1_000_000,
+                max_output_tokens: 1024,
+                price: Price::default(),
+            }],
+            RetryPolicy::default(),
+        ));
+        let settings = SessionSettings {
+            workspace,
+            system_prompt: "bench".into(),
+            max_steps: 10,
+            repeat_limit: 3,
+            tool_timeout: Duration::from_secs(60),
+            max_active_messages: 1000,
+            compact_threshold: 0.8,
+        };
+        let session = Session::resume(settings, chain, ToolRegistry::new(), store, "bench")
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let mut handle = mnemo::agent::spawn(session);
+        let start = Instant::now();
+        let sent = handle.ops.send(Op::Compact).await;
+        assert!(sent.is_ok());
+        while let Some(event) = handle.events.recv().await {
+            if matches!(event, Event::Compacted { .. }) {
+                break;
+            }
+        }
+        start.elapsed()
+    });
+    println!(
+        "  compaction bookkeeping of a {total}-token history (600 messages, no model time): {:.1} ms (target < 20 ms)",
+        ms(elapsed)
+    );
 }
 
 fn version_wall_time() {

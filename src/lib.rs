@@ -11,3 +11,4 @@ pub mod memory;
 pub mod protocol;
 pub mod sandbox;
 pub mod tools;
+pub mod tui;

@@ -251,9 +251,8 @@ fn real_main(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::from(report.exit_code() as u8))
         }
         None => {
-            anyhow::bail!(
-                "the interactive session is not built yet; use `mnemo run \"PROMPT\"` (see --help)"
-            )
+            runtime()?.block_on(mnemo::tui::run(loaded, overrides))?;
+            Ok(ExitCode::SUCCESS)
         }
     }
 }

@@ -115,11 +115,7 @@ impl Session {
 
     /// Compacts the working set. Returns whether anything was compacted.
     pub(super) async fn compact(&mut self, reason: CompactReason) -> Result<bool, StoreError> {
-        let tokens: Vec<u32> = self
-            .history
-            .iter()
-            .map(|m| crate::llm::tokens::estimate_message(m))
-            .collect();
+        let tokens: Vec<u32> = self.meta.iter().map(|m| m.tokens).collect();
         // Over the message limit, keep three quarters of it so this does not run every step;
         // over the budget, keep what fits half of it.
         let (target, min_tail) = match reason {
@@ -201,20 +197,11 @@ impl Session {
         Ok(true)
     }
 
-    /// Tokens the next request would carry: system prompt, summary and working set.
+    /// Tokens the next request would carry: system prompt, summary and working set, from
+    /// the estimates stored with each message.
     pub(super) fn working_tokens(&self) -> u64 {
-        let messages: u64 = self
-            .history
-            .iter()
-            .map(|m| u64::from(crate::llm::tokens::estimate_message(m)))
-            .sum();
-        let summary = self
-            .summary_message()
-            .map_or(0, |m| u64::from(crate::llm::tokens::estimate_message(&m)));
-        let system = u64::from(crate::llm::tokens::estimate_message(&Message::user_text(
-            self.system_prompt.clone(),
-        )));
-        messages + summary + system
+        let messages: u64 = self.meta.iter().map(|m| u64::from(m.tokens)).sum();
+        messages + self.prompt_tokens
     }
 
     /// The context the session's model can fill: its window less its output and a reserve.

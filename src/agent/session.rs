@@ -36,6 +36,8 @@ pub struct SessionSettings {
 pub(super) struct MessageMeta {
     pub seq: i64,
     pub created_at: i64,
+    /// The token estimate stored with the message.
+    pub tokens: u32,
 }
 
 pub struct Session {
@@ -57,6 +59,8 @@ pub struct Session {
     pub(super) archived_any: bool,
     /// The summary of compacted conversation, sent after the first message.
     pub(super) summary: Option<String>,
+    /// Estimated tokens of the system prompt and the summary, updated when they change.
+    pub(super) prompt_tokens: u64,
     /// Writes compaction summaries; the session's own model when `None`.
     pub(super) compressor: Option<ChainModel>,
     /// Tokens the provider counted per token we estimated, learned from usage reports.
@@ -120,10 +124,15 @@ impl Session {
             seq,
             message,
             created_at,
+            tokens,
             ..
         } in active
         {
-            session.meta.push(MessageMeta { seq, created_at });
+            session.meta.push(MessageMeta {
+                seq,
+                created_at,
+                tokens,
+            });
             session.history.push(Arc::new(message));
         }
         if let Some(repair) = session.unanswered_calls() {
@@ -154,6 +163,7 @@ impl Session {
             cost_usd: 0.0,
             archived_any: false,
             summary: None,
+            prompt_tokens: 0,
             compressor: None,
             calibration: 1.0,
             embedder: None,
@@ -236,6 +246,7 @@ impl Session {
         self.meta.push(MessageMeta {
             seq,
             created_at: super::turn_loop::now_millis(),
+            tokens,
         });
         self.history.push(message);
         Ok(())

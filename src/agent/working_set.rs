@@ -45,11 +45,16 @@ impl Session {
             .store
             .call(move |db| db.experiences(Some(&project)))
             .await?;
+        let summary = self
+            .summary_message()
+            .map_or(0, |m| crate::llm::tokens::estimate_message(&m));
         self.system_prompt = render_prompt(
             &self.settings.system_prompt,
             &experiences,
             self.archived_any,
         );
+        self.prompt_tokens =
+            u64::from(summary) + u64::from(crate::llm::tokens::estimate_text(&self.system_prompt));
         Ok(())
     }
 }

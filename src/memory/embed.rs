@@ -92,10 +92,6 @@ impl EmbeddingClient {
         EmbeddingClient { http, config, url }
     }
 
-    pub fn model(&self) -> &str {
-        &self.config.model
-    }
-
     /// One unit-length vector per text, in order. The API key is read from the environment
     /// on each call.
     pub async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {

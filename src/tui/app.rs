@@ -1,0 +1,297 @@
+//! The app loop: waits on the terminal, the agent and signals (never polls), drains whatever
+//! is pending, applies the effects, then draws at most one frame, no sooner than a frame
+//! interval after the previous one. Only this loop holds the agent's channels.
+
+use std::io::{self, Write};
+use std::task::Poll;
+use std::time::{Duration, Instant};
+
+use crossterm::event::{Event as TermEvent, EventStream};
+use futures_util::StreamExt;
+use ratatui::layout::Size;
+use ratatui::text::Line;
+use tokio::signal::unix::{Signal, SignalKind, signal};
+use tokio::sync::mpsc::error::{TryRecvError, TrySendError};
+
+use super::cells::NoticeLevel;
+use super::first_run::FirstRun;
+use super::live::live_view;
+use super::pager_view;
+use super::state::{AppState, Effect};
+use super::terminal::Screen;
+use super::wrap::wrap_lines;
+use crate::agent::{self, AgentHandle};
+use crate::config::CliOverrides;
+use crate::launch::{self, Loaded};
+use crate::protocol::{Event, Op};
+
+/// At most about 60 frames per second.
+const FRAME: Duration = Duration::from_millis(16);
+/// Agent events handled before the loop checks the terminal again.
+const DRAIN_LIMIT: usize = 4096;
+/// How long a session gets to shut down before it is abandoned.
+const SHUTDOWN_WAIT: Duration = Duration::from_secs(3);
+
+pub struct App<W: Write> {
+    state: AppState,
+    screen: Screen<W>,
+    agent: Option<AgentHandle>,
+    loaded: Loaded,
+    cli: CliOverrides,
+    /// Scrollback lines that arrived while the pager covered the screen.
+    held: Vec<Line<'static>>,
+    /// The cursor row measured after a resize, for the next frame to re-anchor with.
+    anchor_row: Option<Option<u16>>,
+}
+
+enum Wake {
+    Terminal(Option<io::Result<TermEvent>>),
+    Agent(Option<Event>),
+    Signal,
+    Timer,
+}
+
+impl<W: Write> App<W> {
+    pub fn new(screen: Screen<W>, loaded: Loaded, cli: CliOverrides) -> Self {
+        Self {
+            state: AppState::new(),
+            screen,
+            agent: None,
+            loaded,
+            cli,
+            held: Vec::new(),
+            anchor_row: None,
+        }
+    }
+
+    pub async fn run(&mut self) -> io::Result<()> {
+        let mut terminal = EventStream::new();
+        let mut signals = Signals::new()?;
+        self.draw(Instant::now())?;
+        self.start_session().await;
+        let mut last_frame = Instant::now();
+        let mut draw_pending = true;
+        loop {
+            let now = Instant::now();
+            let frame_due = draw_pending.then_some(last_frame + FRAME);
+            let deadline = [frame_due, self.state.next_deadline(now)]
+                .into_iter()
+                .flatten()
+                .min();
+            let wake = tokio::select! {
+                event = terminal.next() => Wake::Terminal(event),
+                event = next_event(&mut self.agent) => Wake::Agent(event),
+                () = signals.recv() => Wake::Signal,
+                () = sleep_until(deadline) => Wake::Timer,
+            };
+            let now = Instant::now();
+            let mut effects = Vec::new();
+            match wake {
+                Wake::Terminal(Some(event)) => self.on_terminal(event?, now, &mut effects),
+                Wake::Terminal(None) | Wake::Signal => return Ok(()),
+                Wake::Agent(Some(event)) => self.state.handle_event(event, now),
+                Wake::Agent(None) => self.agent_stopped(),
+                Wake::Timer => self.state.tick(now),
+            }
+            while let Some(event) = ready_event(&mut terminal).await {
+                self.on_terminal(event?, now, &mut effects);
+            }
+            self.drain_agent(now);
+            for effect in effects {
+                match effect {
+                    Effect::Send(op) => self.send(op),
+                    Effect::Quit => return Ok(()),
+                    Effect::NewSession => self.new_session().await,
+                }
+            }
+            draw_pending |= self.state.take_dirty();
+            let now = Instant::now();
+            if draw_pending && now >= last_frame + FRAME {
+                if self.state.pager.is_none() && self.screen.in_pager() {
+                    self.screen.leave_pager()?;
+                }
+                if self.screen.anchor_stale() {
+                    // Asking the terminal where the cursor is needs crossterm's reader to
+                    // itself: the event stream is stopped for the question and started again.
+                    self.screen.flush()?;
+                    drop(terminal);
+                    let row = crossterm::cursor::position().ok().map(|(_, row)| row);
+                    terminal = EventStream::new();
+                    self.anchor_row = Some(row);
+                }
+                self.draw(now)?;
+                last_frame = now;
+                draw_pending = false;
+            }
+        }
+    }
+
+    /// Shuts the agent down and hands the screen back to the shell.
+    pub async fn finish(&mut self) -> io::Result<()> {
+        self.shutdown_agent().await;
+        self.screen.finish()
+    }
+
+    fn on_terminal(&mut self, event: TermEvent, now: Instant, effects: &mut Vec<Effect>) {
+        match event {
+            TermEvent::Key(key) => effects.extend(self.state.handle_key(key, now)),
+            TermEvent::Paste(text) => self.state.handle_paste(&text),
+            TermEvent::Mouse(mouse) => self.state.handle_mouse(mouse),
+            TermEvent::Resize(width, height) => {
+                self.screen.resize(Size::new(width, height));
+                self.state.mark_dirty();
+            }
+            TermEvent::FocusGained | TermEvent::FocusLost => {}
+        }
+    }
+
+    fn drain_agent(&mut self, now: Instant) {
+        for _ in 0..DRAIN_LIMIT {
+            let Some(agent) = &mut self.agent else {
+                return;
+            };
+            match agent.events.try_recv() {
+                Ok(event) => self.state.handle_event(event, now),
+                Err(TryRecvError::Empty) => return,
+                Err(TryRecvError::Disconnected) => return self.agent_stopped(),
+            }
+        }
+    }
+
+    fn agent_stopped(&mut self) {
+        self.agent = None;
+        self.state.agent_stopped();
+    }
+
+    fn send(&mut self, op: Op) {
+        let Some(agent) = &self.agent else {
+            self.state.notice(
+                NoticeLevel::Warning,
+                "No session is running; /clear starts one",
+            );
+            return;
+        };
+        match agent.ops.try_send(op) {
+            Ok(()) => {}
+            Err(TrySendError::Full(op)) => {
+                if let Op::UserInput { text } | Op::Inject { text } = &op {
+                    self.state.pending.retain(|p| p.text != *text);
+                }
+                self.state.notice(
+                    NoticeLevel::Warning,
+                    "The agent did not take the input (its queue is full); send it again",
+                );
+            }
+            Err(TrySendError::Closed(_)) => self.agent_stopped(),
+        }
+    }
+
+    async fn start_session(&mut self) {
+        match launch::prepare_session(&self.loaded, &self.cli).await {
+            Ok(session) => self.agent = Some(agent::spawn(session)),
+            Err(error) => self.state.set_offline(FirstRun::from_error(&error)),
+        }
+    }
+
+    async fn new_session(&mut self) {
+        self.shutdown_agent().await;
+        self.state.begin_new_session();
+        self.start_session().await;
+    }
+
+    async fn shutdown_agent(&mut self) {
+        if let Some(AgentHandle { ops, events, task }) = self.agent.take() {
+            // Without a receiver the agent's remaining events are dropped, not waited on.
+            drop(events);
+            let _ = ops.try_send(Op::Shutdown);
+            drop(ops);
+            let _ = tokio::time::timeout(SHUTDOWN_WAIT, task).await;
+        }
+    }
+
+    /// One frame: scrollback lines first, then the live area (or the pager), all inside one
+    /// synchronized update.
+    fn draw(&mut self, now: Instant) -> io::Result<()> {
+        self.screen.begin_frame()?;
+        let want_pager = self.state.pager.is_some();
+        if want_pager && !self.screen.in_pager() {
+            self.screen.enter_pager()?;
+        } else if !want_pager && self.screen.in_pager() {
+            self.screen.leave_pager()?;
+        }
+        if let Some(row) = self.anchor_row.take() {
+            self.screen.reanchor(row)?;
+        }
+        let size = self.screen.size();
+        if self.state.pager.is_some() {
+            let lines = self.state.take_scrollback();
+            self.held.extend(lines);
+        }
+        if let Some(pager) = self.state.pager.as_mut() {
+            let cells = &self.state.transcript;
+            self.screen
+                .draw_pager(|area, buf| pager_view::render(pager, cells, area, buf))?;
+        } else {
+            let mut lines = std::mem::take(&mut self.held);
+            lines.extend(self.state.take_scrollback());
+            self.screen.insert_lines(&wrap_lines(&lines, size.width))?;
+            let view = live_view(&self.state, size.width, size.height.saturating_sub(1), now);
+            let state = &self.state;
+            self.screen.draw_live(view.height(), |area, buf| {
+                view.render(state, area, buf, now)
+            })?;
+        }
+        self.screen.end_frame()
+    }
+}
+
+/// A terminal event that is already waiting, without waiting for one. It polls with this
+/// task's own waker: crossterm's stream remembers the waker of a pending poll, so a
+/// throwaway waker here would leave the loop deaf to the next key.
+async fn ready_event(terminal: &mut EventStream) -> Option<io::Result<TermEvent>> {
+    std::future::poll_fn(|cx| match terminal.poll_next_unpin(cx) {
+        Poll::Ready(event) => Poll::Ready(event),
+        Poll::Pending => Poll::Ready(None),
+    })
+    .await
+}
+
+async fn next_event(agent: &mut Option<AgentHandle>) -> Option<Event> {
+    match agent {
+        Some(agent) => agent.events.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+async fn sleep_until(deadline: Option<Instant>) {
+    match deadline {
+        Some(deadline) => tokio::time::sleep_until(deadline.into()).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// The signals that end the session cleanly: SIGTERM, SIGHUP (the terminal went away) and
+/// SIGINT sent from outside (Ctrl+C itself arrives as a key in raw mode).
+struct Signals {
+    term: Signal,
+    hangup: Signal,
+    interrupt: Signal,
+}
+
+impl Signals {
+    fn new() -> io::Result<Self> {
+        Ok(Self {
+            term: signal(SignalKind::terminate())?,
+            hangup: signal(SignalKind::hangup())?,
+            interrupt: signal(SignalKind::interrupt())?,
+        })
+    }
+
+    async fn recv(&mut self) {
+        tokio::select! {
+            _ = self.term.recv() => {}
+            _ = self.hangup.recv() => {}
+            _ = self.interrupt.recv() => {}
+        }
+    }
+}

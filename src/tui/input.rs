@@ -1,0 +1,141 @@
+//! Keys, pastes and mouse events on the model. What the user types while the agent works
+//! becomes an injection (Enter) or a queued next message (Tab) and stays visible as pending
+//! until the agent applies it; Esc interrupts; Ctrl+C interrupts, or quits when pressed twice.
+
+use std::time::Instant;
+
+use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseEvent};
+
+use super::cells::NoticeLevel;
+use super::composer::ComposerOutcome;
+use super::pager::{Pager, PagerOutcome};
+use super::slash::{self, Parsed};
+use super::state::{AppState, Effect, PendingInput, QUIT_WINDOW};
+use super::status::Activity;
+use crate::protocol::{Op, UserMessageKind};
+
+impl AppState {
+    pub fn handle_key(&mut self, key: KeyEvent, now: Instant) -> Vec<Effect> {
+        if key.kind == KeyEventKind::Release {
+            return Vec::new();
+        }
+        self.mark_dirty();
+        if let Some(pager) = &mut self.pager {
+            if pager.handle_key(key, &self.transcript) == PagerOutcome::Close {
+                self.pager = None;
+            }
+            return Vec::new();
+        }
+        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        match key.code {
+            KeyCode::Char('c') if ctrl => return self.ctrl_c(now),
+            KeyCode::Char('d') if ctrl && self.composer.is_empty() && !self.is_busy() => {
+                return vec![Effect::Quit];
+            }
+            KeyCode::Char('t') if ctrl => {
+                self.pager = Some(Pager::new());
+                return Vec::new();
+            }
+            KeyCode::Esc => {
+                if !self.composer.dismiss_popup() && self.is_busy() {
+                    return self.interrupt();
+                }
+                return Vec::new();
+            }
+            _ => {}
+        }
+        self.quit_armed = None;
+        match self.composer.handle_key(key) {
+            ComposerOutcome::Submit(text) => self.submit(text, UserMessageKind::Injected, now),
+            ComposerOutcome::Queue(text) => self.submit(text, UserMessageKind::Queued, now),
+            ComposerOutcome::Handled | ComposerOutcome::Ignored => Vec::new(),
+        }
+    }
+
+    pub fn handle_paste(&mut self, text: &str) {
+        self.mark_dirty();
+        if self.pager.is_none() {
+            self.composer.paste(text);
+        }
+    }
+
+    /// The mouse is captured only while the pager is open: the wheel scrolls it.
+    pub fn handle_mouse(&mut self, mouse: MouseEvent) {
+        if let Some(pager) = &mut self.pager {
+            pager.handle_mouse(mouse);
+            self.mark_dirty();
+        }
+    }
+
+    fn ctrl_c(&mut self, now: Instant) -> Vec<Effect> {
+        if self.is_busy() {
+            return self.interrupt();
+        }
+        if !self.composer.is_empty() {
+            self.composer.clear();
+            return Vec::new();
+        }
+        match self.quit_armed {
+            Some(armed) if now.saturating_duration_since(armed) < QUIT_WINDOW => {
+                vec![Effect::Quit]
+            }
+            _ => {
+                self.quit_armed = Some(now);
+                Vec::new()
+            }
+        }
+    }
+
+    fn interrupt(&mut self) -> Vec<Effect> {
+        self.status.activity = Activity::Interrupting;
+        vec![Effect::Send(Op::Interrupt)]
+    }
+
+    /// Sends typed text. While a turn runs, `busy_kind` says whether it is injected into the
+    /// turn or queued as the next message; otherwise it starts a turn.
+    fn submit(&mut self, text: String, busy_kind: UserMessageKind, now: Instant) -> Vec<Effect> {
+        match slash::parse(&text) {
+            Parsed::Command(command, _) => return slash::execute(command, self),
+            Parsed::Unknown(name) => {
+                let note = format!("Unknown command /{name}; /help lists the commands");
+                self.notice(NoticeLevel::Warning, &note);
+                return Vec::new();
+            }
+            Parsed::NotCommand => {}
+        }
+        match self.status.activity {
+            Activity::Offline => {
+                let note = "No model is ready: configure one as the panel shows, then start again";
+                self.notice(NoticeLevel::Warning, note);
+                return Vec::new();
+            }
+            Activity::Starting => {
+                self.notice(NoticeLevel::Warning, "The session is still starting");
+                return Vec::new();
+            }
+            Activity::Idle
+            | Activity::Thinking
+            | Activity::Responding
+            | Activity::RunningTool
+            | Activity::Retrying
+            | Activity::Interrupting => {}
+        }
+        let (kind, op) = if self.is_busy() {
+            match busy_kind {
+                UserMessageKind::Queued => (busy_kind, Op::UserInput { text: text.clone() }),
+                UserMessageKind::Injected | UserMessageKind::Prompt => {
+                    (busy_kind, Op::Inject { text: text.clone() })
+                }
+            }
+        } else {
+            self.status.activity = Activity::Thinking;
+            self.status.turn_started = Some(now);
+            (
+                UserMessageKind::Prompt,
+                Op::UserInput { text: text.clone() },
+            )
+        };
+        self.pending.push(PendingInput { text, kind });
+        vec![Effect::Send(op)]
+    }
+}

@@ -1,0 +1,55 @@
+//! The interactive front end: `mnemo` with no subcommand. It speaks only the protocol (ops
+//! out, events in). The model (`state`) is updated by events and keys and knows nothing of
+//! the terminal; views render it into buffers; `app` runs the loop and owns the channels.
+
+mod app;
+pub mod cells;
+pub mod composer;
+mod diff;
+pub mod first_run;
+pub mod highlight;
+mod input;
+mod lifecycle;
+pub mod live;
+pub mod markdown;
+mod modes;
+pub mod pager;
+mod pager_cache;
+pub mod pager_view;
+pub mod slash;
+pub mod state;
+pub mod status;
+mod stream;
+mod terminal;
+pub mod tool_pane;
+pub mod wrap;
+
+use std::io::{self, BufWriter};
+
+use ratatui::layout::Size;
+
+use crate::config::CliOverrides;
+use crate::launch::Loaded;
+
+#[derive(Debug, thiserror::Error)]
+pub enum TuiError {
+    #[error("the terminal failed: {0}")]
+    Terminal(#[from] io::Error),
+}
+
+/// Runs the interactive session until the user quits. A session that cannot be prepared
+/// (no API key, a bad script) still opens and shows how to configure a provider.
+pub async fn run(loaded: Loaded, cli: CliOverrides) -> Result<(), TuiError> {
+    highlight::preload();
+    let guard = modes::ModesGuard::enable()?;
+    let (width, height) = crossterm::terminal::size()?;
+    let cursor_row = crossterm::cursor::position().map_or(height.saturating_sub(1), |(_, y)| y);
+    let out = BufWriter::with_capacity(64 * 1024, io::stdout());
+    let screen = terminal::Screen::new(out, Size::new(width, height), cursor_row);
+    let mut app = app::App::new(screen, loaded, cli);
+    let result = app.run().await;
+    let finished = app.finish().await;
+    drop(guard);
+    result?;
+    Ok(finished?)
+}

@@ -1,0 +1,351 @@
+//! The front end's model of the session, built only from protocol events: the transcript
+//! cells, the message being streamed, running tool calls, input waiting to be applied and the
+//! status. It knows nothing of the terminal; the app loop renders it and writes the lines it
+//! hands out to the scrollback.
+
+use std::time::{Duration, Instant};
+
+use ratatui::text::Line;
+use serde_json::Value;
+
+use super::cells::{Cell, Detail, NoticeLevel};
+use super::composer::Composer;
+use super::first_run::FirstRun;
+use super::pager::Pager;
+use super::status::{Activity, Status, compact_count};
+use super::stream::StreamCollector;
+use super::tool_pane::{RunningTool, ToolCell};
+use crate::protocol::{CompactionKind, Event, Op, ToolStatus, TurnStatus, UserMessageKind};
+
+/// How long a first Ctrl+C waits for the second one.
+pub const QUIT_WINDOW: Duration = Duration::from_secs(2);
+
+/// What the app loop must do after a key or command.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Effect {
+    Send(Op),
+    Quit,
+    /// Shut the agent down and prepare a fresh session.
+    NewSession,
+}
+
+/// Text the user sent that the agent has not applied yet.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PendingInput {
+    pub text: String,
+    pub kind: UserMessageKind,
+}
+
+pub struct AppState {
+    pub transcript: Vec<Cell>,
+    /// Lines for the terminal's scrollback that the app loop has not written yet.
+    pub(super) scrollback: Vec<Line<'static>>,
+    pub(super) wrote_any: bool,
+    pub(super) stream: StreamCollector,
+    pub(super) reasoning: String,
+    pub running: Vec<RunningTool>,
+    pub pending: Vec<PendingInput>,
+    pub status: Status,
+    pub composer: Composer,
+    pub pager: Option<Pager>,
+    pub first_run: Option<FirstRun>,
+    pub(super) quit_armed: Option<Instant>,
+    dirty: bool,
+}
+
+impl Default for AppState {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl AppState {
+    pub fn new() -> Self {
+        Self {
+            transcript: Vec::new(),
+            scrollback: Vec::new(),
+            wrote_any: false,
+            stream: StreamCollector::default(),
+            reasoning: String::new(),
+            running: Vec::new(),
+            pending: Vec::new(),
+            status: Status::default(),
+            composer: Composer::new(),
+            pager: None,
+            first_run: None,
+            quit_armed: None,
+            dirty: true,
+        }
+    }
+
+    pub fn handle_event(&mut self, event: Event, now: Instant) {
+        self.dirty = true;
+        match event {
+            Event::SessionStarted {
+                session_id,
+                model,
+                workspace,
+            } => {
+                self.status.activity = Activity::Idle;
+                let text = format!("mnemo · {model} · {workspace} · /help for keys and commands");
+                self.status.session_id = session_id;
+                self.status.model = model;
+                self.status.workspace = workspace;
+                self.notice(NoticeLevel::Info, &text);
+            }
+            Event::TurnStarted { .. } => {
+                self.status.activity = Activity::Thinking;
+                self.status.turn_started.get_or_insert(now);
+            }
+            Event::UserMessage { text, kind } => {
+                self.finish_stream();
+                if let Some(index) = self.pending.iter().position(|p| p.text == text) {
+                    self.pending.remove(index);
+                }
+                self.commit_cell(Cell::User { text, kind });
+            }
+            Event::TextDelta { text } => {
+                self.finish_reasoning();
+                self.stream.push(&text);
+                if self.status.activity != Activity::Interrupting {
+                    self.status.activity = Activity::Responding;
+                }
+            }
+            Event::ReasoningDelta { text } => {
+                self.reasoning.push_str(&text);
+                if self.status.activity == Activity::Retrying {
+                    self.status.activity = Activity::Thinking;
+                }
+            }
+            Event::AssistantMessage { text } => {
+                self.finish_reasoning();
+                let streamed = !self.stream.is_empty();
+                self.finish_stream();
+                if !streamed && !text.trim().is_empty() {
+                    self.commit_cell(Cell::Assistant { text });
+                }
+            }
+            Event::ToolCallStarted {
+                call_id,
+                name,
+                arguments,
+            } => {
+                self.finish_reasoning();
+                self.finish_stream();
+                self.running
+                    .push(RunningTool::new(call_id, name, arguments, now));
+                if self.status.activity != Activity::Interrupting {
+                    self.status.activity = Activity::RunningTool;
+                }
+            }
+            Event::ToolOutput { call_id, chunk } => {
+                if let Some(tool) = self.running.iter_mut().find(|t| t.call_id == call_id) {
+                    tool.push_output(&chunk);
+                }
+            }
+            Event::ToolCallFinished {
+                call_id,
+                name,
+                status,
+                output,
+                duration_ms,
+            } => {
+                let arguments = match self.running.iter().position(|t| t.call_id == call_id) {
+                    Some(index) => self.running.remove(index).arguments,
+                    None => Value::Null,
+                };
+                self.commit_cell(Cell::Tool(ToolCell {
+                    call_id,
+                    name,
+                    arguments,
+                    status,
+                    output,
+                    duration_ms,
+                }));
+                if self.running.is_empty() && self.status.activity == Activity::RunningTool {
+                    self.status.activity = Activity::Thinking;
+                }
+            }
+            Event::Usage {
+                total,
+                cost_usd,
+                context_percent,
+                ..
+            } => {
+                self.status.total = total;
+                self.status.cost_usd = cost_usd;
+                self.status.context_percent = context_percent;
+            }
+            Event::Retry {
+                model,
+                attempt,
+                delay_ms,
+                reason,
+                discard_partial,
+            } => {
+                let secs = delay_ms as f64 / 1000.0;
+                let text = format!("{model}: {reason}; attempt {attempt} in {secs:.1} s");
+                self.model_trouble(text, discard_partial);
+            }
+            Event::ModelFallback {
+                from,
+                to,
+                reason,
+                discard_partial,
+            } => {
+                let text = format!("{from} failed ({reason}); {to} takes over");
+                self.status.model = to;
+                self.model_trouble(text, discard_partial);
+            }
+            Event::Compacted {
+                tokens_before,
+                tokens_after,
+                archive_id,
+                kind,
+            } => {
+                let how = match kind {
+                    CompactionKind::Model => "",
+                    CompactionKind::Mechanical => " (mechanically)",
+                };
+                let text = format!(
+                    "Compacted the conversation{how}: {} → {} tokens; the older part is archive \
+                     entry {archive_id}",
+                    compact_count(tokens_before),
+                    compact_count(tokens_after)
+                );
+                self.notice(NoticeLevel::Info, &text);
+            }
+            Event::Notice { message } => self.notice(NoticeLevel::Info, &message),
+            Event::TurnFinished {
+                status, message, ..
+            } => self.turn_finished(status, message),
+            Event::Error { message } => {
+                self.finish_reasoning();
+                self.finish_stream();
+                self.notice(NoticeLevel::Error, &message);
+            }
+        }
+    }
+
+    /// A model call failed and is retried or handed to another model. When the retry
+    /// streams the message again, what was shown of the failed attempt is dropped (lines
+    /// already in the scrollback stay there, and the notice says they are void).
+    fn model_trouble(&mut self, mut text: String, discard_partial: bool) {
+        if discard_partial {
+            if self.stream.has_committed() {
+                text.push_str("; the partial answer above is discarded");
+            }
+            self.stream = StreamCollector::default();
+            self.reasoning.clear();
+        } else {
+            self.finish_reasoning();
+            self.finish_stream();
+        }
+        self.notice(NoticeLevel::Warning, &text);
+        if self.status.activity != Activity::Interrupting {
+            self.status.activity = Activity::Retrying;
+        }
+    }
+
+    fn turn_finished(&mut self, status: TurnStatus, message: Option<String>) {
+        self.finish_reasoning();
+        self.finish_stream();
+        for tool in std::mem::take(&mut self.running) {
+            self.commit_cell(Cell::Tool(ToolCell {
+                call_id: tool.call_id,
+                name: tool.name,
+                arguments: tool.arguments,
+                status: ToolStatus::Error,
+                output: "the call did not report a result".into(),
+                duration_ms: 0,
+            }));
+        }
+        self.status.activity = Activity::Idle;
+        self.status.turn_started = None;
+        let (level, text) = match status {
+            TurnStatus::Completed => return,
+            TurnStatus::Interrupted => (NoticeLevel::Warning, "Interrupted".to_string()),
+            TurnStatus::LoopDetected => (NoticeLevel::Warning, "Stopped: a repeated call".into()),
+            TurnStatus::StepLimit => (NoticeLevel::Warning, "Stopped: the step limit".into()),
+            TurnStatus::Failed => (NoticeLevel::Error, "The turn failed".into()),
+        };
+        let text = match message {
+            Some(message) => message,
+            None => text,
+        };
+        let repeated = matches!(self.transcript.last(),
+            Some(Cell::Notice { text: last, .. }) if *last == text);
+        if !repeated {
+            self.notice(level, &text);
+        }
+    }
+
+    /// Adds a finished cell to the transcript and its lines to the scrollback.
+    pub fn commit_cell(&mut self, cell: Cell) {
+        let lines = cell.lines(Detail::Collapsed);
+        self.emit(lines, true);
+        self.transcript.push(cell);
+        self.dirty = true;
+    }
+
+    pub fn notice(&mut self, level: NoticeLevel, text: &str) {
+        self.commit_cell(Cell::Notice {
+            level,
+            text: text.to_string(),
+        });
+    }
+
+    fn emit(&mut self, lines: Vec<Line<'static>>, starts_cell: bool) {
+        if lines.is_empty() {
+            return;
+        }
+        if starts_cell && self.wrote_any {
+            self.scrollback.push(Line::default());
+        }
+        self.wrote_any = true;
+        self.scrollback.extend(lines);
+    }
+
+    pub(super) fn finish_reasoning(&mut self) {
+        if !self.reasoning.trim().is_empty() {
+            let text = std::mem::take(&mut self.reasoning);
+            self.commit_cell(Cell::Reasoning { text });
+        }
+        self.reasoning.clear();
+    }
+
+    /// Commits what is left of the streamed message as one assistant cell.
+    pub(super) fn finish_stream(&mut self) {
+        if self.stream.is_empty() {
+            return;
+        }
+        let starts = !self.stream.has_committed();
+        let (lines, text) = self.stream.finish();
+        self.emit(lines, starts);
+        if !text.trim().is_empty() {
+            self.transcript.push(Cell::Assistant { text });
+        }
+    }
+
+    /// The lines to write above the live area now: finished cells and the newline-complete
+    /// part of the streamed message.
+    pub fn take_scrollback(&mut self) -> Vec<Line<'static>> {
+        let starts = !self.stream.has_committed();
+        let lines = self.stream.commit_complete();
+        self.emit(lines, starts);
+        std::mem::take(&mut self.scrollback)
+    }
+
+    /// Whether anything changed since the last call.
+    pub fn take_dirty(&mut self) -> bool {
+        std::mem::replace(&mut self.dirty, false)
+    }
+
+    pub fn mark_dirty(&mut self) {
+        self.dirty = true;
+    }
+
+    pub fn is_busy(&self) -> bool {
+        self.status.activity.is_busy()
+    }
+}

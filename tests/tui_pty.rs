@@ -1,0 +1,200 @@
+//! End to end: the real `mnemo` binary in a pseudo-terminal, with the scripted provider. What
+//! reaches the terminal is parsed by vt100 and checked as a user would see it: a streamed
+//! answer, a running tool pane, an injection marked as such, an interrupt, and Ctrl+C twice
+//! to quit with the terminal restored.
+
+use std::io::{Read, Write};
+use std::num::NonZeroU16;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use portable_pty::{Child, CommandBuilder, PtySize, native_pty_system};
+
+type TestResult = Result<(), Box<dyn std::error::Error>>;
+
+const ROWS: u16 = 30;
+const COLS: u16 = 100;
+
+/// The binary running in a pty; a reader thread feeds its output to a vt100 screen and
+/// answers cursor position queries the way a terminal does.
+struct Terminal {
+    screen: Arc<Mutex<vt100::Parser>>,
+    writer: Arc<Mutex<Box<dyn Write + Send>>>,
+    child: Box<dyn Child + Send + Sync>,
+}
+
+impl Terminal {
+    fn spawn(args: &[&str], dir: &Path) -> Result<Self, Box<dyn std::error::Error>> {
+        let pair = native_pty_system().openpty(PtySize {
+            rows: ROWS,
+            cols: COLS,
+            pixel_width: 0,
+            pixel_height: 0,
+        })?;
+        let mut command = CommandBuilder::new(env!("CARGO_BIN_EXE_mnemo"));
+        command.args(args);
+        command.cwd(dir);
+        command.env("TERM", "xterm-256color");
+        command.env("MNEMO_CONFIG_DIR", dir.join("config"));
+        command.env("MNEMO_DATA_DIR", dir.join("data"));
+        let child = pair.slave.spawn_command(command)?;
+        drop(pair.slave);
+        let (rows, cols) = (NonZeroU16::new(ROWS), NonZeroU16::new(COLS));
+        let (Some(rows), Some(cols)) = (rows, cols) else {
+            return Err("the terminal size must not be zero".into());
+        };
+        let screen = Arc::new(Mutex::new(vt100::Parser::new(rows, cols, 1000)));
+        let writer = Arc::new(Mutex::new(pair.master.take_writer()?));
+        let mut reader = pair.master.try_clone_reader()?;
+        let (thread_screen, thread_writer) = (screen.clone(), writer.clone());
+        std::thread::spawn(move || {
+            // The master must outlive the reader.
+            let _master = pair.master;
+            let mut buf = [0u8; 8192];
+            let mut carry: Vec<u8> = Vec::new();
+            while let Ok(n) = reader.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                let Ok(mut parser) = thread_screen.lock() else {
+                    break;
+                };
+                parser.process(&buf[..n]);
+                carry.extend_from_slice(&buf[..n]);
+                let queries = carry.windows(4).filter(|w| *w == b"\x1b[6n").count();
+                carry.drain(..carry.len().saturating_sub(3));
+                for _ in 0..queries {
+                    let (row, col) = parser.screen().cursor_position();
+                    if let Ok(mut writer) = thread_writer.lock() {
+                        let _ = write!(writer, "\x1b[{};{}R", row + 1, col + 1);
+                    }
+                }
+            }
+        });
+        Ok(Self {
+            screen,
+            writer,
+            child,
+        })
+    }
+
+    fn send(&self, bytes: &str) -> TestResult {
+        let mut writer = self.writer.lock().map_err(|_| "writer lock poisoned")?;
+        writer.write_all(bytes.as_bytes())?;
+        writer.flush()?;
+        Ok(())
+    }
+
+    fn contents(&self) -> String {
+        self.screen
+            .lock()
+            .map(|p| p.screen().contents())
+            .unwrap_or_default()
+    }
+
+    /// Waits until the screen contains `text`.
+    fn wait_for(&self, text: &str) -> TestResult {
+        let deadline = Instant::now() + Duration::from_secs(15);
+        while Instant::now() < deadline {
+            if self.contents().contains(text) {
+                return Ok(());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Err(format!(
+            "the screen never showed {text:?}; it shows:\n{}",
+            self.contents()
+        )
+        .into())
+    }
+
+    fn wait_exit(&mut self) -> Result<portable_pty::ExitStatus, Box<dyn std::error::Error>> {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Some(status) = self.child.try_wait()? {
+                return Ok(status);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        self.child.kill()?;
+        Err("mnemo did not exit".into())
+    }
+}
+
+const SCRIPT: &str = r#"{"turns": [
+  {"chunks": ["Streaming ", "the first ", "answer.\n"], "delay_ms": 60,
+   "tool_calls": [{"name": "shell",
+     "arguments": {"command": "for i in 1 2 3 4 5 6; do echo tick $i; sleep 0.4; done"}}]},
+  {"chunks": ["Noted ", "the injection.\n", "Now ", "a ", "long ", "answer ", "that ", "will ",
+              "be ", "interrupted ", "long ", "before ", "it ", "ends ", "because ", "each ",
+              "word ", "takes ", "a ", "while ", "to ", "arrive."], "delay_ms": 400}
+]}"#;
+
+#[test]
+fn a_session_streams_runs_a_tool_takes_an_injection_and_is_interrupted() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let script = dir.path().join("script.json");
+    std::fs::write(&script, SCRIPT)?;
+    let model = format!("scripted:{}", script.display());
+    let mut term = Terminal::spawn(&["--model", &model], dir.path())?;
+
+    term.wait_for("● idle")?;
+    term.send("hello mnemo\r")?;
+    term.wait_for("› hello mnemo")?;
+    term.wait_for("Streaming the first answer.")?;
+    term.wait_for("⋯ shell  for i in 1 2 3 4 5 6")?;
+    term.wait_for("tick 2")?;
+
+    term.send("also this\r")?;
+    term.wait_for("↳ injecting: also this")?;
+    term.wait_for("✓ shell")?;
+    term.wait_for("› also this  (injected)")?;
+    term.wait_for("Noted the injection.")?;
+    term.wait_for("Now a long")?;
+
+    term.send("\x1b")?;
+    term.wait_for("■ Interrupted")?;
+    term.wait_for("● idle")?;
+    assert!(
+        !term.contents().contains("arrive."),
+        "the interrupted answer went on:\n{}",
+        term.contents()
+    );
+
+    term.send("\x03")?;
+    term.wait_for("Press Ctrl+C again to quit")?;
+    term.send("\x03")?;
+    let status = term.wait_exit()?;
+    assert!(status.success(), "exit status {status:?}");
+    let screen = term.contents();
+    assert!(
+        !screen.contains("Ask anything"),
+        "the live area was left on the screen:\n{screen}"
+    );
+    assert!(
+        screen.contains("› hello mnemo"),
+        "the transcript stays:\n{screen}"
+    );
+    Ok(())
+}
+
+#[test]
+fn without_a_key_the_session_opens_with_the_first_run_panel() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let config = dir.path().join("config");
+    std::fs::create_dir_all(&config)?;
+    std::fs::write(
+        config.join("config.toml"),
+        "default_model = \"keyed\"\n[models.keyed]\nprovider = \"openai\"\nmodel = \"m\"\n\
+         base_url = \"https://api.example.com/v1\"\napi_key_env = \"MNEMO_TEST_NO_SUCH_KEY\"\n",
+    )?;
+    let mut term = Terminal::spawn(&[], dir.path())?;
+    term.wait_for("Set up a model")?;
+    term.wait_for("export MNEMO_TEST_NO_SUCH_KEY=")?;
+    term.wait_for("mnemo --model ollama")?;
+    term.send("/quit\r")?;
+    let status = term.wait_exit()?;
+    assert!(status.success(), "exit status {status:?}");
+    Ok(())
+}
