@@ -50,7 +50,7 @@ fn main() {
 
     let (cold, tokens) = pass(&corpus);
     println!(
-        "  estimate_text, cold first pass: {:.1} MB/s ({} tokens)",
+        "  estimate_text, cold first pass (empty cache): {:.1} MB/s ({} tokens)",
         mb(bytes) / cold.as_secs_f64(),
         tokens
     );

@@ -1,31 +1,32 @@
 //! Figures for the interactive front end (`cargo bench --bench tui`): launch to first frame and
-//! idle cost of the real binary in a pseudo-terminal, CPU while streaming fast, and in-process
-//! frame times (streaming frame, keystroke to frame, pager over 10,000 cells at 200x60).
+//! idle cost of the real binary in a pseudo-terminal, resume of a 10,000-message session to a
+//! ready prompt, CPU while streaming fast, and in-process frame times (streaming frame,
+//! keystroke to frame, pager over 10,000 cells at 200x60).
 //! It prints the figures with their targets; it does not fail on them.
 
-use std::io::{Read, Write};
-use std::num::NonZeroU16;
+mod tui_pty;
+
 use std::path::Path;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use mnemo::llm::{ContentBlock, Message, Role};
+use mnemo::memory::{Db, NewArchiveEntry, NewSession};
 use mnemo::protocol::{Event, ToolStatus, TurnStatus, UserMessageKind};
 use mnemo::tui::live::live_view;
 use mnemo::tui::pager::Pager;
 use mnemo::tui::state::AppState;
 use mnemo::tui::{highlight, pager_view, wrap};
-use portable_pty::{Child, CommandBuilder, PtySize, native_pty_system};
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use serde_json::json;
-
-type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
+use tui_pty::{Pty, Result, cpu_ticks, wakeups};
 
 fn main() -> Result<()> {
     highlight::load_now();
     let dir = tempfile::tempdir()?;
     launch_and_idle(dir.path())?;
+    resume_large_session()?;
     streaming_cpu(dir.path())?;
     streaming_frame();
     keystroke_to_frame();
@@ -33,136 +34,12 @@ fn main() -> Result<()> {
     Ok(())
 }
 
-/// The binary in a pty whose output feeds a vt100 screen; cursor queries are answered.
-struct Pty {
-    screen: Arc<Mutex<vt100::Parser>>,
-    writer: Arc<Mutex<Box<dyn Write + Send>>>,
-    child: Box<dyn Child + Send + Sync>,
-}
-
-impl Pty {
-    fn spawn(dir: &Path, script: &str) -> Result<Self> {
-        let path = dir.join("script.json");
-        std::fs::write(&path, script)?;
-        let pair = native_pty_system().openpty(PtySize {
-            rows: 40,
-            cols: 120,
-            pixel_width: 0,
-            pixel_height: 0,
-        })?;
-        let mut command = CommandBuilder::new(env!("CARGO_BIN_EXE_mnemo"));
-        command.args(["--model", &format!("scripted:{}", path.display())]);
-        command.cwd(dir);
-        command.env("MNEMO_CONFIG_DIR", dir.join("config"));
-        command.env("MNEMO_DATA_DIR", dir.join("data"));
-        let child = pair.slave.spawn_command(command)?;
-        drop(pair.slave);
-        let (Some(rows), Some(cols)) = (NonZeroU16::new(40), NonZeroU16::new(120)) else {
-            return Err("zero size".into());
-        };
-        let screen = Arc::new(Mutex::new(vt100::Parser::new(rows, cols, 0)));
-        let writer = Arc::new(Mutex::new(pair.master.take_writer()?));
-        let mut reader = pair.master.try_clone_reader()?;
-        let (thread_screen, thread_writer) = (screen.clone(), writer.clone());
-        std::thread::spawn(move || {
-            let _master = pair.master;
-            let mut buf = [0u8; 65536];
-            while let Ok(n) = reader.read(&mut buf) {
-                let Ok(mut parser) = thread_screen.lock() else {
-                    break;
-                };
-                if n == 0 {
-                    break;
-                }
-                parser.process(&buf[..n]);
-                if buf[..n].windows(4).any(|w| w == b"\x1b[6n")
-                    && let Ok(mut writer) = thread_writer.lock()
-                {
-                    let (row, col) = parser.screen().cursor_position();
-                    let _ = write!(writer, "\x1b[{};{}R", row + 1, col + 1);
-                }
-            }
-        });
-        Ok(Self {
-            screen,
-            writer,
-            child,
-        })
-    }
-
-    fn send(&self, text: &str) -> Result<()> {
-        let mut writer = self.writer.lock().map_err(|_| "writer lock poisoned")?;
-        writer.write_all(text.as_bytes())?;
-        Ok(writer.flush()?)
-    }
-
-    fn wait_for(&self, text: &str, limit: Duration) -> Result<Duration> {
-        let start = Instant::now();
-        while start.elapsed() < limit {
-            let shown = self
-                .screen
-                .lock()
-                .map(|p| p.screen().contents().contains(text));
-            if shown.unwrap_or(false) {
-                return Ok(start.elapsed());
-            }
-            std::thread::sleep(Duration::from_micros(200));
-        }
-        Err(format!("{text:?} never appeared").into())
-    }
-
-    fn pid(&self) -> Result<u32> {
-        self.child
-            .process_id()
-            .ok_or_else(|| "no process id".into())
-    }
-}
-
-impl Drop for Pty {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// CPU ticks (user + system) of a process.
-fn cpu_ticks(pid: u32) -> Result<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
-    let fields: Vec<&str> = stat
-        .rsplit(')')
-        .next()
-        .unwrap_or_default()
-        .split(' ')
-        .collect();
-    let field = |i: usize| {
-        fields
-            .get(i)
-            .and_then(|f| f.parse::<u64>().ok())
-            .unwrap_or(0)
-    };
-    Ok(field(12) + field(13))
-}
-
-/// Context switches over all threads: each one is a wake-up.
-fn wakeups(pid: u32) -> Result<u64> {
-    let mut total = 0;
-    for task in std::fs::read_dir(format!("/proc/{pid}/task"))? {
-        let status = std::fs::read_to_string(task?.path().join("status"))?;
-        total += status
-            .lines()
-            .filter(|l| l.contains("ctxt_switches"))
-            .filter_map(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
-            .sum::<u64>();
-    }
-    Ok(total)
-}
-
 fn launch_and_idle(dir: &Path) -> Result<()> {
     let script = r#"{"turns": [{"text": "hi"}]}"#;
     let mut launches = Vec::new();
     for _ in 0..10 {
         let start = Instant::now();
-        let pty = Pty::spawn(dir, script)?;
+        let pty = Pty::spawn(dir, script, &[])?;
         pty.wait_for("● ", Duration::from_secs(10))?;
         launches.push(start.elapsed());
     }
@@ -172,7 +49,7 @@ fn launch_and_idle(dir: &Path) -> Result<()> {
         ms(launches[launches.len() / 2]),
         ms(launches[launches.len() - 1])
     );
-    let pty = Pty::spawn(dir, script)?;
+    let pty = Pty::spawn(dir, script, &[])?;
     pty.wait_for("● idle", Duration::from_secs(10))?;
     std::thread::sleep(Duration::from_millis(500));
     let pid = pty.pid()?;
@@ -195,6 +72,119 @@ fn launch_and_idle(dir: &Path) -> Result<()> {
     Ok(())
 }
 
+/// Messages of the resumed session, and how many of them are still active (the rest is
+/// archived, in entries of 200 as compaction writes them).
+const RESUME_MESSAGES: usize = 10_000;
+const RESUME_ACTIVE: usize = 200;
+const ARCHIVE_ENTRY: usize = 200;
+
+/// `mnemo --resume ID` of a 10,000-message session until its prompt is ready: the store
+/// opened, the whole session read for the pager, the recent turns drawn, the agent started.
+fn resume_large_session() -> Result<()> {
+    let dir = tempfile::tempdir()?;
+    let id = stored_session(dir.path())?;
+    let script = r#"{"turns": [{"text": "hi"}]}"#;
+    let mut times = Vec::new();
+    for _ in 0..10 {
+        let start = Instant::now();
+        let pty = Pty::spawn(dir.path(), script, &["--resume", &id])?;
+        pty.wait_for("● idle", Duration::from_secs(10))?;
+        times.push(start.elapsed());
+        let last_turn = RESUME_MESSAGES / 4 - 1;
+        pty.wait_for(
+            &format!("step {last_turn}: look at"),
+            Duration::from_secs(1),
+        )?;
+    }
+    times.sort();
+    println!(
+        "resume of a {RESUME_MESSAGES}-message session to a ready prompt: median {:.1} ms, max {:.1} ms (target < 150 ms)",
+        ms(times[times.len() / 2]),
+        ms(times[times.len() - 1])
+    );
+    Ok(())
+}
+
+/// Writes the session straight into the database the binary will open; returns its id.
+fn stored_session(dir: &Path) -> Result<String> {
+    let mut db = Db::open(&dir.join("data").join("mnemo.db"))?;
+    let id = "5e5510b0-0000-4000-8000-000000010000".to_string();
+    db.create_session(NewSession {
+        id: id.clone(),
+        parent_id: None,
+        cwd: dir.canonicalize()?.display().to_string(),
+        model: "scripted".into(),
+        title: "A long session".into(),
+    })?;
+    let messages: Vec<Message> = (0..RESUME_MESSAGES).map(bench_message).collect();
+    let rows: Vec<(i64, &Message, u32)> = messages
+        .iter()
+        .enumerate()
+        .map(|(seq, message)| (seq as i64, message, 60))
+        .collect();
+    db.append_messages(&id, &rows)?;
+    let archived = RESUME_MESSAGES - RESUME_ACTIVE;
+    let entries: Vec<NewArchiveEntry> = (0..archived)
+        .step_by(ARCHIVE_ENTRY)
+        .map(|first| {
+            let last = (first + ARCHIVE_ENTRY).min(archived) - 1;
+            NewArchiveEntry {
+                session_id: id.clone(),
+                topic: format!("modules {first} to {last}"),
+                summary: format!("Fixed the warnings of modules {first} to {last}."),
+                messages: messages[first..=last].to_vec(),
+                token_count: (ARCHIVE_ENTRY * 60) as u64,
+                importance: 0.5,
+                embedding: None,
+                first_seq: first as i64,
+                last_seq: last as i64,
+                started_at: 1,
+                ended_at: 2,
+            }
+        })
+        .collect();
+    db.archive_many(&entries)?;
+    db.checkpoint()?;
+    Ok(id)
+}
+
+/// Message `seq` of a session of four-message turns: a request, an answer with a tool call,
+/// the tool's result (30 lines), and a closing answer in markdown.
+fn bench_message(seq: usize) -> Message {
+    let turn = seq / 4;
+    let call = format!("call{turn}");
+    match seq % 4 {
+        0 => Message::user_text(format!(
+            "step {turn}: look at src/module_{turn}.rs and fix the warning"
+        )),
+        1 => Message::assistant(vec![
+            ContentBlock::Text {
+                text: format!("Reading **module {turn}** first."),
+            },
+            ContentBlock::ToolUse {
+                id: call,
+                name: "read_file".into(),
+                input: json!({"path": format!("src/module_{turn}.rs")}),
+            },
+        ]),
+        2 => Message {
+            role: Role::User,
+            content: vec![ContentBlock::ToolResult {
+                tool_use_id: call,
+                content: (0..30)
+                    .map(|n| format!("{n:>4}  let value_{n} = compute({turn}, {n});\n"))
+                    .collect(),
+                is_error: false,
+            }],
+        },
+        _ => Message::assistant(vec![ContentBlock::Text {
+            text: format!(
+                "Fixed: the unused import in `module_{turn}` is gone.\n\n- checked\n- built"
+            ),
+        }]),
+    }
+}
+
 fn streaming_cpu(dir: &Path) -> Result<()> {
     // 10 tokens per chunk, a chunk every millisecond or two: about 5,000 tokens per second,
     // with a code block and paragraphs, as a model writes.
@@ -211,7 +201,7 @@ fn streaming_cpu(dir: &Path) -> Result<()> {
         })
         .collect();
     let script = json!({"turns": [{"chunks": chunks, "delay_ms": 1}]}).to_string();
-    let pty = Pty::spawn(dir, &script)?;
+    let pty = Pty::spawn(dir, &script, &[])?;
     pty.wait_for("● idle", Duration::from_secs(10))?;
     let pid = pty.pid()?;
     let ticks = cpu_ticks(pid)?;

@@ -251,7 +251,12 @@ fn real_main(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::from(report.exit_code() as u8))
         }
         None => {
-            runtime()?.block_on(mnemo::tui::run(loaded, overrides))?;
+            // `--resume` without an id opens the picker of this directory's sessions.
+            let start = match cli.resume.resume.as_deref() {
+                Some("") => mnemo::tui::TuiStart::Pick,
+                _ => mnemo::tui::TuiStart::Session(choice),
+            };
+            runtime()?.block_on(mnemo::tui::run(loaded, overrides, start))?;
             Ok(ExitCode::SUCCESS)
         }
     }

@@ -1,11 +1,13 @@
 //! End to end: the real `mnemo` binary in a pseudo-terminal, with the scripted provider. What
 //! reaches the terminal is parsed by vt100 and checked as a user would see it: a streamed
-//! answer, a running tool pane, an injection marked as such, an interrupt, and Ctrl+C twice
-//! to quit with the terminal restored.
+//! answer, a running tool pane, an injection marked as such, an interrupt, Ctrl+C twice to
+//! quit with the terminal restored, and the same conversation again after `--resume ID`,
+//! `--continue` or the picker of `--resume`; `/model` switches the model of a session.
 
 use std::io::{Read, Write};
 use std::num::NonZeroU16;
 use std::path::Path;
+use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -109,6 +111,26 @@ impl Terminal {
         .into())
     }
 
+    /// Waits until `text` has left the screen.
+    fn wait_gone(&self, text: &str) -> TestResult {
+        let deadline = Instant::now() + Duration::from_secs(15);
+        while Instant::now() < deadline {
+            if !self.contents().contains(text) {
+                return Ok(());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Err(format!("{text:?} stayed on the screen:\n{}", self.contents()).into())
+    }
+
+    /// `/quit`, and a clean exit.
+    fn quit(&mut self) -> TestResult {
+        self.send("/quit\r")?;
+        let status = self.wait_exit()?;
+        assert!(status.success(), "exit status {status:?}");
+        Ok(())
+    }
+
     fn wait_exit(&mut self) -> Result<portable_pty::ExitStatus, Box<dyn std::error::Error>> {
         let deadline = Instant::now() + Duration::from_secs(10);
         while Instant::now() < deadline {
@@ -176,7 +198,102 @@ fn a_session_streams_runs_a_tool_takes_an_injection_and_is_interrupted() -> Test
         screen.contains("› hello mnemo"),
         "the transcript stays:\n{screen}"
     );
-    Ok(())
+
+    let id = latest_session_id(dir.path())?;
+    let mut term = Terminal::spawn(&["--model", &model, "--resume", &id], dir.path())?;
+    for text in [
+        "Resumed session “hello mnemo”",
+        "› hello mnemo",
+        "Streaming the first answer.",
+        "✓ shell  for i in 1 2 3 4 5 6",
+        "tick 6",
+        "› also this",
+        "Noted the injection.",
+        "● idle",
+    ] {
+        term.wait_for(text)?;
+    }
+    assert!(
+        term.contents().contains(&id),
+        "the status line names another session:\n{}",
+        term.contents()
+    );
+    term.quit()
+}
+
+/// Runs `mnemo` to completion with the test's directories.
+fn mnemo(dir: &Path, args: &[&str]) -> Result<String, Box<dyn std::error::Error>> {
+    let output = Command::new(env!("CARGO_BIN_EXE_mnemo"))
+        .args(args)
+        .current_dir(dir)
+        .env("MNEMO_CONFIG_DIR", dir.join("config"))
+        .env("MNEMO_DATA_DIR", dir.join("data"))
+        .output()?;
+    if !output.status.success() {
+        let err = String::from_utf8_lossy(&output.stderr);
+        return Err(format!("mnemo {args:?} failed: {err}").into());
+    }
+    Ok(String::from_utf8(output.stdout)?)
+}
+
+/// The short id of the newest session of `dir`, from `mnemo sessions`.
+fn latest_session_id(dir: &Path) -> Result<String, Box<dyn std::error::Error>> {
+    let listing = mnemo(dir, &["sessions"])?;
+    let id = listing
+        .lines()
+        .nth(1)
+        .and_then(|line| line.split_whitespace().next())
+        .ok_or_else(|| format!("no session listed:\n{listing}"))?;
+    Ok(id.to_string())
+}
+
+#[test]
+fn continue_model_switch_and_the_picker_reopen_a_stored_session() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let first = dir.path().join("first.json");
+    std::fs::write(&first, r#"{"turns": [{"text": "The answer is 42."}]}"#)?;
+    let other = dir.path().join("other.json");
+    std::fs::write(&other, r#"{"turns": [{"text": "Other model here."}]}"#)?;
+    let model = format!("scripted:{}", first.display());
+    mnemo(
+        dir.path(),
+        &["--model", &model, "run", "what is the answer"],
+    )?;
+
+    let mut term = Terminal::spawn(&["--model", &model, "--continue"], dir.path())?;
+    term.wait_for("› what is the answer")?;
+    term.wait_for("The answer is 42.")?;
+    term.wait_for("● idle")?;
+    term.send(&format!("/model scripted:{}\r", other.display()))?;
+    term.wait_for("other.json · ")?;
+    term.send("and who are you?\r")?;
+    term.wait_for("› and who are you?")?;
+    term.wait_for("Other model here.")?;
+    term.wait_for("● idle")?;
+    term.quit()?;
+
+    let mut term = Terminal::spawn(&["--model", &model, "--resume"], dir.path())?;
+    term.wait_for("Resume a session")?;
+    term.wait_for("what is the answer")?;
+    term.wait_for("4 messages")?;
+    term.send("\r")?;
+    term.wait_for("› and who are you?")?;
+    term.wait_for("Other model here.")?;
+    term.wait_for("● idle")?;
+    term.quit()?;
+
+    let mut term = Terminal::spawn(&["--model", &model, "--resume"], dir.path())?;
+    term.wait_for("Esc new session")?;
+    term.send("\x1b")?;
+    term.wait_for("New session")?;
+    term.wait_for("● idle")?;
+    term.send("/sessions\r")?;
+    term.wait_for("Esc close")?;
+    term.wait_for("(untitled) (current)")?;
+    term.wait_for("what is the answer")?;
+    term.send("\x1b")?;
+    term.wait_gone("Esc close")?;
+    term.quit()
 }
 
 #[test]

@@ -371,8 +371,9 @@ fn retry_drops_the_partial_answer_and_fallback_names_the_new_model() {
 }
 
 #[test]
-fn slash_commands_cost_compact_and_one_not_yet_available() {
+fn slash_commands_cost_compact_and_the_model_list() {
     let mut harness = Harness::started();
+    harness.state.models = vec!["claude-sonnet".into(), "gpt-5".into()];
     harness.event(Event::Compacted {
         tokens_before: 151_000,
         tokens_after: 12_500,

@@ -93,10 +93,15 @@ impl Session {
         if self.history.len() > self.settings.max_active_messages {
             self.compact(CompactReason::MessageLimit).await?;
         }
-        let used = self.working_tokens() as f64 * self.calibration;
+        let used = self.calibration.apply(self.working_tokens()) as f64;
+        let budget = self.budget() as f64;
+        // Past a quarter of the budget, exact counts start to matter: load the tokenizer.
+        if used >= budget / 4.0 {
+            crate::llm::tokens::warm_up();
+        }
         if asked {
             self.compact(CompactReason::Requested).await?;
-        } else if used >= self.settings.compact_threshold * self.budget() as f64 {
+        } else if used >= self.settings.compact_threshold * budget {
             self.compact(CompactReason::Threshold).await?;
         }
         Ok(())

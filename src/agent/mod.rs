@@ -2,7 +2,7 @@
 //! through the protocol: `Op`s in on one channel, `Event`s out on another.
 
 mod compaction;
-mod compaction_plan;
+pub mod compaction_plan;
 mod guards;
 mod model_call;
 pub mod prompt;

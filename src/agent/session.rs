@@ -8,6 +8,7 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 
 use crate::llm::fallback::{ChainModel, FallbackChain};
+use crate::llm::tokens::Calibration;
 use crate::llm::{ContentBlock, Message, Role, Usage};
 use crate::memory::StoreError;
 use crate::memory::types::{NewSession, StoredMessage};
@@ -64,7 +65,7 @@ pub struct Session {
     /// Writes compaction summaries; the session's own model when `None`.
     pub(super) compressor: Option<ChainModel>,
     /// Tokens the provider counted per token we estimated, learned from usage reports.
-    pub(super) calibration: f64,
+    pub(super) calibration: Calibration,
     /// Gives archive entries an embedding for semantic search, when configured.
     pub(super) embedder: Option<Arc<EmbeddingClient>>,
     events: Option<mpsc::Sender<Event>>,
@@ -165,7 +166,7 @@ impl Session {
             summary: None,
             prompt_tokens: 0,
             compressor: None,
-            calibration: 1.0,
+            calibration: Calibration::new(),
             embedder: None,
             events: None,
         }
@@ -287,10 +288,7 @@ impl Session {
         self.total_usage.add(&usage);
         self.cost_usd += model.price.cost(&usage);
         let actual = usage.prompt_tokens();
-        if actual > 0 && estimated > 0 {
-            let ratio = (actual as f64 / estimated as f64).clamp(0.5, 2.0);
-            self.calibration = 0.7 * self.calibration + 0.3 * ratio;
-        }
+        self.calibration.observe(estimated, actual);
         let used = (actual + usage.output_tokens) as f64;
         self.emit(Event::Usage {
             last: usage,

@@ -1,11 +1,14 @@
 //! The one place where a path from the model becomes a real path on disk. File tools must
 //! never touch anything outside the workspace, so every requested path is resolved with
 //! `realpath` (symlinks included) before it is checked, even when it does not exist yet.
+//! Writes are checked against the sandbox policy too: none under read-only, and none into a
+//! `.git/` directory (hooks and config run code) unless the user chose full access.
 
 use std::fs;
 use std::io;
 use std::path::{Component, Path, PathBuf};
 
+use super::SandboxPolicy;
 use crate::tools::ToolError;
 
 /// How many dangling symlinks may be followed while resolving one path.
@@ -16,7 +19,7 @@ const MAX_LINK_HOPS: usize = 40;
 /// canonicalized and the rest appended, so a new file in a new directory is fine while `..`
 /// or a symlink leading out of the workspace is refused.
 pub fn resolve(workspace: &Path, requested: &str) -> Result<PathBuf, ToolError> {
-    let root = fs::canonicalize(workspace).unwrap_or_else(|_| workspace.to_path_buf());
+    let root = canonical_root(workspace);
     let error = |message: String| ToolError::Path {
         path: requested.to_string(),
         message,
@@ -44,6 +47,46 @@ pub fn resolve(workspace: &Path, requested: &str) -> Result<PathBuf, ToolError> 
         )
     };
     Err(error(message))
+}
+
+/// Like [`resolve`], for a path about to be written: refused under the read-only policy, and
+/// inside any `.git/` directory of the workspace unless the policy is full access.
+pub fn resolve_for_write(
+    workspace: &Path,
+    requested: &str,
+    policy: SandboxPolicy,
+) -> Result<PathBuf, ToolError> {
+    let path = resolve(workspace, requested)?;
+    let refuse = |message: &str| ToolError::Path {
+        path: requested.to_string(),
+        message: message.to_string(),
+    };
+    match policy {
+        SandboxPolicy::ReadOnly => Err(refuse(
+            "the session is read-only (sandbox policy read-only), so files cannot be written; \
+             tell the user what you would change, or ask them to allow workspace writes",
+        )),
+        SandboxPolicy::WorkspaceWrite if in_git_dir(&canonical_root(workspace), &path) => {
+            Err(refuse(
+                "writing inside .git/ needs full access (hooks and config there run code); \
+                 use git commands through the shell instead, or ask the user for full access",
+            ))
+        }
+        SandboxPolicy::WorkspaceWrite | SandboxPolicy::FullAccess => Ok(path),
+    }
+}
+
+/// Whether `path` (inside `root`) lies in, or is, a `.git` entry at any depth.
+fn in_git_dir(root: &Path, path: &Path) -> bool {
+    path.strip_prefix(root).is_ok_and(|relative| {
+        relative
+            .components()
+            .any(|c| c.as_os_str().eq_ignore_ascii_case(".git"))
+    })
+}
+
+fn canonical_root(workspace: &Path) -> PathBuf {
+    fs::canonicalize(workspace).unwrap_or_else(|_| workspace.to_path_buf())
 }
 
 /// The path as the model should see it: relative to the workspace, `.` for the root.
@@ -189,6 +232,36 @@ mod tests {
         let (_dir, ws) = workspace()?;
         let message = error_text(resolve(&ws, "missing/../f"));
         assert!(message.contains("`..` is not allowed"), "{message}");
+        Ok(())
+    }
+
+    #[test]
+    fn writes_into_git_need_full_access_but_reads_do_not() -> TestResult {
+        let (_dir, ws) = workspace()?;
+        fs::create_dir_all(ws.join(".git/hooks"))?;
+        fs::create_dir_all(ws.join("vendor/lib"))?;
+        for path in [
+            ".git/hooks/pre-commit",
+            ".git",
+            "vendor/lib/.git/config",
+            ".GIT/x",
+        ] {
+            let message = error_text(resolve_for_write(&ws, path, SandboxPolicy::WorkspaceWrite));
+            assert!(message.contains("needs full access"), "{path}: {message}");
+            resolve_for_write(&ws, path, SandboxPolicy::FullAccess)?;
+        }
+        assert_eq!(resolve(&ws, ".git/config")?, ws.join(".git/config"));
+        let gitignore = resolve_for_write(&ws, ".gitignore", SandboxPolicy::WorkspaceWrite)?;
+        assert_eq!(gitignore, ws.join(".gitignore"));
+        Ok(())
+    }
+
+    #[test]
+    fn read_only_refuses_every_write_and_escapes_stay_refused_under_full_access() -> TestResult {
+        let (_dir, ws) = workspace()?;
+        let message = error_text(resolve_for_write(&ws, "a.txt", SandboxPolicy::ReadOnly));
+        assert!(message.contains("read-only"), "{message}");
+        assert_outside(resolve_for_write(&ws, "../x", SandboxPolicy::FullAccess));
         Ok(())
     }
 

@@ -10,7 +10,11 @@ use serde::Deserialize;
 use similar::{ChangeTag, TextDiff};
 
 use super::{ToolContext, ToolError, TypedTool};
-use crate::sandbox::path_guard;
+use crate::sandbox::{SandboxPolicy, path_guard};
+
+/// The policy these tools write under. They are registered without the session's sandbox, so
+/// they keep to the default one: the workspace is writable, its `.git/` directories are not.
+const WRITE_POLICY: SandboxPolicy = SandboxPolicy::WorkspaceWrite;
 
 pub struct WriteFile;
 
@@ -30,7 +34,7 @@ impl TypedTool for WriteFile {
     const MUTATES: bool = true;
 
     async fn run(&self, args: WriteFileArgs, ctx: &ToolContext) -> Result<String, ToolError> {
-        let path = path_guard::resolve(&ctx.workspace, &args.path)?;
+        let path = path_guard::resolve_for_write(&ctx.workspace, &args.path, WRITE_POLICY)?;
         let shown = path_guard::display(&ctx.workspace, &path);
         let path_error = |message: String| ToolError::Path {
             path: shown.clone(),
@@ -89,7 +93,7 @@ impl TypedTool for EditFile {
     const MUTATES: bool = true;
 
     async fn run(&self, args: EditFileArgs, ctx: &ToolContext) -> Result<String, ToolError> {
-        let path = path_guard::resolve(&ctx.workspace, &args.path)?;
+        let path = path_guard::resolve_for_write(&ctx.workspace, &args.path, WRITE_POLICY)?;
         let shown = path_guard::display(&ctx.workspace, &path);
         let path_error = |message: String| ToolError::Path {
             path: shown.clone(),

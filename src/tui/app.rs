@@ -13,16 +13,17 @@ use ratatui::text::Line;
 use tokio::signal::unix::{Signal, SignalKind, signal};
 use tokio::sync::mpsc::error::{TryRecvError, TrySendError};
 
+use super::TuiStart;
 use super::cells::NoticeLevel;
-use super::first_run::FirstRun;
 use super::live::live_view;
 use super::pager_view;
+use super::picker::PickerCancel;
 use super::state::{AppState, Effect};
 use super::terminal::Screen;
 use super::wrap::wrap_lines;
-use crate::agent::{self, AgentHandle};
+use crate::agent::AgentHandle;
 use crate::config::CliOverrides;
-use crate::launch::{self, Loaded};
+use crate::launch::Loaded;
 use crate::protocol::{Event, Op};
 
 /// At most about 60 frames per second.
@@ -33,11 +34,15 @@ const DRAIN_LIMIT: usize = 4096;
 const SHUTDOWN_WAIT: Duration = Duration::from_secs(3);
 
 pub struct App<W: Write> {
-    state: AppState,
+    pub(super) state: AppState,
     screen: Screen<W>,
-    agent: Option<AgentHandle>,
-    loaded: Loaded,
-    cli: CliOverrides,
+    pub(super) agent: Option<AgentHandle>,
+    /// The session the agent works in (kept after the agent stops, for `/model`).
+    pub(super) session_id: Option<String>,
+    pub(super) loaded: Loaded,
+    /// The overrides sessions are prepared with; `/model` replaces the model.
+    pub(super) cli: CliOverrides,
+    start: Option<TuiStart>,
     /// Scrollback lines that arrived while the pager covered the screen.
     held: Vec<Line<'static>>,
     /// The cursor row measured after a resize, for the next frame to re-anchor with.
@@ -52,13 +57,17 @@ enum Wake {
 }
 
 impl<W: Write> App<W> {
-    pub fn new(screen: Screen<W>, loaded: Loaded, cli: CliOverrides) -> Self {
+    pub fn new(screen: Screen<W>, loaded: Loaded, cli: CliOverrides, start: TuiStart) -> Self {
+        let mut state = AppState::new();
+        state.models = loaded.config.models.keys().cloned().collect();
         Self {
-            state: AppState::new(),
+            state,
             screen,
             agent: None,
+            session_id: None,
             loaded,
             cli,
+            start: Some(start),
             held: Vec::new(),
             anchor_row: None,
         }
@@ -68,7 +77,9 @@ impl<W: Write> App<W> {
         let mut terminal = EventStream::new();
         let mut signals = Signals::new()?;
         self.draw(Instant::now())?;
-        self.start_session().await;
+        if let Some(start) = self.start.take() {
+            self.open(start).await;
+        }
         let mut last_frame = Instant::now();
         let mut draw_pending = true;
         loop {
@@ -102,6 +113,10 @@ impl<W: Write> App<W> {
                     Effect::Send(op) => self.send(op),
                     Effect::Quit => return Ok(()),
                     Effect::NewSession => self.new_session().await,
+                    Effect::OpenPicker => self.open_picker(PickerCancel::Close).await,
+                    Effect::Resume(id) => self.resume(id).await,
+                    Effect::SwitchModel(name) => self.switch_model(name).await,
+                    Effect::SearchMemory(query) => self.search_memory(query).await,
                 }
             }
             draw_pending |= self.state.take_dirty();
@@ -186,20 +201,7 @@ impl<W: Write> App<W> {
         }
     }
 
-    async fn start_session(&mut self) {
-        match launch::prepare_session(&self.loaded, &self.cli).await {
-            Ok(session) => self.agent = Some(agent::spawn(session)),
-            Err(error) => self.state.set_offline(FirstRun::from_error(&error)),
-        }
-    }
-
-    async fn new_session(&mut self) {
-        self.shutdown_agent().await;
-        self.state.begin_new_session();
-        self.start_session().await;
-    }
-
-    async fn shutdown_agent(&mut self) {
+    pub(super) async fn shutdown_agent(&mut self) {
         if let Some(AgentHandle { ops, events, task }) = self.agent.take() {
             // Without a receiver the agent's remaining events are dropped, not waited on.
             drop(events);

@@ -9,6 +9,7 @@ use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseEvent
 use super::cells::NoticeLevel;
 use super::composer::ComposerOutcome;
 use super::pager::{Pager, PagerOutcome};
+use super::picker::{PickerCancel, PickerOutcome};
 use super::slash::{self, Parsed};
 use super::state::{AppState, Effect, PendingInput, QUIT_WINDOW};
 use super::status::Activity;
@@ -27,6 +28,18 @@ impl AppState {
             return Vec::new();
         }
         let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        let ctrl_c = ctrl && key.code == KeyCode::Char('c');
+        if let Some(picker) = self.picker.as_mut().filter(|_| !ctrl_c) {
+            let outcome = picker.handle_key(key);
+            if outcome != PickerOutcome::Handled {
+                self.picker = None;
+            }
+            return match outcome {
+                PickerOutcome::Open(id) => vec![Effect::Resume(id)],
+                PickerOutcome::Cancel(PickerCancel::NewSession) => vec![Effect::NewSession],
+                PickerOutcome::Cancel(PickerCancel::Close) | PickerOutcome::Handled => Vec::new(),
+            };
+        }
         match key.code {
             KeyCode::Char('c') if ctrl => return self.ctrl_c(now),
             KeyCode::Char('d') if ctrl && self.composer.is_empty() && !self.is_busy() => {
@@ -95,7 +108,7 @@ impl AppState {
     /// turn or queued as the next message; otherwise it starts a turn.
     fn submit(&mut self, text: String, busy_kind: UserMessageKind, now: Instant) -> Vec<Effect> {
         match slash::parse(&text) {
-            Parsed::Command(command, _) => return slash::execute(command, self),
+            Parsed::Command(command, args) => return slash::execute(command, args, self),
             Parsed::Unknown(name) => {
                 let note = format!("Unknown command /{name}; /help lists the commands");
                 self.notice(NoticeLevel::Warning, &note);

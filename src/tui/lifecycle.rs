@@ -1,5 +1,6 @@
 //! Timers and session-level changes of the model: the quit hint and the turn clock (the
-//! only reasons to redraw without an event), going offline, the agent stopping, `/clear`.
+//! only reasons to redraw without an event), going offline, the agent stopping, `/clear`
+//! and leaving a session for another.
 
 use std::time::{Duration, Instant};
 
@@ -65,6 +66,13 @@ impl AppState {
 
     /// Forgets the old session before a new one starts (`/clear`).
     pub fn begin_new_session(&mut self) {
+        self.forget_session();
+        self.notice(NoticeLevel::Info, "New session");
+    }
+
+    /// Clears what belonged to the session shown so far; its lines stay in the scrollback
+    /// above a blank line.
+    pub fn forget_session(&mut self) {
         self.finish_reasoning();
         self.finish_stream();
         self.transcript.clear();
@@ -74,6 +82,5 @@ impl AppState {
         self.status = Status::default();
         self.wrote_any = false;
         self.scrollback.push(Line::default());
-        self.notice(NoticeLevel::Info, "New session");
     }
 }

@@ -1,6 +1,6 @@
 //! The live area under the scrollback: the first-run panel, the unfinished line of the
-//! streamed message, reasoning in progress, running tool panes, pending input, the command
-//! popup, the composer and the status line. Its height follows its content.
+//! streamed message, reasoning in progress, running tool panes, pending input, the session
+//! picker, the command popup, the composer and the status line. Its height follows its content.
 
 use std::time::Instant;
 
@@ -86,6 +86,9 @@ fn content_lines(state: &AppState, width: u16, now: Instant) -> Vec<Line<'static
             Span::styled(label, Style::default().fg(colour)),
             Span::styled(text, Style::default().fg(Color::Gray)),
         ]));
+    }
+    if let Some(picker) = &state.picker {
+        logical.extend(picker.lines(width));
     }
     let mut lines = Vec::with_capacity(logical.len());
     for line in &logical {

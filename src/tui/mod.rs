@@ -8,6 +8,7 @@ pub mod composer;
 mod diff;
 pub mod first_run;
 pub mod highlight;
+pub mod history;
 mod input;
 mod lifecycle;
 pub mod live;
@@ -16,10 +17,12 @@ mod modes;
 pub mod pager;
 mod pager_cache;
 pub mod pager_view;
+pub mod picker;
 pub mod slash;
 pub mod state;
 pub mod status;
 mod stream;
+mod switch;
 mod terminal;
 pub mod tool_pane;
 pub mod wrap;
@@ -29,7 +32,7 @@ use std::io::{self, BufWriter};
 use ratatui::layout::Size;
 
 use crate::config::CliOverrides;
-use crate::launch::Loaded;
+use crate::launch::{Loaded, SessionChoice};
 
 #[derive(Debug, thiserror::Error)]
 pub enum TuiError {
@@ -37,16 +40,25 @@ pub enum TuiError {
     Terminal(#[from] io::Error),
 }
 
+/// How the interactive session begins.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TuiStart {
+    /// A new session, a stored one (its transcript shown again) or the directory's latest.
+    Session(SessionChoice),
+    /// The picker of this directory's sessions (`--resume` without an id).
+    Pick,
+}
+
 /// Runs the interactive session until the user quits. A session that cannot be prepared
 /// (no API key, a bad script) still opens and shows how to configure a provider.
-pub async fn run(loaded: Loaded, cli: CliOverrides) -> Result<(), TuiError> {
+pub async fn run(loaded: Loaded, cli: CliOverrides, start: TuiStart) -> Result<(), TuiError> {
     highlight::preload();
     let guard = modes::ModesGuard::enable()?;
     let (width, height) = crossterm::terminal::size()?;
     let cursor_row = crossterm::cursor::position().map_or(height.saturating_sub(1), |(_, y)| y);
     let out = BufWriter::with_capacity(64 * 1024, io::stdout());
     let screen = terminal::Screen::new(out, Size::new(width, height), cursor_row);
-    let mut app = app::App::new(screen, loaded, cli);
+    let mut app = app::App::new(screen, loaded, cli, start);
     let result = app.run().await;
     let finished = app.finish().await;
     drop(guard);

@@ -1,6 +1,6 @@
 //! Slash commands. Every command is one variant of `SlashCommand` and runs through
-//! `execute`; commands whose back end is not wired yet share one "not available" branch, so
-//! wiring one means replacing a single match arm.
+//! `execute`: what the model alone can answer (help, cost, the model list) becomes a note;
+//! what needs the agent or the store becomes an effect for the app loop.
 
 use super::cells::NoticeLevel;
 use super::state::{AppState, Effect};
@@ -94,8 +94,8 @@ pub fn parse(text: &str) -> Parsed<'_> {
     }
 }
 
-/// Runs one command against the app state.
-pub fn execute(command: SlashCommand, state: &mut AppState) -> Vec<Effect> {
+/// Runs one command (with the text after its name) against the app state.
+pub fn execute(command: SlashCommand, args: &str, state: &mut AppState) -> Vec<Effect> {
     match command {
         SlashCommand::Help => {
             state.notice(NoticeLevel::Info, &help_text());
@@ -109,15 +109,70 @@ pub fn execute(command: SlashCommand, state: &mut AppState) -> Vec<Effect> {
         SlashCommand::Clear => vec![Effect::NewSession],
         SlashCommand::Compact => vec![Effect::Send(Op::Compact)],
         SlashCommand::Quit => vec![Effect::Quit],
-        SlashCommand::Model
-        | SlashCommand::Sessions
-        | SlashCommand::Resume
-        | SlashCommand::Memory => {
-            let text = format!("/{} is not available yet", command.name());
-            state.notice(NoticeLevel::Warning, &text);
-            Vec::new()
+        SlashCommand::Sessions | SlashCommand::Resume => {
+            if refuse_while_busy(state, "switching sessions") {
+                return Vec::new();
+            }
+            match args {
+                "" => vec![Effect::OpenPicker],
+                id => vec![Effect::Resume(id.to_string())],
+            }
+        }
+        SlashCommand::Model => model(args, state),
+        SlashCommand::Memory => {
+            if args.is_empty() {
+                let text = "/memory QUERY searches the archive of earlier conversations";
+                state.notice(NoticeLevel::Warning, text);
+                return Vec::new();
+            }
+            vec![Effect::SearchMemory(args.to_string())]
         }
     }
+}
+
+/// `/model` lists the configured models; `/model NAME` switches to one of them (or to a
+/// `scripted:PATH` model) and the session goes on with it.
+fn model(name: &str, state: &mut AppState) -> Vec<Effect> {
+    let current = state.status.model.clone();
+    if name.is_empty() {
+        let mut text = String::from("Models (/model NAME switches; the session goes on):");
+        for model in &state.models {
+            let mark = if *model == current { "  (current)" } else { "" };
+            text.push_str(&format!("\n  {model}{mark}"));
+        }
+        if !state.models.contains(&current) && !current.is_empty() {
+            text.push_str(&format!("\n  {current}  (current)"));
+        }
+        state.notice(NoticeLevel::Info, &text);
+        return Vec::new();
+    }
+    if name == current {
+        state.notice(NoticeLevel::Info, &format!("Already using {name}"));
+        return Vec::new();
+    }
+    if !state.models.iter().any(|m| m == name) && !name.starts_with("scripted:") {
+        let known = match state.models.join(", ") {
+            list if list.is_empty() => "none".to_string(),
+            list => list,
+        };
+        let text = format!("Unknown model {name}; the configured models are: {known}");
+        state.notice(NoticeLevel::Error, &text);
+        return Vec::new();
+    }
+    if refuse_while_busy(state, "switching the model") {
+        return Vec::new();
+    }
+    vec![Effect::SwitchModel(name.to_string())]
+}
+
+/// A running turn would be cut off by a restart of the agent: ask for an interrupt first.
+fn refuse_while_busy(state: &mut AppState, what: &str) -> bool {
+    let busy = state.is_busy();
+    if busy {
+        let text = format!("A turn is running; interrupt it (Esc) before {what}");
+        state.notice(NoticeLevel::Warning, &text);
+    }
+    busy
 }
 
 fn help_text() -> String {
@@ -154,6 +209,8 @@ fn cost_text(state: &AppState) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tui::cells::Cell;
+    use crate::tui::status::Activity;
 
     #[test]
     fn parses_commands_arguments_and_paths() {
@@ -178,5 +235,57 @@ mod tests {
             ]
         );
         assert_eq!(SlashCommand::matching("").len(), SlashCommand::ALL.len());
+    }
+
+    fn notes(state: &AppState) -> Vec<String> {
+        state
+            .transcript
+            .iter()
+            .map(|cell| match cell {
+                Cell::Notice { text, .. } => text.clone(),
+                other => format!("{other:?}"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn model_lists_switches_and_rejects_unknown_names() {
+        let mut state = AppState::new();
+        state.models = vec!["fast".into(), "smart".into()];
+        state.status.model = "smart".into();
+        state.status.activity = Activity::Idle;
+        assert!(execute(SlashCommand::Model, "", &mut state).is_empty());
+        assert_eq!(
+            execute(SlashCommand::Model, "fast", &mut state),
+            [Effect::SwitchModel("fast".into())]
+        );
+        assert!(execute(SlashCommand::Model, "nope", &mut state).is_empty());
+        assert_eq!(
+            notes(&state),
+            [
+                "Models (/model NAME switches; the session goes on):\n  fast\n  smart  (current)",
+                "Unknown model nope; the configured models are: fast, smart"
+            ]
+        );
+    }
+
+    #[test]
+    fn session_and_memory_commands_become_effects() {
+        let mut state = AppState::new();
+        state.status.activity = Activity::Idle;
+        assert_eq!(
+            execute(SlashCommand::Sessions, "", &mut state),
+            [Effect::OpenPicker]
+        );
+        assert_eq!(
+            execute(SlashCommand::Resume, "0f3c", &mut state),
+            [Effect::Resume("0f3c".into())]
+        );
+        assert_eq!(
+            execute(SlashCommand::Memory, "sqlite wal", &mut state),
+            [Effect::SearchMemory("sqlite wal".into())]
+        );
+        state.status.activity = Activity::Responding;
+        assert!(execute(SlashCommand::Resume, "", &mut state).is_empty());
     }
 }

@@ -12,6 +12,7 @@ use super::cells::{Cell, Detail, NoticeLevel};
 use super::composer::Composer;
 use super::first_run::FirstRun;
 use super::pager::Pager;
+use super::picker::SessionPicker;
 use super::status::{Activity, Status, compact_count};
 use super::stream::StreamCollector;
 use super::tool_pane::{RunningTool, ToolCell};
@@ -27,6 +28,14 @@ pub enum Effect {
     Quit,
     /// Shut the agent down and prepare a fresh session.
     NewSession,
+    /// List this directory's sessions in the picker.
+    OpenPicker,
+    /// Shut the agent down and continue the stored session with this id.
+    Resume(String),
+    /// Continue the same session with the named model.
+    SwitchModel(String),
+    /// Search the memory archive and show the hits.
+    SearchMemory(String),
 }
 
 /// Text the user sent that the agent has not applied yet.
@@ -49,6 +58,9 @@ pub struct AppState {
     pub composer: Composer,
     pub pager: Option<Pager>,
     pub first_run: Option<FirstRun>,
+    pub picker: Option<SessionPicker>,
+    /// The configured model names, for `/model`.
+    pub models: Vec<String>,
     pub(super) quit_armed: Option<Instant>,
     dirty: bool,
 }
@@ -73,6 +85,8 @@ impl AppState {
             composer: Composer::new(),
             pager: None,
             first_run: None,
+            picker: None,
+            models: Vec::new(),
             quit_armed: None,
             dirty: true,
         }
@@ -295,7 +309,7 @@ impl AppState {
         });
     }
 
-    fn emit(&mut self, lines: Vec<Line<'static>>, starts_cell: bool) {
+    pub(super) fn emit(&mut self, lines: Vec<Line<'static>>, starts_cell: bool) {
         if lines.is_empty() {
             return;
         }

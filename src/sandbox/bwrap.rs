@@ -1,0 +1,214 @@
+//! Linux sandboxing with bubblewrap: the argument list that wraps one `bash -c` command, and the
+//! start-up check that tells whether bwrap works on this machine at all.
+//!
+//! The root is bound read-only; the workspace (unless read-only) and the session's scratch
+//! directory are bound writable; `/tmp`, `/dev` and `/proc` are private; every namespace is
+//! unshared (the network only when it is not allowed). `--cap-drop ALL` matters when mnemo runs
+//! as root (CI, containers): root inside the user namespace could otherwise remount `/`
+//! read-write and write to the host. Unix sockets of daemons (docker, the system bus, per-user
+//! agents under `/run/user`) stay reachable through a read-only bind, so they are masked.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+
+use super::SandboxUnavailable;
+use super::policy::{SandboxConfig, SandboxPolicy};
+
+/// The program; found on `PATH`.
+pub const BWRAP: &str = "bwrap";
+/// What the user is told to run when bwrap is missing.
+pub const INSTALL_HINT: &str = "sudo apt-get install bubblewrap";
+
+/// Daemon sockets that would let a command act outside the sandbox; hidden when present.
+const MASKED_SOCKETS: &[&str] = &[
+    "/run/docker.sock",
+    "/var/run/docker.sock",
+    "/run/containerd/containerd.sock",
+    "/run/podman/podman.sock",
+    "/run/dbus/system_bus_socket",
+    "/run/systemd/private",
+];
+/// Directories replaced by an empty tmpfs when present: per-user runtime directories hold the
+/// session bus, the systemd user manager and ssh/gpg agent sockets.
+const MASKED_DIRS: &[&str] = &["/run/user"];
+
+/// A host path hidden from sandboxed commands.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Mask {
+    /// A socket or file, covered with `/dev/null`.
+    File(PathBuf),
+    /// A directory, covered with an empty tmpfs.
+    Dir(PathBuf),
+}
+
+/// The masks that apply on this machine: the known paths that exist, resolved and deduplicated
+/// (`/var/run` is usually a link to `/run`).
+pub fn present_masks() -> Vec<Mask> {
+    let mut masks: Vec<Mask> = Vec::new();
+    let found = |path: &&str| std::fs::canonicalize(path).ok();
+    for path in MASKED_SOCKETS.iter().filter_map(found) {
+        let mask = Mask::File(path);
+        if !masks.contains(&mask) {
+            masks.push(mask);
+        }
+    }
+    masks.extend(MASKED_DIRS.iter().filter_map(found).map(Mask::Dir));
+    masks
+}
+
+/// The options shared by every run and by the start-up check: namespaces, process control and
+/// the read-only root with private `/tmp`.
+fn base_args(network_allowed: bool, masks: &[Mask]) -> Vec<OsString> {
+    let mut args: Vec<OsString> = vec!["--unshare-all".into()];
+    if network_allowed {
+        args.push("--share-net".into());
+    }
+    for arg in [
+        "--die-with-parent",
+        "--new-session",
+        "--cap-drop",
+        "ALL",
+        "--ro-bind",
+        "/",
+        "/",
+    ] {
+        args.push(arg.into());
+    }
+    for mask in masks {
+        match mask {
+            Mask::File(path) => {
+                args.extend(["--ro-bind".into(), "/dev/null".into(), path.into()]);
+            }
+            Mask::Dir(path) => args.extend(["--tmpfs".into(), path.into()]),
+        }
+    }
+    args.extend(["--tmpfs".into(), "/tmp".into()]);
+    args
+}
+
+/// The full argument list for `bwrap` running `bash -c <script>` in the workspace. Binds come
+/// after the private `/tmp` so a workspace or scratch directory under `/tmp` stays visible;
+/// `/dev` and `/proc` come last so nothing covers them.
+pub fn args(
+    config: &SandboxConfig,
+    workspace: &Path,
+    scratch: &Path,
+    masks: &[Mask],
+    script: &str,
+) -> Vec<OsString> {
+    let mut args = base_args(config.network_allowed(), masks);
+    let workspace_bind = match config.policy {
+        SandboxPolicy::ReadOnly => "--ro-bind",
+        SandboxPolicy::WorkspaceWrite | SandboxPolicy::FullAccess => "--bind",
+    };
+    args.extend([workspace_bind.into(), workspace.into(), workspace.into()]);
+    args.extend(["--bind".into(), scratch.into(), scratch.into()]);
+    for arg in ["--dev", "/dev", "--proc", "/proc", "--chdir"] {
+        args.push(arg.into());
+    }
+    args.push(workspace.into());
+    for arg in ["--", "bash", "-c", script] {
+        args.push(arg.into());
+    }
+    args
+}
+
+/// Runs `bwrap … true` with the options every command uses; `Ok` when it works.
+pub async fn probe() -> Result<(), SandboxUnavailable> {
+    let mut args = base_args(false, &present_masks());
+    for arg in ["--dev", "/dev", "--proc", "/proc", "--", "true"] {
+        args.push(arg.into());
+    }
+    let output = tokio::process::Command::new(BWRAP)
+        .args(&args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .output()
+        .await;
+    match output {
+        Ok(output) if output.status.success() => Ok(()),
+        Ok(output) => Err(SandboxUnavailable::Unusable {
+            tool: BWRAP,
+            detail: String::from_utf8_lossy(&output.stderr).trim().to_string(),
+            hint: "bubblewrap needs unprivileged user namespaces: check \
+                   `sysctl kernel.unprivileged_userns_clone` (Debian) or \
+                   `sysctl kernel.apparmor_restrict_unprivileged_userns` (Ubuntu 24.04+), or \
+                   whether a container runtime forbids them",
+        }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(SandboxUnavailable::Missing {
+            tool: BWRAP,
+            install: INSTALL_HINT,
+        }),
+        Err(e) => Err(SandboxUnavailable::Unusable {
+            tool: BWRAP,
+            detail: e.to_string(),
+            hint: "check that bwrap is installed and executable",
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn strings(args: &[OsString]) -> Vec<String> {
+        args.iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect()
+    }
+
+    fn run(policy: SandboxPolicy, network: bool, masks: &[Mask]) -> Vec<String> {
+        let config = SandboxConfig { policy, network };
+        let args = args(
+            &config,
+            Path::new("/w"),
+            Path::new("/tmp/s"),
+            masks,
+            "echo hi",
+        );
+        strings(&args)
+    }
+
+    #[test]
+    fn workspace_write_without_network_has_the_documented_layout() {
+        let expected = "--unshare-all --die-with-parent --new-session --cap-drop ALL \
+            --ro-bind / / --tmpfs /tmp --bind /w /w --bind /tmp/s /tmp/s --dev /dev \
+            --proc /proc --chdir /w -- bash -c";
+        let mut expected: Vec<String> = expected.split(' ').map(String::from).collect();
+        expected.push("echo hi".into());
+        assert_eq!(run(SandboxPolicy::WorkspaceWrite, false, &[]), expected);
+    }
+
+    #[test]
+    fn network_is_shared_only_when_allowed() {
+        let offline = run(SandboxPolicy::WorkspaceWrite, false, &[]);
+        assert!(!offline.contains(&"--share-net".to_string()));
+        let online = run(SandboxPolicy::WorkspaceWrite, true, &[]);
+        assert_eq!(online[..2], ["--unshare-all", "--share-net"]);
+    }
+
+    #[test]
+    fn read_only_binds_the_workspace_read_only_but_keeps_scratch_writable() {
+        let args = run(SandboxPolicy::ReadOnly, false, &[]).join(" ");
+        assert!(args.contains("--ro-bind /w /w"), "{args}");
+        assert!(!args.contains("--bind /w"), "{args}");
+        assert!(args.contains("--bind /tmp/s /tmp/s"), "{args}");
+    }
+
+    #[test]
+    fn masks_come_after_the_root_and_before_the_workspace() {
+        let masks = [
+            Mask::File("/run/docker.sock".into()),
+            Mask::Dir("/run/user".into()),
+        ];
+        let args = run(SandboxPolicy::WorkspaceWrite, false, &masks).join(" ");
+        let root = args.find("--ro-bind / /");
+        let socket = args.find("--ro-bind /dev/null /run/docker.sock");
+        let dir = args.find("--tmpfs /run/user");
+        let workspace = args.find("--bind /w /w");
+        assert!(root < socket && socket < dir && dir < workspace, "{args}");
+    }
+}

@@ -1,0 +1,108 @@
+//! Recognising a command that failed because the sandbox stopped it, so the model is told so
+//! plainly instead of guessing at permissions, retrying the same thing or working around it.
+
+use super::policy::{SandboxConfig, SandboxPolicy};
+
+/// Error texts that a blocked write or a blocked system call produce (EROFS, EPERM, bwrap's own
+/// errors).
+const WRITE_SIGNS: &[&str] = &[
+    "Read-only file system",
+    "Operation not permitted",
+    "bwrap: ",
+];
+
+/// Error texts of a command that could not reach the network.
+const NETWORK_SIGNS: &[&str] = &[
+    "Network is unreachable",
+    "Could not resolve host",
+    "Temporary failure in name resolution",
+    "Name or service not known",
+    "nodename nor servname provided",
+    "Connection refused",
+    "Failed to connect",
+];
+
+/// The note appended to a failed command's output when the failure looks like the sandbox's
+/// doing; `None` when it does not (or when nothing is sandboxed).
+pub fn explain(config: &SandboxConfig, output: &str) -> Option<String> {
+    if !config.is_sandboxed() {
+        return None;
+    }
+    let write_blocked = WRITE_SIGNS.iter().any(|sign| output.contains(sign));
+    let network_blocked =
+        !config.network_allowed() && NETWORK_SIGNS.iter().any(|sign| output.contains(sign));
+    if !write_blocked && !network_blocked {
+        return None;
+    }
+    let what = match (write_blocked, network_blocked) {
+        (true, true) => "a write outside the allowed places or a network access",
+        (true, false) => "a write outside the allowed places (or a forbidden system call)",
+        _ => "a network access",
+    };
+    let places = match config.policy {
+        SandboxPolicy::ReadOnly => {
+            "only in the session's scratch directory ($MNEMO_SCRATCH) and /tmp, not in the \
+             workspace"
+        }
+        SandboxPolicy::WorkspaceWrite | SandboxPolicy::FullAccess => {
+            "only in the workspace, the session's scratch directory ($MNEMO_SCRATCH) and /tmp"
+        }
+    };
+    let network = match config.network_allowed() {
+        true => "may use the network",
+        false => "have no network",
+    };
+    Some(format!(
+        "[sandbox] This failure looks like the sandbox blocked {what}. Commands run sandboxed \
+         ({}): they may write {places}, and {network}. Do not try to get around the sandbox; \
+         if the action is really needed, tell the user what you need and why.",
+        config.describe(),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(policy: SandboxPolicy, network: bool) -> SandboxConfig {
+        SandboxConfig { policy, network }
+    }
+
+    #[test]
+    fn read_only_file_system_is_reported_as_a_sandbox_block() {
+        let output = "touch: cannot touch '/etc/x': Read-only file system\nexit code: 1";
+        let note = explain(&SandboxConfig::default(), output);
+        let Some(note) = note else {
+            panic!("expected a note")
+        };
+        assert!(note.starts_with("[sandbox] This failure looks like the sandbox blocked a write"));
+        assert!(note.contains("workspace-write, network off"), "{note}");
+        assert!(note.contains("have no network"), "{note}");
+    }
+
+    #[test]
+    fn network_failures_count_only_without_network() {
+        let output = "curl: (6) Could not resolve host: example.com";
+        let offline = explain(&config(SandboxPolicy::WorkspaceWrite, false), output);
+        assert!(offline.is_some_and(|n| n.contains("blocked a network access")));
+        assert_eq!(
+            explain(&config(SandboxPolicy::WorkspaceWrite, true), output),
+            None
+        );
+    }
+
+    #[test]
+    fn read_only_note_says_the_workspace_is_not_writable() {
+        let output = "bash: line 1: f: Read-only file system";
+        let note = explain(&config(SandboxPolicy::ReadOnly, false), output);
+        assert!(note.is_some_and(|n| n.contains("/tmp, not in the workspace")));
+    }
+
+    #[test]
+    fn ordinary_failures_and_full_access_get_no_note() {
+        let config_ws = SandboxConfig::default();
+        assert_eq!(explain(&config_ws, "error[E0308]: mismatched types"), None);
+        let full = config(SandboxPolicy::FullAccess, false);
+        assert_eq!(explain(&full, "Read-only file system"), None);
+    }
+}

@@ -1,0 +1,337 @@
+//! The sandbox end to end with the real bubblewrap: what a sandboxed command cannot write,
+//! read from the environment or reach on the network, that timeouts still kill everything it
+//! started, and that the file tools refuse symlink escapes and `.git/` writes. Needs `bwrap`
+//! (`.ci/run` installs it); a machine without it fails here with the install command.
+#![cfg(target_os = "linux")]
+
+use std::ffi::OsString;
+use std::io::ErrorKind;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use mnemo::sandbox::{Sandbox, SandboxConfig, SandboxPolicy, preflight};
+use mnemo::tools::fs_read::ReadFile;
+use mnemo::tools::fs_write::{EditFile, WriteFile};
+use mnemo::tools::shell::{SandboxedShell, Shell};
+use mnemo::tools::{Tool, ToolContext, ToolError};
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+type TestResult = Result<(), Box<dyn std::error::Error>>;
+
+/// A workspace and a scratch directory under one temporary directory (itself under `/tmp`,
+/// which the sandbox replaces: the binds must still show them).
+struct Fixture {
+    dir: tempfile::TempDir,
+    ws: PathBuf,
+}
+
+impl Fixture {
+    fn new() -> std::io::Result<Self> {
+        let dir = tempfile::tempdir()?;
+        let ws = dir.path().canonicalize()?.join("ws");
+        std::fs::create_dir(&ws)?;
+        Ok(Self { dir, ws })
+    }
+
+    fn sandbox(&self, policy: SandboxPolicy, network: bool) -> Result<Arc<Sandbox>, String> {
+        let config = SandboxConfig { policy, network };
+        let scratch = self.dir.path().join("scratch");
+        Sandbox::new(config, &self.ws, &scratch)
+            .map(Arc::new)
+            .map_err(|e| e.to_string())
+    }
+
+    fn shell(&self, policy: SandboxPolicy, network: bool) -> Result<SandboxedShell, String> {
+        self.sandbox(policy, network).map(SandboxedShell::new)
+    }
+}
+
+fn context(ws: &Path, session: &str) -> ToolContext {
+    let timeout = Duration::from_secs(30);
+    ToolContext::new(
+        ws.to_path_buf(),
+        session,
+        "call",
+        CancellationToken::new(),
+        timeout,
+        None,
+    )
+}
+
+async fn call(tool: &dyn Tool, ws: &Path, input: Value) -> Result<String, ToolError> {
+    tool.call(input, &context(ws, "sandbox-test")).await
+}
+
+async fn run(tool: &dyn Tool, ws: &Path, command: &str) -> Result<String, ToolError> {
+    call(tool, ws, json!({ "command": command })).await
+}
+
+/// The message of a failed command; a success fails the test.
+fn failure(result: Result<String, ToolError>) -> String {
+    match result {
+        Ok(output) => panic!("expected the command to fail, got {output:?}"),
+        Err(e) => e.to_string(),
+    }
+}
+
+#[tokio::test]
+async fn bwrap_works_on_this_machine() -> TestResult {
+    preflight(&SandboxConfig::default()).await?;
+    Ok(())
+}
+
+#[tokio::test]
+async fn writes_outside_the_workspace_fail_and_are_reported_as_the_sandbox() -> TestResult {
+    let fx = Fixture::new()?;
+    let shell = fx.shell(SandboxPolicy::WorkspaceWrite, false)?;
+    let probe = format!("mnemo-sandbox-probe-{}", std::process::id());
+    let message = failure(run(&shell, &fx.ws, &format!("touch /etc/{probe}")).await);
+    assert!(message.contains("Read-only file system"), "{message}");
+    assert!(
+        message.contains("[sandbox] This failure looks like the sandbox blocked a write"),
+        "{message}"
+    );
+    assert!(!Path::new("/etc").join(&probe).exists());
+    let home = std::env::var_os("HOME").map_or_else(|| PathBuf::from("/root"), PathBuf::from);
+    failure(run(&shell, &fx.ws, &format!("touch \"$HOME/{probe}\"")).await);
+    assert!(!home.join(&probe).exists());
+    // Next to the workspace on the host is inside the private /tmp in the sandbox.
+    let outside = fx.dir.path().join("outside");
+    let command = format!("echo x > '{}'", outside.display());
+    let _ = run(&shell, &fx.ws, &command).await;
+    assert!(!outside.exists());
+    Ok(())
+}
+
+#[tokio::test]
+async fn workspace_scratch_and_private_tmp_are_writable() -> TestResult {
+    let fx = Fixture::new()?;
+    let shell = fx.shell(SandboxPolicy::WorkspaceWrite, false)?;
+    let tmp_name = format!("/tmp/mnemo-private-{}", std::process::id());
+    let command =
+        format!("echo a > f && echo b > \"$MNEMO_SCRATCH/g\" && echo c > {tmp_name} && pwd");
+    let out = run(&shell, &fx.ws, &command).await?;
+    assert_eq!(out, format!("{}\nexit code: 0", fx.ws.display()));
+    assert_eq!(std::fs::read_to_string(fx.ws.join("f"))?, "a\n");
+    let scratch = fx.dir.path().join("scratch/g");
+    assert_eq!(std::fs::read_to_string(scratch)?, "b\n");
+    assert!(
+        !Path::new(&tmp_name).exists(),
+        "/tmp inside is not the host's"
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn read_only_refuses_writes_in_the_workspace_but_keeps_scratch() -> TestResult {
+    let fx = Fixture::new()?;
+    let shell = fx.shell(SandboxPolicy::ReadOnly, false)?;
+    let message = failure(run(&shell, &fx.ws, "echo x > f").await);
+    assert!(message.contains("Read-only file system"), "{message}");
+    assert!(message.contains("/tmp, not in the workspace"), "{message}");
+    assert!(!fx.ws.join("f").exists());
+    let out = run(&shell, &fx.ws, "echo y > \"$MNEMO_SCRATCH/n\" && ls").await?;
+    assert_eq!(out, "(no output)\nexit code: 0");
+    Ok(())
+}
+
+#[tokio::test]
+async fn secrets_are_absent_from_the_child_environment() -> TestResult {
+    let fx = Fixture::new()?;
+    let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/bin:/bin".into());
+    for policy in [SandboxPolicy::WorkspaceWrite, SandboxPolicy::FullAccess] {
+        let sandbox = fx.sandbox(policy, false)?;
+        let env: Vec<(OsString, OsString)> = vec![
+            ("PATH".into(), path.clone()),
+            ("OPENAI_API_KEY".into(), "sk-fake-openai".into()),
+            ("AWS_SECRET_ACCESS_KEY".into(), "fake-aws".into()),
+            ("GITHUB_TOKEN".into(), "ghp_fake".into()),
+            ("MNEMO_VISIBLE".into(), "yes".into()),
+        ];
+        let output = sandbox.command_with_env("env", env).await?.output().await?;
+        let env = String::from_utf8_lossy(&output.stdout);
+        assert!(env.contains("MNEMO_VISIBLE=yes"), "{policy}: {env}");
+        for secret in ["OPENAI_API_KEY", "sk-fake", "AWS_SECRET", "GITHUB_TOKEN"] {
+            assert!(!env.contains(secret), "{policy}: {secret} leaked: {env}");
+        }
+    }
+    Ok(())
+}
+
+#[tokio::test]
+async fn loopback_listener_is_reachable_only_with_network() -> TestResult {
+    let fx = Fixture::new()?;
+    let listener = TcpListener::bind("127.0.0.1:0")?;
+    listener.set_nonblocking(true)?;
+    let port = listener.local_addr()?.port();
+    let connect = format!("exec 3<>/dev/tcp/127.0.0.1/{port} && echo connected");
+
+    let offline = fx.shell(SandboxPolicy::WorkspaceWrite, false)?;
+    let message = failure(run(&offline, &fx.ws, &connect).await);
+    assert!(message.contains("Connection refused"), "{message}");
+    assert!(message.contains("blocked a network access"), "{message}");
+    assert!(matches!(listener.accept(), Err(e) if e.kind() == ErrorKind::WouldBlock));
+
+    let online = fx.shell(SandboxPolicy::WorkspaceWrite, true)?;
+    let out = run(&online, &fx.ws, &connect).await?;
+    assert_eq!(out, "connected\nexit code: 0");
+    assert!(listener.accept().is_ok(), "the listener saw no connection");
+    Ok(())
+}
+
+/// Whether a process with `sleep <marker>` on its command line is still running (zombies
+/// waiting for their reaper do not count).
+fn sleeper_alive(marker: &str) -> bool {
+    let needle = format!("sleep\0{marker}\0");
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return false;
+    };
+    entries.flatten().any(|entry| {
+        let dir = entry.path();
+        let cmdline = std::fs::read(dir.join("cmdline")).unwrap_or_default();
+        let stat = std::fs::read_to_string(dir.join("stat")).unwrap_or_default();
+        let zombie = stat
+            .rsplit(')')
+            .next()
+            .is_some_and(|s| s.trim().starts_with('Z'));
+        !zombie
+            && cmdline
+                .windows(needle.len())
+                .any(|w| w == needle.as_bytes())
+    })
+}
+
+async fn wait_until_gone(marker: &str) -> bool {
+    for _ in 0..60 {
+        if !sleeper_alive(marker) {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    false
+}
+
+/// A `sleep` duration no other test uses, to find the process on the host.
+fn marker(salt: u32) -> String {
+    format!("{}.{}", 600 + salt, std::process::id())
+}
+
+#[tokio::test]
+async fn timeout_kills_grandchildren_sandboxed_or_not() -> TestResult {
+    let fx = Fixture::new()?;
+    for (salt, policy) in [SandboxPolicy::WorkspaceWrite, SandboxPolicy::FullAccess]
+        .into_iter()
+        .enumerate()
+    {
+        let shell = fx.shell(policy, false)?;
+        let marker = marker(u32::try_from(salt)?);
+        let command = format!("bash -c 'sleep {marker} & echo started; wait'");
+        let input = json!({"command": command, "timeout_secs": 1});
+        let result = call(&shell, &fx.ws, input).await;
+        let Err(ToolError::TimedOut { after, output }) = result else {
+            panic!("{policy}: expected a timeout, got {result:?}");
+        };
+        assert_eq!(
+            (after, output.as_str()),
+            (Duration::from_secs(1), "started\n")
+        );
+        assert!(
+            wait_until_gone(&marker).await,
+            "{policy}: grandchild survived"
+        );
+    }
+    Ok(())
+}
+
+#[tokio::test]
+async fn dropping_the_call_kills_everything_it_started() -> TestResult {
+    let fx = Fixture::new()?;
+    for (salt, policy) in [SandboxPolicy::WorkspaceWrite, SandboxPolicy::FullAccess]
+        .into_iter()
+        .enumerate()
+    {
+        let shell = fx.shell(policy, false)?;
+        let marker = marker(10 + u32::try_from(salt)?);
+        let command = format!("sleep {marker} & wait");
+        let ctx = context(&fx.ws, "sandbox-test");
+        let input = json!({ "command": command });
+        let cut = tokio::time::timeout(Duration::from_millis(500), shell.call(input, &ctx)).await;
+        assert!(cut.is_err(), "{policy}: the command should still run");
+        assert!(wait_until_gone(&marker).await, "{policy}: child survived");
+    }
+    Ok(())
+}
+
+#[tokio::test]
+async fn the_default_shell_is_sandboxed_with_a_session_scratch_directory() -> TestResult {
+    let fx = Fixture::new()?;
+    let session = format!("sandbox-default-{}", std::process::id());
+    let ctx = context(&fx.ws, &session);
+    let message = failure(Shell.call(json!({"command": "touch /etc/x"}), &ctx).await);
+    assert!(
+        message.contains("workspace-write, network off"),
+        "{message}"
+    );
+    let out = Shell
+        .call(json!({"command": "echo $MNEMO_SCRATCH"}), &ctx)
+        .await?;
+    let scratch = std::env::temp_dir()
+        .canonicalize()?
+        .join(format!("mnemo-scratch-{session}"));
+    assert_eq!(out, format!("{}\nexit code: 0", scratch.display()));
+    std::fs::remove_dir_all(scratch)?;
+    Ok(())
+}
+
+#[tokio::test]
+async fn bwrap_refusing_to_start_is_reported_as_the_sandbox() -> TestResult {
+    let fx = Fixture::new()?;
+    let shell = fx.shell(SandboxPolicy::WorkspaceWrite, false)?;
+    std::fs::remove_dir(fx.dir.path().join("scratch"))?;
+    let message = failure(run(&shell, &fx.ws, "true").await);
+    assert!(message.contains("bwrap: "), "{message}");
+    assert!(message.contains("[sandbox]"), "{message}");
+    Ok(())
+}
+
+#[tokio::test]
+async fn file_tools_refuse_symlinks_that_lead_outside() -> TestResult {
+    let fx = Fixture::new()?;
+    let outside = fx.dir.path().canonicalize()?.join("secret.txt");
+    std::fs::write(&outside, "keep")?;
+    std::os::unix::fs::symlink(&outside, fx.ws.join("link"))?;
+    let attempts: [(&dyn Tool, Value); 3] = [
+        (&ReadFile, json!({"path": "link"})),
+        (&WriteFile, json!({"path": "link", "content": "gone"})),
+        (
+            &EditFile,
+            json!({"path": "link", "old_string": "keep", "new_string": "gone"}),
+        ),
+    ];
+    for (tool, input) in attempts {
+        let message = failure(call(tool, &fx.ws, input).await);
+        assert!(message.contains("outside the workspace"), "{message}");
+    }
+    assert_eq!(std::fs::read_to_string(&outside)?, "keep");
+    Ok(())
+}
+
+#[tokio::test]
+async fn file_tools_read_git_but_do_not_write_into_it() -> TestResult {
+    let fx = Fixture::new()?;
+    std::fs::create_dir_all(fx.ws.join(".git/hooks"))?;
+    std::fs::write(fx.ws.join(".git/HEAD"), "ref: refs/heads/main\n")?;
+    let read = call(&ReadFile, &fx.ws, json!({"path": ".git/HEAD"})).await?;
+    assert!(read.contains("refs/heads/main"), "{read}");
+    let hook = json!({"path": ".git/hooks/pre-commit", "content": "#!/bin/sh\n"});
+    let message = failure(call(&WriteFile, &fx.ws, hook).await);
+    assert!(message.contains("needs full access"), "{message}");
+    let edit = json!({"path": ".git/HEAD", "old_string": "main", "new_string": "evil"});
+    let message = failure(call(&EditFile, &fx.ws, edit).await);
+    assert!(message.contains("needs full access"), "{message}");
+    assert!(!fx.ws.join(".git/hooks/pre-commit").exists());
+    Ok(())
+}
