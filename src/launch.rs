@@ -14,8 +14,10 @@ use crate::llm::fallback::{ChainModel, FallbackChain};
 use crate::llm::scripted::ScriptLoadError;
 use crate::memory::embed::EmbeddingClient;
 use crate::memory::{Store, StoreError};
+use crate::sandbox::Sandbox;
 use crate::tools::ToolRegistry;
 use crate::tools::builtin::builtin_tools;
+use crate::tools::shell::SandboxedShell;
 
 #[derive(Debug, thiserror::Error)]
 pub enum LaunchError {
@@ -132,6 +134,13 @@ impl Loaded {
     /// Every tool a session gets: the built-ins and the memory tools.
     pub fn tools(&self, store: &Store) -> ToolRegistry {
         let mut tools = builtin_tools();
+        // Shell commands run in this launch's sandbox (its own scratch dir) when it can be
+        // set up; otherwise the built-in shell builds a default one per call.
+        let scratch_id = uuid::Uuid::new_v4().to_string();
+        if let Ok(sandbox) = Sandbox::for_session(self.config.sandbox, &self.workspace, &scratch_id)
+        {
+            tools.register(SandboxedShell::new(Arc::new(sandbox)));
+        }
         crate::tools::memory::register(&mut tools, store, self.embedder());
         tools.register(crate::tools::turn_report::TurnReport);
         tools

@@ -35,6 +35,12 @@ struct Cli {
     /// The session database (default: mnemo.db in the data directory).
     #[arg(long, global = true)]
     db: Option<PathBuf>,
+    /// Where shell commands run: read-only, workspace-write or full-access.
+    #[arg(long, global = true, value_enum)]
+    sandbox: Option<mnemo::sandbox::SandboxPolicy>,
+    /// Let sandboxed commands reach the network.
+    #[arg(long, global = true)]
+    network: bool,
     #[command(flatten)]
     resume: ResumeArgs,
     #[command(subcommand)]
@@ -164,6 +170,8 @@ fn real_main(cli: Cli) -> anyhow::Result<ExitCode> {
         api_key_env: cli.api_key_env.clone(),
         max_steps: cli.max_steps,
         db: cli.db.clone(),
+        sandbox: cli.sandbox,
+        network: cli.network,
     };
     let choice = match (&cli.resume.resume, cli.resume.continue_last) {
         (Some(id), _) if !id.is_empty() => SessionChoice::Resume(id.clone()),

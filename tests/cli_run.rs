@@ -170,3 +170,33 @@ fn config_lists_models_and_key_availability() {
     );
     assert!(stdout.contains("[models.ollama]"), "{stdout}");
 }
+
+#[test]
+fn the_sandbox_policy_from_the_command_line_reaches_the_shell_tool() {
+    let ws = Workspace::new();
+    let model = ws.script(json!({"turns": [
+        {"tool_calls": [{"name": "shell", "arguments": {"command": "touch made-here"}}]},
+        {"text": "tried"}
+    ]}));
+    let out = ws.mnemo(
+        &["--sandbox", "read-only", "--model", &model, "run", "touch"],
+        None,
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        !ws.path().join("made-here").exists(),
+        "read-only let the shell write"
+    );
+    assert!(
+        text(&out.stderr).contains("✗ shell"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    let out = ws.mnemo(&["--model", &model, "run", "touch"], None);
+    assert!(out.status.success());
+    assert!(
+        ws.path().join("made-here").exists(),
+        "workspace-write must allow it"
+    );
+}

@@ -186,6 +186,12 @@ fn apply_cli(config: &mut Config, cli: &CliOverrides) {
     if let Some(steps) = cli.max_steps {
         config.agent.max_steps = steps;
     }
+    if let Some(policy) = cli.sandbox {
+        config.sandbox.policy = policy;
+    }
+    if cli.network {
+        config.sandbox.network = true;
+    }
 }
 
 fn validate(config: &Config, sources: &ConfigSources) -> Result<(), ConfigError> {

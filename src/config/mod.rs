@@ -23,6 +23,7 @@ pub struct Config {
     pub agent: AgentConfig,
     pub memory: MemoryConfig,
     pub retry: RetryConfig,
+    pub sandbox: crate::sandbox::SandboxConfig,
     pub models: BTreeMap<String, ModelConfig>,
 }
 
@@ -190,6 +191,10 @@ pub struct CliOverrides {
     pub max_steps: Option<u32>,
     /// `--db PATH`: the database file, over the config and the data dir.
     pub db: Option<PathBuf>,
+    /// `--sandbox POLICY`.
+    pub sandbox: Option<crate::sandbox::SandboxPolicy>,
+    /// `--network`: sandboxed commands may reach the network.
+    pub network: bool,
 }
 
 /// Where mnemo keeps its files; `MNEMO_CONFIG_DIR` and `MNEMO_DATA_DIR` override them.

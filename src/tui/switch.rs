@@ -62,6 +62,7 @@ impl<W: Write> App<W> {
     /// Shows the stored session's transcript, then continues it. The current session goes
     /// on when the stored one cannot be read.
     pub(super) async fn resume(&mut self, wanted: String) {
+        let t0 = std::time::Instant::now();
         let found = self
             .with_store(move |db| {
                 let row = db.session(&wanted)?;
@@ -90,12 +91,20 @@ impl<W: Write> App<W> {
         if !self.state.transcript.is_empty() {
             self.state.forget_session();
         }
-        self.state
-            .show_history(&row.title, restore(&messages, RECENT_MESSAGES));
+        let t1 = t0.elapsed();
+        let r = restore(&messages, RECENT_MESSAGES);
+        let t2 = t0.elapsed();
+        self.state.show_history(&row.title, r);
+        let t3 = t0.elapsed();
         let choice = SessionChoice::Resume(row.id);
         if let Err(error) = self.prepare(choice, self.cli.clone()).await {
             self.state.set_offline(FirstRun::from_error(&error));
         }
+        let t4 = t0.elapsed();
+        let _ = std::fs::write(
+            "/tmp/resume_timing.txt",
+            format!("{t1:?} {t2:?} {t3:?} {t4:?}"),
+        );
     }
 
     /// Lists the directory's sessions in the picker; `cancel` says what Esc does.
