@@ -84,23 +84,30 @@ fn resume_large_session() -> Result<()> {
     let dir = tempfile::tempdir()?;
     let id = stored_session(dir.path())?;
     let script = r#"{"turns": [{"text": "hi"}]}"#;
-    let mut times = Vec::new();
+    let (mut ready, mut whole) = (Vec::new(), Vec::new());
     for _ in 0..10 {
         let start = Instant::now();
         let pty = Pty::spawn(dir.path(), script, &["--resume", &id])?;
         pty.wait_for("● idle", Duration::from_secs(10))?;
-        times.push(start.elapsed());
+        ready.push(start.elapsed());
         let last_turn = RESUME_MESSAGES / 4 - 1;
         pty.wait_for(
             &format!("step {last_turn}: look at"),
             Duration::from_secs(1),
         )?;
+        // The pager (Ctrl+T) at its top (g) shows the first message once the whole session
+        // has been read.
+        pty.send("\x14")?;
+        pty.wait_sending("step 0: look at", Duration::from_secs(10), "g")?;
+        whole.push(start.elapsed());
     }
-    times.sort();
+    ready.sort();
+    whole.sort();
     println!(
-        "resume of a {RESUME_MESSAGES}-message session to a ready prompt: median {:.1} ms, max {:.1} ms (target < 150 ms)",
-        ms(times[times.len() / 2]),
-        ms(times[times.len() - 1])
+        "resume of a {RESUME_MESSAGES}-message session to a ready prompt: median {:.1} ms, max {:.1} ms (target < 150 ms); whole session in the pager after {:.1} ms",
+        ms(ready[ready.len() / 2]),
+        ms(ready[ready.len() - 1]),
+        ms(whole[whole.len() / 2])
     );
     Ok(())
 }

@@ -147,11 +147,6 @@ impl Loaded {
     }
 }
 
-/// A new session with the configured model.
-pub async fn prepare_session(loaded: &Loaded, cli: &CliOverrides) -> Result<Session, LaunchError> {
-    prepare_session_with(loaded, cli, SessionChoice::New).await
-}
-
 /// Resolves the model, checks its key, and creates or resumes the session.
 pub async fn prepare_session_with(
     loaded: &Loaded,

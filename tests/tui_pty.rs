@@ -2,7 +2,8 @@
 //! reaches the terminal is parsed by vt100 and checked as a user would see it: a streamed
 //! answer, a running tool pane, an injection marked as such, an interrupt, Ctrl+C twice to
 //! quit with the terminal restored, and the same conversation again after `--resume ID`,
-//! `--continue` or the picker of `--resume`; `/model` switches the model of a session.
+//! `--continue` or the picker of `--resume`, with archived messages in the pager; `/model`
+//! switches the model of a session.
 
 use std::io::{Read, Write};
 use std::num::NonZeroU16;
@@ -11,6 +12,8 @@ use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use mnemo::llm::{ContentBlock, Message};
+use mnemo::memory::{Db, NewArchiveEntry, NewSession};
 use portable_pty::{Child, CommandBuilder, PtySize, native_pty_system};
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;
@@ -97,10 +100,18 @@ impl Terminal {
 
     /// Waits until the screen contains `text`.
     fn wait_for(&self, text: &str) -> TestResult {
+        self.wait_sending(text, "")
+    }
+
+    /// Waits until the screen contains `text`, sending `keys` again meanwhile.
+    fn wait_sending(&self, text: &str, keys: &str) -> TestResult {
         let deadline = Instant::now() + Duration::from_secs(15);
         while Instant::now() < deadline {
             if self.contents().contains(text) {
                 return Ok(());
+            }
+            if !keys.is_empty() {
+                self.send(keys)?;
             }
             std::thread::sleep(Duration::from_millis(20));
         }
@@ -314,4 +325,69 @@ fn without_a_key_the_session_opens_with_the_first_run_panel() -> TestResult {
     let status = term.wait_exit()?;
     assert!(status.success(), "exit status {status:?}");
     Ok(())
+}
+
+#[test]
+fn the_pager_of_a_resumed_session_holds_its_archived_messages() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let mut db = Db::open(&dir.path().join("data").join("mnemo.db"))?;
+    let id = "5e5510b0-0000-4000-8000-000000000036".to_string();
+    db.create_session(NewSession {
+        id: id.clone(),
+        parent_id: None,
+        cwd: dir.path().canonicalize()?.display().to_string(),
+        model: "scripted".into(),
+        title: "Questions".into(),
+    })?;
+    let messages: Vec<Message> = (0..36)
+        .map(|n| match n % 2 {
+            0 => Message::user_text(format!("question {}", n / 2)),
+            _ => Message::assistant(vec![ContentBlock::Text {
+                text: format!("answer {}", n / 2),
+            }]),
+        })
+        .collect();
+    let rows: Vec<_> = messages
+        .iter()
+        .enumerate()
+        .map(|(seq, message)| (seq as i64, message, 5))
+        .collect();
+    db.append_messages(&id, &rows)?;
+    db.archive_messages(NewArchiveEntry {
+        session_id: id.clone(),
+        topic: "the first questions".into(),
+        summary: "questions 0 to 14".into(),
+        messages: messages[..30].to_vec(),
+        token_count: 150,
+        importance: 0.5,
+        embedding: None,
+        first_seq: 0,
+        last_seq: 29,
+        started_at: 1,
+        ended_at: 2,
+    })?;
+    drop(db);
+
+    let script = dir.path().join("script.json");
+    std::fs::write(&script, r#"{"turns": [{"text": "hi"}]}"#)?;
+    let model = format!("scripted:{}", script.display());
+    let mut term = Terminal::spawn(&["--model", &model, "--resume", &id[..8]], dir.path())?;
+    term.wait_for("30 earlier messages are in the pager (Ctrl+T)")?;
+    term.wait_for("› question 17")?;
+    term.wait_for("answer 17")?;
+    term.wait_for("● idle")?;
+    assert!(
+        !term.contents().contains("› question 14"),
+        "an archived message reached the scrollback:\n{}",
+        term.contents()
+    );
+    // The whole session is read after the prompt is ready: the pager's top shows it.
+    term.send("\x14")?;
+    term.wait_sending("› question 0", "g")?;
+    term.send("q")?;
+    term.wait_for("● idle")?;
+    term.send("/memory first questions\r")?;
+    term.wait_for("Archive entries for “first questions”")?;
+    term.wait_for("the first questions")?;
+    term.quit()
 }

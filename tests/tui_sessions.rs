@@ -9,7 +9,7 @@ use mnemo::llm::{ContentBlock, Message, Role};
 use mnemo::memory::{Db, NewArchiveEntry, NewSession, SessionRow};
 use mnemo::protocol::Event;
 use mnemo::tui::cells::Cell;
-use mnemo::tui::history::{RECENT_MESSAGES, restore};
+use mnemo::tui::history::{restore, restore_active};
 use mnemo::tui::live::render_screen;
 use mnemo::tui::pager::Pager;
 use mnemo::tui::pager_view;
@@ -239,12 +239,13 @@ fn stored_session(
 fn resumed_session_with_its_note() -> TestResult {
     let mut db = Db::open_in_memory()?;
     let id = stored_session(&mut db, 8, 12)?;
-    let messages = db.all_messages(&id)?;
-    assert_eq!(messages.len(), 32);
-    assert_eq!(db.active_messages(&id)?.len(), 20);
-    let restored = restore(&messages, RECENT_MESSAGES);
+    let active = db.active_messages(&id)?;
+    let total = db.session(&id)?.message_count;
+    assert_eq!((active.len(), total), (20, 32));
+    // Resuming reads the working set: the archived messages count as earlier ones.
+    let restored = restore_active(&active, total);
     assert_eq!(restored.earlier, 12);
-    let cells = restored.cells.len();
+    let shown_cells = restored.cells.len();
 
     let mut state = AppState::new();
     let mut history = Vec::new();
@@ -261,25 +262,32 @@ fn resumed_session_with_its_note() -> TestResult {
     );
     insta::assert_snapshot!(shown);
 
-    // The pager holds every message, archived ones included.
+    // Then the whole session, archived messages included, arrives for the pager.
+    state.pager = Some(Pager::new());
+    let full = restore(&db.all_messages(&id)?, 0);
+    let cells = full.cells.len();
+    state.replace_history(shown_cells, full.cells);
     assert_eq!(state.transcript.len(), cells + 1);
     assert!(matches!(
         state.transcript.first(),
         Some(Cell::User { text, .. }) if text == "step 0: check the build"
     ));
-    let mut pager = Pager::new();
+    assert!(matches!(
+        state.transcript.last(),
+        Some(Cell::Notice { text, .. }) if text.starts_with("mnemo · claude-sonnet")
+    ));
     let area = Rect::new(0, 0, 80, 12);
     let mut buf = Buffer::empty(area);
-    pager_view::render(&mut pager, &state.transcript, area, &mut buf);
+    let Some(pager) = state.pager.as_mut() else {
+        return Err("the pager closed".into());
+    };
+    pager_view::render(pager, &state.transcript, area, &mut buf);
     pager.handle_key(
         KeyEvent::new(KeyCode::Home, KeyModifiers::NONE),
         &state.transcript,
     );
-    pager_view::render(&mut pager, &state.transcript, area, &mut buf);
-    assert!(
-        text_of(&buf).contains("step 0: check the build"),
-        "{}",
-        text_of(&buf)
-    );
+    pager_view::render(pager, &state.transcript, area, &mut buf);
+    let text = text_of(&buf);
+    assert!(text.contains("step 0: check the build"), "{text}");
     Ok(())
 }

@@ -77,7 +77,13 @@ impl Pty {
     }
 
     pub fn wait_for(&self, text: &str, limit: Duration) -> Result<Duration> {
+        self.wait_sending(text, limit, "")
+    }
+
+    /// Waits for `text`, sending `keys` again every few milliseconds meanwhile.
+    pub fn wait_sending(&self, text: &str, limit: Duration, keys: &str) -> Result<Duration> {
         let start = Instant::now();
+        let mut sent = start;
         while start.elapsed() < limit {
             let shown = self
                 .screen
@@ -85,6 +91,10 @@ impl Pty {
                 .map(|p| p.screen().contents().contains(text));
             if shown.unwrap_or(false) {
                 return Ok(start.elapsed());
+            }
+            if !keys.is_empty() && sent.elapsed() > Duration::from_millis(5) {
+                self.send(keys)?;
+                sent = Instant::now();
             }
             std::thread::sleep(Duration::from_micros(200));
         }

@@ -19,6 +19,7 @@ use super::live::live_view;
 use super::pager_view;
 use super::picker::PickerCancel;
 use super::state::{AppState, Effect};
+use super::switch::{FullHistory, HistoryRead};
 use super::terminal::Screen;
 use super::wrap::wrap_lines;
 use crate::agent::AgentHandle;
@@ -42,7 +43,8 @@ pub struct App<W: Write> {
     pub(super) loaded: Loaded,
     /// The overrides sessions are prepared with; `/model` replaces the model.
     pub(super) cli: CliOverrides,
-    start: Option<TuiStart>,
+    /// The whole history of a resumed session, being read for the pager.
+    pub(super) full_history: Option<FullHistory>,
     /// Scrollback lines that arrived while the pager covered the screen.
     held: Vec<Line<'static>>,
     /// The cursor row measured after a resize, for the next frame to re-anchor with.
@@ -52,12 +54,13 @@ pub struct App<W: Write> {
 enum Wake {
     Terminal(Option<io::Result<TermEvent>>),
     Agent(Option<Event>),
+    History(HistoryRead),
     Signal,
     Timer,
 }
 
 impl<W: Write> App<W> {
-    pub fn new(screen: Screen<W>, loaded: Loaded, cli: CliOverrides, start: TuiStart) -> Self {
+    pub fn new(screen: Screen<W>, loaded: Loaded, cli: CliOverrides) -> Self {
         let mut state = AppState::new();
         state.models = loaded.config.models.keys().cloned().collect();
         Self {
@@ -67,19 +70,18 @@ impl<W: Write> App<W> {
             session_id: None,
             loaded,
             cli,
-            start: Some(start),
+            full_history: None,
             held: Vec::new(),
             anchor_row: None,
         }
     }
 
-    pub async fn run(&mut self) -> io::Result<()> {
+    /// Runs until the user quits; `start` says which session opens first.
+    pub async fn run(&mut self, start: TuiStart) -> io::Result<()> {
         let mut terminal = EventStream::new();
         let mut signals = Signals::new()?;
         self.draw(Instant::now())?;
-        if let Some(start) = self.start.take() {
-            self.open(start).await;
-        }
+        self.open(start).await;
         let mut last_frame = Instant::now();
         let mut draw_pending = true;
         loop {
@@ -92,6 +94,7 @@ impl<W: Write> App<W> {
             let wake = tokio::select! {
                 event = terminal.next() => Wake::Terminal(event),
                 event = next_event(&mut self.agent) => Wake::Agent(event),
+                read = next_history(&mut self.full_history) => Wake::History(read),
                 () = signals.recv() => Wake::Signal,
                 () = sleep_until(deadline) => Wake::Timer,
             };
@@ -102,6 +105,7 @@ impl<W: Write> App<W> {
                 Wake::Terminal(None) | Wake::Signal => return Ok(()),
                 Wake::Agent(Some(event)) => self.state.handle_event(event, now),
                 Wake::Agent(None) => self.agent_stopped(),
+                Wake::History(read) => self.history_arrived(read),
                 Wake::Timer => self.state.tick(now),
             }
             while let Some(event) = ready_event(&mut terminal).await {
@@ -261,6 +265,13 @@ async fn ready_event(terminal: &mut EventStream) -> Option<io::Result<TermEvent>
 async fn next_event(agent: &mut Option<AgentHandle>) -> Option<Event> {
     match agent {
         Some(agent) => agent.events.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+async fn next_history(pending: &mut Option<FullHistory>) -> HistoryRead {
+    match pending {
+        Some(pending) => (&mut pending.cells).await,
         None => std::future::pending().await,
     }
 }

@@ -1,11 +1,14 @@
 //! A stored session turned back into transcript cells when it is resumed: user messages,
 //! assistant markdown, reasoning, and finished tool cells built from each tool_use and its
-//! tool_result. The pager gets every cell; the scrollback only those of the most recent
-//! messages, under a note of how many earlier ones the pager holds.
+//! tool_result. The scrollback gets the cells of the most recent messages, under a note of
+//! how many earlier ones the pager holds. Resuming reads only the working set, so it costs the
+//! same however long the session is; the whole session (archived messages included) is read
+//! once the prompt is ready and replaces those cells in the pager's transcript.
 
 use serde_json::Value;
 
 use super::cells::{Cell, Detail, NoticeLevel};
+use super::pager::Pager;
 use super::state::AppState;
 use super::tool_pane::ToolCell;
 use crate::llm::{ContentBlock, Role};
@@ -79,6 +82,15 @@ pub fn restore(messages: &[StoredMessage], recent: usize) -> Restored {
         cells,
         earlier: split.min(messages.len()),
     }
+}
+
+/// The cells of a session's working set (`active`), for a session of `total` messages: the
+/// archived messages count as earlier ones.
+pub fn restore_active(active: &[StoredMessage], total: u64) -> Restored {
+    let mut restored = restore(active, RECENT_MESSAGES);
+    let archived = total.saturating_sub(active.len() as u64);
+    restored.earlier += usize::try_from(archived).unwrap_or(usize::MAX);
+    restored
 }
 
 fn only_results(stored: &StoredMessage) -> bool {
@@ -182,6 +194,17 @@ impl AppState {
             self.emit(cell.lines(Detail::Collapsed), true);
         }
         self.transcript.extend(cells);
+        self.mark_dirty();
+    }
+
+    /// The whole session arrived: its cells replace the first `shown` cells of the
+    /// transcript (those `show_history` added). An open pager starts over on the new cells.
+    pub fn replace_history(&mut self, shown: usize, cells: Vec<Cell>) {
+        let shown = shown.min(self.transcript.len());
+        self.transcript.splice(..shown, cells);
+        if self.pager.is_some() {
+            self.pager = Some(Pager::new());
+        }
         self.mark_dirty();
     }
 }

@@ -58,8 +58,8 @@ pub async fn run(loaded: Loaded, cli: CliOverrides, start: TuiStart) -> Result<(
     let cursor_row = crossterm::cursor::position().map_or(height.saturating_sub(1), |(_, y)| y);
     let out = BufWriter::with_capacity(64 * 1024, io::stdout());
     let screen = terminal::Screen::new(out, Size::new(width, height), cursor_row);
-    let mut app = app::App::new(screen, loaded, cli, start);
-    let result = app.run().await;
+    let mut app = app::App::new(screen, loaded, cli);
+    let result = app.run(start).await;
     let finished = app.finish().await;
     drop(guard);
     result?;

@@ -1,19 +1,23 @@
 //! Starting, resuming and switching sessions from the app loop: a new session, a stored one
 //! (its transcript rebuilt from the store first), the latest of the directory, the picker,
 //! another model for the same session, and archive searches. Store reads run on the store
-//! thread; the loop awaits them like any other effect.
+//! thread; the loop awaits them like any other effect, except the whole history of a resumed
+//! session, which arrives in the background once the prompt is ready.
 
 use std::io::Write;
 
+use tokio::sync::oneshot;
+
 use super::TuiStart;
 use super::app::App;
-use super::cells::NoticeLevel;
+use super::cells::{Cell, NoticeLevel};
 use super::first_run::FirstRun;
-use super::history::{RECENT_MESSAGES, restore};
+use super::history::{restore, restore_active};
 use super::picker::{PickerCancel, SessionPicker};
 use crate::agent;
 use crate::config::CliOverrides;
 use crate::launch::{self, LaunchError, SessionChoice};
+use crate::memory::StoreError;
 use crate::memory::types::{SessionRow, StoredMessage};
 use crate::tools::memory::format_hits;
 
@@ -21,6 +25,16 @@ use crate::tools::memory::format_hits;
 const PICKER_LIMIT: usize = 200;
 /// Archive hits `/memory` shows.
 const MEMORY_HITS: usize = 10;
+
+/// The cells of a whole stored session, read in the background.
+pub(super) type HistoryRead = Result<Result<Vec<Cell>, StoreError>, oneshot::error::RecvError>;
+
+/// A resumed session's whole history on its way to the pager.
+pub(super) struct FullHistory {
+    /// The transcript cells (those of the working set) it replaces.
+    shown: usize,
+    pub(super) cells: oneshot::Receiver<Result<Vec<Cell>, StoreError>>,
+}
 
 impl<W: Write> App<W> {
     /// The first session, as the command line asked.
@@ -49,6 +63,7 @@ impl<W: Write> App<W> {
     /// `/clear`, or Esc in the picker at start.
     pub(super) async fn new_session(&mut self) {
         self.shutdown_agent().await;
+        self.full_history = None;
         self.state.begin_new_session();
         self.start_new().await;
     }
@@ -59,18 +74,17 @@ impl<W: Write> App<W> {
         }
     }
 
-    /// Shows the stored session's transcript, then continues it. The current session goes
-    /// on when the stored one cannot be read.
+    /// Shows the stored session's recent turns, then continues it; the whole history follows
+    /// for the pager. The current session goes on when the stored one cannot be read.
     pub(super) async fn resume(&mut self, wanted: String) {
-        let t0 = std::time::Instant::now();
         let found = self
             .with_store(move |db| {
                 let row = db.session(&wanted)?;
-                let messages = db.all_messages(&row.id)?;
-                Ok((row, messages))
+                let active = db.active_messages(&row.id)?;
+                Ok((row, active))
             })
             .await;
-        let (row, messages): (SessionRow, Vec<StoredMessage>) = match found {
+        let (row, active): (SessionRow, Vec<StoredMessage>) = match found {
             Ok(found) => found,
             Err(error) => {
                 if self.agent.is_some() {
@@ -88,23 +102,52 @@ impl<W: Write> App<W> {
             return;
         }
         self.shutdown_agent().await;
+        self.full_history = None;
         if !self.state.transcript.is_empty() {
             self.state.forget_session();
         }
-        let t1 = t0.elapsed();
-        let r = restore(&messages, RECENT_MESSAGES);
-        let t2 = t0.elapsed();
-        self.state.show_history(&row.title, r);
-        let t3 = t0.elapsed();
-        let choice = SessionChoice::Resume(row.id);
+        let restored = restore_active(&active, row.message_count);
+        let shown = restored.cells.len();
+        self.state.show_history(&row.title, restored);
+        let choice = SessionChoice::Resume(row.id.clone());
         if let Err(error) = self.prepare(choice, self.cli.clone()).await {
             self.state.set_offline(FirstRun::from_error(&error));
         }
-        let t4 = t0.elapsed();
-        let _ = std::fs::write(
-            "/tmp/resume_timing.txt",
-            format!("{t1:?} {t2:?} {t3:?} {t4:?}"),
-        );
+        if row.message_count > active.len() as u64 {
+            self.read_full_history(row.id, shown);
+        }
+    }
+
+    /// Reads every message of the session (archived ones included) on the store thread,
+    /// after the jobs already queued there, and hands the cells to the loop.
+    fn read_full_history(&mut self, id: String, shown: usize) {
+        let Ok(store) = self.loaded.store() else {
+            return;
+        };
+        let (sender, cells) = oneshot::channel();
+        tokio::spawn(async move {
+            let read = store
+                .call(move |db| Ok(restore(&db.all_messages(&id)?, 0).cells))
+                .await;
+            let _ = sender.send(read);
+        });
+        self.full_history = Some(FullHistory { shown, cells });
+    }
+
+    /// The whole history of the resumed session arrived (or could not be read).
+    pub(super) fn history_arrived(&mut self, read: HistoryRead) {
+        let Some(pending) = self.full_history.take() else {
+            return;
+        };
+        match read {
+            Ok(Ok(cells)) => self.state.replace_history(pending.shown, cells),
+            Ok(Err(error)) => {
+                let text = format!("The pager holds only the recent messages: {error}");
+                self.state.notice(NoticeLevel::Warning, &text);
+            }
+            // The reading task went away with the runtime.
+            Err(_) => {}
+        }
     }
 
     /// Lists the directory's sessions in the picker; `cancel` says what Esc does.
@@ -182,10 +225,7 @@ impl<W: Write> App<W> {
                 self.state.notice(NoticeLevel::Info, &text);
             }
             Ok(hits) => {
-                let text = format!(
-                    "Archive entries for “{query}” (memory_open reads one in full):\n{}",
-                    format_hits(&hits)
-                );
+                let text = format!("Archive entries for “{query}”:\n{}", format_hits(&hits));
                 self.state.notice(NoticeLevel::Info, &text);
             }
             Err(error) => {
