@@ -3,8 +3,6 @@
 
 use std::io::Write;
 
-use serde_json::Value;
-
 use crate::agent::AgentHandle;
 use crate::protocol::{Event, Op, ToolStatus, TurnStatus};
 
@@ -104,7 +102,11 @@ fn print_event(
         Event::ToolCallStarted {
             name, arguments, ..
         } => {
-            writeln!(err, "• {name} {}", key_argument(arguments))?;
+            writeln!(
+                err,
+                "• {name} {}",
+                crate::tools::describe::key_argument(name, arguments)
+            )?;
         }
         Event::ToolCallFinished {
             name,
@@ -185,20 +187,4 @@ fn end_partial(
         writeln!(err, "(the answer above broke off and starts over)")?;
     }
     Ok(())
-}
-
-/// The argument a person wants to see first: the path, command or pattern.
-fn key_argument(arguments: &Value) -> String {
-    ["command", "path", "pattern"]
-        .iter()
-        .find_map(|key| arguments.get(key).and_then(Value::as_str))
-        .map(|s| {
-            s.lines()
-                .next()
-                .unwrap_or_default()
-                .chars()
-                .take(120)
-                .collect()
-        })
-        .unwrap_or_default()
 }

@@ -3,6 +3,7 @@
 //! `Tool` impl handles schema, argument decoding and precise argument errors.
 
 pub mod builtin;
+pub mod describe;
 pub mod fs_read;
 pub mod fs_write;
 pub mod memory;

@@ -2,6 +2,7 @@
 //! (last lines), then status and duration when done. A file change shows its coloured diff;
 //! a failed call shows its error.
 
+use crate::tools::describe::key_argument;
 use std::time::Instant;
 
 use ratatui::style::{Color, Modifier, Style};
@@ -123,33 +124,6 @@ impl ToolCell {
         lines.extend(body.into_iter().map(indent));
         lines
     }
-}
-
-/// The argument that says what a call does: the path, the command or the pattern.
-pub fn key_argument(name: &str, arguments: &Value) -> String {
-    let field = |key: &str| arguments.get(key).and_then(Value::as_str);
-    let shown = match name {
-        "shell" => field("command").map(str::to_string),
-        "glob" | "grep" => field("pattern").map(|p| match field("path") {
-            Some(path) => format!("{p}  in {path}"),
-            None => p.to_string(),
-        }),
-        _ => field("path")
-            .or_else(|| field("command"))
-            .or_else(|| field("pattern"))
-            .map(str::to_string),
-    };
-    let shown = shown.unwrap_or_else(|| match arguments {
-        Value::Object(map) if map.is_empty() => String::new(),
-        Value::Null => String::new(),
-        other => other.to_string(),
-    });
-    let first_line = shown.lines().next().unwrap_or_default();
-    let mut out: String = first_line.chars().take(120).collect();
-    if out.len() < shown.len() {
-        out.push('…');
-    }
-    out
 }
 
 fn header(mark: Span<'static>, name: &str, arguments: &Value, timing: String) -> Line<'static> {

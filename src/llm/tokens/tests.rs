@@ -1,4 +1,3 @@
-
 use super::*;
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;

@@ -1,0 +1,30 @@
+//! How a tool call is shown to a person, shared by every front end.
+
+use serde_json::Value;
+
+/// The argument that says what a call does: the path, the command or the pattern.
+pub fn key_argument(name: &str, arguments: &Value) -> String {
+    let field = |key: &str| arguments.get(key).and_then(Value::as_str);
+    let shown = match name {
+        "shell" => field("command").map(str::to_string),
+        "glob" | "grep" => field("pattern").map(|p| match field("path") {
+            Some(path) => format!("{p}  in {path}"),
+            None => p.to_string(),
+        }),
+        _ => field("path")
+            .or_else(|| field("command"))
+            .or_else(|| field("pattern"))
+            .map(str::to_string),
+    };
+    let shown = shown.unwrap_or_else(|| match arguments {
+        Value::Object(map) if map.is_empty() => String::new(),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    });
+    let first_line = shown.lines().next().unwrap_or_default();
+    let mut out: String = first_line.chars().take(120).collect();
+    if out.len() < shown.len() {
+        out.push('…');
+    }
+    out
+}
