@@ -117,6 +117,7 @@ fn compaction_bookkeeping() {
             tool_timeout: Duration::from_secs(60),
             max_active_messages: 1000,
             compact_threshold: 0.8,
+            approvals: mnemo::tools::approvals::detached(),
         };
         let session = Session::resume(settings, chain, ToolRegistry::new(), store, "bench")
             .await
@@ -290,6 +291,7 @@ fn agent_step_overhead(persistence: Persistence) {
             tool_timeout: Duration::from_secs(60),
             max_active_messages: 200,
             compact_threshold: 0.8,
+            approvals: mnemo::tools::approvals::detached(),
         };
         let provider = Arc::new(ScriptedProvider::new(Script { turns }));
         let db = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));

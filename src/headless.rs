@@ -164,6 +164,8 @@ fn print_event(
         | Event::ReasoningDelta { .. }
         | Event::AssistantMessage { .. }
         | Event::ToolOutput { .. }
+        | Event::ApprovalRequested { .. }
+        | Event::ApprovalResolved { .. }
         | Event::Usage { .. }
         | Event::TurnFinished { .. } => {}
     }

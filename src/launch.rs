@@ -15,9 +15,9 @@ use crate::llm::scripted::ScriptLoadError;
 use crate::memory::embed::EmbeddingClient;
 use crate::memory::{Store, StoreError};
 use crate::sandbox::Sandbox;
-use crate::tools::ToolRegistry;
 use crate::tools::builtin::builtin_tools;
 use crate::tools::shell::SandboxedShell;
+use crate::tools::{Approvals, ToolRegistry};
 
 #[derive(Debug, thiserror::Error)]
 pub enum LaunchError {
@@ -134,11 +134,10 @@ impl Loaded {
     /// Every tool a session gets: the built-ins and the memory tools.
     pub fn tools(&self, store: &Store) -> ToolRegistry {
         let mut tools = builtin_tools();
-        // Shell commands run in this launch's sandbox (its own scratch dir) when it can be
-        // set up; otherwise the built-in shell builds a default one per call.
-        let scratch_id = uuid::Uuid::new_v4().to_string();
-        if let Ok(sandbox) = Sandbox::for_session(self.config.sandbox, &self.workspace, &scratch_id)
-        {
+        // Shell commands run in this launch's sandbox (its own scratch dir, removed when the
+        // session's tools go) when it can be set up; otherwise the built-in shell builds a
+        // default one per call.
+        if let Ok(sandbox) = Sandbox::temporary(self.config.sandbox, &self.workspace) {
             tools.register(SandboxedShell::new(Arc::new(sandbox)));
         }
         crate::tools::memory::register(&mut tools, store, self.embedder());
@@ -164,6 +163,10 @@ pub async fn prepare_session_with(
         tool_timeout: Duration::from_secs(agent.tool_timeout_secs),
         max_active_messages: loaded.config.memory.max_active_messages,
         compact_threshold: agent.compact_threshold,
+        approvals: Arc::new(Approvals::new(
+            loaded.config.sandbox,
+            loaded.config.approval,
+        )),
     };
     let tools = loaded.tools(&store);
     let mut session = match choice {
@@ -180,6 +183,11 @@ pub async fn prepare_session_with(
         }
     };
     session.set_embedder(loaded.embedder());
+    // Said at once, not at the first refused command.
+    let sandbox = session.settings.approvals.sandbox_for(None);
+    if let Err(error) = crate::sandbox::preflight(&sandbox).await {
+        session.notify_at_start(error.to_string());
+    }
     Ok(session)
 }
 

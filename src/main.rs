@@ -41,6 +41,9 @@ struct Cli {
     /// Let sandboxed commands reach the network.
     #[arg(long, global = true)]
     network: bool,
+    /// When to ask before acting: read-only, ask, auto or full.
+    #[arg(long, global = true, value_enum)]
+    approval: Option<mnemo::sandbox::ApprovalMode>,
     #[command(flatten)]
     resume: ResumeArgs,
     #[command(subcommand)]
@@ -172,6 +175,7 @@ fn real_main(cli: Cli) -> anyhow::Result<ExitCode> {
         db: cli.db.clone(),
         sandbox: cli.sandbox,
         network: cli.network,
+        approval: cli.approval,
     };
     let choice = match (&cli.resume.resume, cli.resume.continue_last) {
         (Some(id), _) if !id.is_empty() => SessionChoice::Resume(id.clone()),

@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::llm::Usage;
+use crate::sandbox::{ApprovalMode, Escalation};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case")]
@@ -18,6 +19,13 @@ pub enum Op {
     Interrupt,
     /// Compacts the working set now (or at the next step of a running turn).
     Compact,
+    /// The user's answer to `Event::ApprovalRequested` with the same id.
+    Approval {
+        id: String,
+        decision: ApprovalDecision,
+    },
+    /// Changes when the agent asks before acting, from the next tool call on.
+    SetApprovalMode { mode: ApprovalMode },
     /// Ends the agent task after cancelling any running turn.
     Shutdown,
 }
@@ -41,6 +49,35 @@ pub enum CompactionKind {
     Model,
     /// Mechanically (message limit, or the compressor failed).
     Mechanical,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalDecision {
+    AllowOnce,
+    /// Allow, and do not ask again this session for the same command prefix or path.
+    AllowSession,
+    Deny,
+}
+
+/// What the agent asks to do, with what the user needs to judge it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ApprovalAction {
+    Command {
+        command: String,
+        /// More than the sandbox gives, when the model asked for it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        escalation: Option<Escalation>,
+        /// The sandbox the command would run in ("workspace-write, network off").
+        sandbox: String,
+    },
+    Write {
+        /// Relative to the workspace.
+        path: String,
+        /// Unified diff of the change.
+        diff: String,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -95,6 +132,20 @@ pub enum Event {
         call_id: String,
         name: String,
         arguments: Value,
+    },
+    /// The tool call `call_id` waits until the front end answers with `Op::Approval`.
+    ApprovalRequested {
+        id: String,
+        call_id: String,
+        tool: String,
+        action: ApprovalAction,
+        /// Why the approval mode asks.
+        reason: String,
+    },
+    /// The request `id` was answered (a request dropped by an interrupt counts as denied).
+    ApprovalResolved {
+        id: String,
+        decision: ApprovalDecision,
     },
     /// Live output of a running tool.
     ToolOutput {

@@ -200,3 +200,68 @@ fn the_sandbox_policy_from_the_command_line_reaches_the_shell_tool() {
         "workspace-write must allow it"
     );
 }
+
+#[test]
+fn headless_run_denies_what_needs_a_question_and_says_so() {
+    let ws = Workspace::new();
+    let model = ws.script(json!({"turns": [
+        {"tool_calls": [{"name": "write_file", "arguments": {"path": "asked.txt", "content": "x"}}]},
+        {"text": "could not write"}
+    ]}));
+    let out = ws.mnemo(
+        &["--approval", "ask", "--model", &model, "run", "write"],
+        None,
+    );
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(!ws.path().join("asked.txt").exists());
+    assert!(
+        stderr.contains("✗ write_file: not run: this needs the user's approval"),
+        "{stderr}"
+    );
+
+    let out = ws.mnemo(
+        &["--approval", "read-only", "--model", &model, "run", "w"],
+        None,
+    );
+    assert!(text(&out.stderr).contains("this session is read-only"));
+    assert!(!ws.path().join("asked.txt").exists());
+
+    let out = ws.mnemo(&["--model", &model, "run", "write"], None);
+    assert!(out.status.success());
+    assert_eq!(
+        ws.read("asked.txt"),
+        "x",
+        "auto (the default) writes unasked"
+    );
+}
+
+#[test]
+fn a_missing_sandbox_is_reported_at_start_not_at_the_first_command() {
+    let ws = Workspace::new();
+    let model = ws.script(json!({"turns": [{"text": "hi"}]}));
+    let empty_path = ws.path().join("no-tools");
+    std::fs::create_dir(&empty_path).unwrap_or_else(|e| panic!("{e}"));
+    let run = |extra: &[&str]| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_mnemo"));
+        cmd.args(extra)
+            .args(["--model", &model, "run", "hello"])
+            .current_dir(ws.path())
+            .env("PATH", &empty_path)
+            .env("MNEMO_CONFIG_DIR", ws.path().join(".cfg"))
+            .env("MNEMO_DATA_DIR", ws.path().join(".data"));
+        cmd.output().unwrap_or_else(|e| panic!("{e}"))
+    };
+    let out = run(&[]);
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(
+            "note: commands are refused because the sandbox cannot run: bwrap is not \
+             installed; install it with `sudo apt-get install bubblewrap`"
+        ),
+        "{stderr}"
+    );
+    let out = run(&["--approval", "full"]);
+    assert!(!text(&out.stderr).contains("sandbox cannot run"));
+}

@@ -11,11 +11,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use mnemo::sandbox::{Sandbox, SandboxConfig, SandboxPolicy, preflight};
+use mnemo::sandbox::{ApprovalMode, Sandbox, SandboxConfig, SandboxPolicy, preflight};
 use mnemo::tools::fs_read::ReadFile;
 use mnemo::tools::fs_write::{EditFile, WriteFile};
 use mnemo::tools::shell::{SandboxedShell, Shell};
-use mnemo::tools::{Tool, ToolContext, ToolError};
+use mnemo::tools::{Approvals, Tool, ToolContext, ToolError};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
@@ -266,23 +266,23 @@ async fn dropping_the_call_kills_everything_it_started() -> TestResult {
 }
 
 #[tokio::test]
-async fn the_default_shell_is_sandboxed_with_a_session_scratch_directory() -> TestResult {
+async fn the_default_shell_is_sandboxed_with_a_scratch_directory_it_removes() -> TestResult {
     let fx = Fixture::new()?;
-    let session = format!("sandbox-default-{}", std::process::id());
-    let ctx = context(&fx.ws, &session);
-    let message = failure(Shell.call(json!({"command": "touch /etc/x"}), &ctx).await);
+    let ctx = context(&fx.ws, "sandbox-default");
+    let shell = Shell::default();
+    let message = failure(shell.call(json!({"command": "touch /etc/x"}), &ctx).await);
     assert!(
         message.contains("workspace-write, network off"),
         "{message}"
     );
-    let out = Shell
-        .call(json!({"command": "echo $MNEMO_SCRATCH"}), &ctx)
-        .await?;
-    let scratch = std::env::temp_dir()
-        .canonicalize()?
-        .join(format!("mnemo-scratch-{session}"));
-    assert_eq!(out, format!("{}\nexit code: 0", scratch.display()));
-    std::fs::remove_dir_all(scratch)?;
+    let write = json!({"command": "echo kept > $MNEMO_SCRATCH/f && echo $MNEMO_SCRATCH"});
+    let out = shell.call(write, &ctx).await?;
+    let scratch = PathBuf::from(out.lines().next().unwrap_or_default());
+    assert!(scratch.starts_with(std::env::temp_dir().canonicalize()?));
+    let read = json!({"command": "cat $MNEMO_SCRATCH/f"});
+    assert_eq!(shell.call(read, &ctx).await?, "kept\nexit code: 0");
+    drop(shell);
+    assert!(!scratch.exists(), "the scratch directory outlived the tool");
     Ok(())
 }
 
@@ -333,5 +333,23 @@ async fn file_tools_read_git_but_do_not_write_into_it() -> TestResult {
     let message = failure(call(&EditFile, &fx.ws, edit).await);
     assert!(message.contains("needs full access"), "{message}");
     assert!(!fx.ws.join(".git/hooks/pre-commit").exists());
+    Ok(())
+}
+
+#[tokio::test]
+async fn an_approved_network_escalation_reaches_the_listener_through_bwrap() -> TestResult {
+    let fx = Fixture::new()?;
+    let listener = TcpListener::bind("127.0.0.1:0")?;
+    listener.set_nonblocking(true)?;
+    let port = listener.local_addr()?.port();
+    let connect = format!("exec 3<>/dev/tcp/127.0.0.1/{port} && echo connected");
+    let shell = fx.shell(SandboxPolicy::WorkspaceWrite, false)?;
+    let approvals = Arc::new(Approvals::new(SandboxConfig::default(), ApprovalMode::Auto));
+    let ctx = context(&fx.ws, "sandbox-test").with_approvals(approvals);
+    let input = json!({"command": connect, "escalation": "network"});
+    // The gate has approved the escalation; the command then runs with the network on.
+    let out = shell.call(input, &ctx).await?;
+    assert_eq!(out, "connected\nexit code: 0");
+    assert!(listener.accept().is_ok(), "the listener saw no connection");
     Ok(())
 }

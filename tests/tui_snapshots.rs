@@ -7,7 +7,11 @@ use std::time::Instant;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use mnemo::launch::LaunchError;
 use mnemo::llm::Usage;
-use mnemo::protocol::{CompactionKind, Event, Op, ToolStatus, TurnStatus, UserMessageKind};
+use mnemo::protocol::{
+    ApprovalAction, ApprovalDecision, CompactionKind, Event, Op, ToolStatus, TurnStatus,
+    UserMessageKind,
+};
+use mnemo::sandbox::Escalation;
 use mnemo::tui::first_run::FirstRun;
 use mnemo::tui::live::render_screen;
 use mnemo::tui::pager_view;
@@ -394,4 +398,74 @@ fn slash_commands_cost_compact_and_the_model_list() {
         harness.key(KeyCode::Enter, KeyModifiers::NONE);
     }
     insta::assert_snapshot!(harness.screen(80, 16));
+}
+
+#[test]
+fn approval_requests_show_the_command_or_the_diff_and_take_an_answer() {
+    let mut harness = Harness::started();
+    harness.prompt("install the deps");
+    harness.events([
+        Event::ToolCallStarted {
+            call_id: "c1".into(),
+            name: "shell".into(),
+            arguments: json!({"command": "npm install", "escalation": "network"}),
+        },
+        Event::ApprovalRequested {
+            id: "approval-1".into(),
+            call_id: "c1".into(),
+            tool: "shell".into(),
+            action: ApprovalAction::Command {
+                command: "npm install".into(),
+                escalation: Some(Escalation::Network),
+                sandbox: "workspace-write, network on".into(),
+            },
+            reason: "the command asks for network access".into(),
+        },
+    ]);
+    let command = harness.screen(80, 16);
+    let effects = harness.state.handle_key(
+        KeyEvent::new(KeyCode::Char('a'), KeyModifiers::NONE),
+        harness.now,
+    );
+    assert_eq!(
+        effects,
+        [Effect::Send(Op::Approval {
+            id: "approval-1".into(),
+            decision: ApprovalDecision::AllowSession,
+        })]
+    );
+    assert!(harness.state.approvals.is_empty());
+    harness.events([
+        Event::ToolCallStarted {
+            call_id: "c2".into(),
+            name: "edit_file".into(),
+            arguments: json!({"path": "src/lib.rs"}),
+        },
+        Event::ApprovalRequested {
+            id: "approval-2".into(),
+            call_id: "c2".into(),
+            tool: "edit_file".into(),
+            action: ApprovalAction::Write {
+                path: "src/lib.rs".into(),
+                diff: "--- a/src/lib.rs\n+++ b/src/lib.rs\n@@ -1,2 +1,2 @@\n use std::io;\n\
+                       -fn old_name() {}\n+fn new_name() {}\n"
+                    .into(),
+            },
+            reason: "approval mode is ask".into(),
+        },
+    ]);
+    let write = harness.screen(80, 18);
+    let effects = harness
+        .state
+        .handle_key(KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE), harness.now);
+    assert_eq!(
+        effects,
+        [Effect::Send(Op::Approval {
+            id: "approval-2".into(),
+            decision: ApprovalDecision::Deny,
+        })],
+        "Esc denies instead of interrupting"
+    );
+    insta::assert_snapshot!("approval_command", command);
+    insta::assert_snapshot!("approval_write", write);
 }

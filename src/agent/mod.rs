@@ -20,6 +20,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::protocol::{Event, Op, UserMessageKind};
+use crate::sandbox::ApprovalMode;
 
 pub use session::{Session, SessionSettings};
 
@@ -66,6 +67,9 @@ async fn drive(
     mut ops: mpsc::Receiver<Op>,
     events: mpsc::Sender<Event>,
 ) -> Session {
+    let approvals = session.settings.approvals.clone();
+    approvals.attach(events.clone());
+    let notices = events.clone();
     session.attach(events);
     session.announce().await;
     let inbox: Inbox = Arc::default();
@@ -78,6 +82,13 @@ async fn drive(
                 }
                 Some(Op::Interrupt) => {}
                 Some(Op::Compact) => session.compact_now().await,
+                Some(Op::Approval { id, decision }) => {
+                    approvals.resolve(&id, decision);
+                }
+                Some(Op::SetApprovalMode { mode }) => {
+                    approvals.set_mode(mode);
+                    let _ = notices.send(mode_notice(mode)).await;
+                }
                 Some(Op::Shutdown) | None => return session,
             }
             continue;
@@ -100,6 +111,13 @@ async fn drive(
                             queued.push_back((text, UserMessageKind::Queued));
                         }
                         Some(Op::Interrupt) => cancel.cancel(),
+                        Some(Op::Approval { id, decision }) => {
+                            approvals.resolve(&id, decision);
+                        }
+                        Some(Op::SetApprovalMode { mode }) => {
+                            approvals.set_mode(mode);
+                            let _ = notices.send(mode_notice(mode)).await;
+                        }
                         Some(Op::Compact) => {
                             if let Ok(mut pending) = inbox.lock() {
                                 pending.compact = true;
@@ -124,5 +142,11 @@ async fn drive(
         for text in leftover.into_iter().rev() {
             queued.push_front((text, UserMessageKind::Injected));
         }
+    }
+}
+
+fn mode_notice(mode: ApprovalMode) -> Event {
+    Event::Notice {
+        message: format!("approval mode {}", mode.explain()),
     }
 }

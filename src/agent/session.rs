@@ -14,7 +14,7 @@ use crate::memory::StoreError;
 use crate::memory::types::{NewSession, StoredMessage};
 use crate::memory::{EmbeddingClient, Store};
 use crate::protocol::Event;
-use crate::tools::ToolRegistry;
+use crate::tools::{Approvals, ToolRegistry};
 
 /// Fixed for the life of a session.
 #[derive(Debug, Clone)]
@@ -30,6 +30,8 @@ pub struct SessionSettings {
     pub max_active_messages: usize,
     /// Share of the context budget (0 to 1) at which the working set is compacted.
     pub compact_threshold: f64,
+    /// The approval mode and what the user allowed; shared with sub-agents.
+    pub approvals: Arc<Approvals>,
 }
 
 /// Where a working-set message sits in the store, and when it was written.
@@ -68,6 +70,9 @@ pub struct Session {
     pub(super) calibration: Calibration,
     /// Gives archive entries an embedding for semantic search, when configured.
     pub(super) embedder: Option<Arc<EmbeddingClient>>,
+    /// Told to the front end right after `SessionStarted` (for example a sandbox that cannot
+    /// run here).
+    startup_notices: Vec<String>,
     events: Option<mpsc::Sender<Event>>,
 }
 
@@ -168,6 +173,7 @@ impl Session {
             compressor: None,
             calibration: Calibration::new(),
             embedder: None,
+            startup_notices: Vec::new(),
             events: None,
         }
     }
@@ -210,6 +216,7 @@ impl Session {
 
     pub(super) fn detach(&mut self) {
         self.events = None;
+        self.settings.approvals.detach();
     }
 
     pub(super) fn event_sender(&self) -> Option<mpsc::Sender<Event>> {
@@ -223,6 +230,15 @@ impl Session {
             workspace: self.settings.workspace.display().to_string(),
         })
         .await;
+        for message in &self.startup_notices {
+            let message = message.clone();
+            self.emit(Event::Notice { message }).await;
+        }
+    }
+
+    /// A notice for the front end as soon as the session starts.
+    pub fn notify_at_start(&mut self, message: impl Into<String>) {
+        self.startup_notices.push(message.into());
     }
 
     pub(super) async fn emit(&self, event: Event) {

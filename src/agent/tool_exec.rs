@@ -139,7 +139,16 @@ impl Session {
             cancel.child_token(),
             timeout,
             self.event_sender(),
-        );
+        )
+        .with_approvals(self.settings.approvals.clone());
+        // The user's time to answer does not count against the tool's timeout.
+        if let Some(tool) = self.tools.get(&call.name) {
+            let approvals = &self.settings.approvals;
+            tokio::select! {
+                checked = approvals.check(tool.as_ref(), &call.input, &ctx) => checked?,
+                () = cancel.cancelled() => return Err(ToolError::Cancelled),
+            }
+        }
         let run = self.tools.execute(&call.name, call.input.clone(), &ctx);
         tokio::select! {
             result = tokio::time::timeout(timeout + CLEANUP_GRACE, run) => {

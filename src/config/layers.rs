@@ -192,6 +192,9 @@ fn apply_cli(config: &mut Config, cli: &CliOverrides) {
     if cli.network {
         config.sandbox.network = true;
     }
+    if let Some(mode) = cli.approval {
+        config.approval = mode;
+    }
 }
 
 fn validate(config: &Config, sources: &ConfigSources) -> Result<(), ConfigError> {

@@ -24,6 +24,8 @@ pub struct Config {
     pub memory: MemoryConfig,
     pub retry: RetryConfig,
     pub sandbox: crate::sandbox::SandboxConfig,
+    /// When the agent asks before acting: read_only, ask, auto or full.
+    pub approval: crate::sandbox::ApprovalMode,
     pub models: BTreeMap<String, ModelConfig>,
 }
 
@@ -195,6 +197,8 @@ pub struct CliOverrides {
     pub sandbox: Option<crate::sandbox::SandboxPolicy>,
     /// `--network`: sandboxed commands may reach the network.
     pub network: bool,
+    /// `--approval MODE`.
+    pub approval: Option<crate::sandbox::ApprovalMode>,
 }
 
 /// Where mnemo keeps its files; `MNEMO_CONFIG_DIR` and `MNEMO_DATA_DIR` override them.

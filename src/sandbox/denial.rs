@@ -55,7 +55,8 @@ pub fn explain(config: &SandboxConfig, output: &str) -> Option<String> {
     Some(format!(
         "[sandbox] This failure looks like the sandbox blocked {what}. Commands run sandboxed \
          ({}): they may write {places}, and {network}. Do not try to get around the sandbox; \
-         if the action is really needed, tell the user what you need and why.",
+         if the action is really needed, run the command again with the shell tool's \
+         `escalation` argument (`network` or `full_access`) so the user is asked, and say why.",
         config.describe(),
     ))
 }

@@ -3,6 +3,7 @@
 //! read-only, the network off unless allowed, secrets scrubbed from the environment. When no
 //! sandbox works, commands are refused (fail closed) unless the user chose full access.
 
+pub mod approval;
 pub mod bwrap;
 pub mod denial;
 pub mod env_scrub;
@@ -15,10 +16,12 @@ use std::fs::{self, DirBuilder};
 use std::io;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use tokio::process::Command;
 use tokio::sync::OnceCell;
 
+pub use approval::{ApprovalMode, Escalation};
 pub use policy::{SandboxConfig, SandboxPolicy};
 
 /// Why no sandbox can run here; cached for the whole process.
@@ -89,6 +92,18 @@ pub struct Sandbox {
     config: SandboxConfig,
     workspace: PathBuf,
     scratch: PathBuf,
+    /// Removes a scratch directory this sandbox created for itself when the last clone goes.
+    _owned_scratch: Option<Arc<OwnedScratch>>,
+}
+
+#[derive(Debug)]
+struct OwnedScratch(PathBuf);
+
+impl Drop for OwnedScratch {
+    fn drop(&mut self) {
+        // Best effort: a command may have left files without write permission behind.
+        let _ = fs::remove_dir_all(&self.0);
+    }
 }
 
 impl Sandbox {
@@ -109,27 +124,33 @@ impl Sandbox {
             config,
             workspace,
             scratch,
+            _owned_scratch: None,
         })
     }
 
-    /// The sandbox of session `session_id`: its scratch directory is
-    /// `<temp dir>/mnemo-scratch-<session id>`, so a resumed session finds its files again.
-    pub fn for_session(
-        config: SandboxConfig,
-        workspace: &Path,
-        session_id: &str,
-    ) -> Result<Self, SandboxError> {
-        let name: String = session_id
-            .chars()
-            .map(
-                |c| match c.is_ascii_alphanumeric() || c == '-' || c == '_' {
-                    true => c,
-                    false => '_',
-                },
-            )
-            .collect();
-        let scratch = std::env::temp_dir().join(format!("mnemo-scratch-{name}"));
-        Self::new(config, workspace, &scratch)
+    /// A sandbox with a fresh scratch directory of its own
+    /// (`<temp dir>/mnemo-scratch-<pid>-<uuid>`) that is removed when the sandbox and all its
+    /// clones are dropped. Directories that killed mnemo processes left behind are removed the
+    /// first time this runs in a process.
+    pub fn temporary(config: SandboxConfig, workspace: &Path) -> Result<Self, SandboxError> {
+        static SWEEP: std::sync::Once = std::sync::Once::new();
+        SWEEP.call_once(|| sweep_orphaned_scratch(&std::env::temp_dir()));
+        let name = format!(
+            "{SCRATCH_PREFIX}{}-{}",
+            std::process::id(),
+            uuid::Uuid::new_v4()
+        );
+        let mut sandbox = Self::new(config, workspace, &std::env::temp_dir().join(name))?;
+        sandbox._owned_scratch = Some(Arc::new(OwnedScratch(sandbox.scratch.clone())));
+        Ok(sandbox)
+    }
+
+    /// The same workspace and scratch directory under another policy.
+    pub fn with_config(&self, config: SandboxConfig) -> Sandbox {
+        Sandbox {
+            config,
+            ..self.clone()
+        }
     }
 
     pub fn config(&self) -> &SandboxConfig {
@@ -227,6 +248,38 @@ impl Sandbox {
     }
 }
 
+const SCRATCH_PREFIX: &str = "mnemo-scratch-";
+
+/// Removes our scratch directories in `temp` whose process no longer runs.
+fn sweep_orphaned_scratch(temp: &Path) {
+    let Ok(entries) = fs::read_dir(temp) else {
+        return;
+    };
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let me = unsafe { libc::geteuid() };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(SCRATCH_PREFIX))
+            .and_then(|rest| rest.split_once('-'))
+            .and_then(|(pid, _)| pid.parse::<libc::pid_t>().ok())
+        else {
+            continue;
+        };
+        let ours = fs::symlink_metadata(entry.path()).is_ok_and(|m| m.is_dir() && m.uid() == me);
+        if ours && !process_alive(pid) {
+            let _ = fs::remove_dir_all(entry.path());
+        }
+    }
+}
+
+fn process_alive(pid: libc::pid_t) -> bool {
+    // SAFETY: signal 0 only checks that the process exists; nothing is sent.
+    let result = unsafe { libc::kill(pid, 0) };
+    result == 0 || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
 /// Creates the scratch directory (mode 700) and checks that it is a real directory of ours, so
 /// that another user cannot hand us one in the shared temp directory.
 fn prepare_scratch(path: &Path) -> io::Result<PathBuf> {
@@ -262,14 +315,38 @@ mod tests {
     }
 
     #[test]
-    fn session_scratch_directories_are_private_and_named_safely() -> TestResult {
+    fn a_temporary_scratch_directory_lives_as_long_as_the_last_clone() -> TestResult {
         let dir = tempfile::tempdir()?;
-        let sandbox = Sandbox::for_session(SandboxConfig::default(), dir.path(), "a/../b c")?;
-        let name = sandbox.scratch().file_name().map(|n| n.to_os_string());
-        assert_eq!(name, Some("mnemo-scratch-a____b_c".into()));
-        assert_eq!(fs::metadata(sandbox.scratch())?.mode() & 0o777, 0o700);
-        assert_eq!(sandbox.workspace(), dir.path().canonicalize()?);
-        fs::remove_dir(sandbox.scratch())?;
+        let sandbox = Sandbox::temporary(SandboxConfig::default(), dir.path())?;
+        let scratch = sandbox.scratch().to_path_buf();
+        assert_eq!(fs::metadata(&scratch)?.mode() & 0o777, 0o700);
+        fs::write(scratch.join("left-behind"), "x")?;
+        let clone = sandbox.with_config(SandboxConfig::default());
+        drop(sandbox);
+        assert!(
+            scratch.join("left-behind").exists(),
+            "a clone still uses it"
+        );
+        drop(clone);
+        assert!(!scratch.exists());
+        Ok(())
+    }
+
+    #[test]
+    fn scratch_directories_of_dead_processes_are_swept_and_live_ones_kept() -> TestResult {
+        let temp = tempfile::tempdir()?;
+        let mine = temp
+            .path()
+            .join(format!("{SCRATCH_PREFIX}{}-a", std::process::id()));
+        // Beyond the kernel's pid_max: no such process can exist.
+        let dead = temp.path().join(format!("{SCRATCH_PREFIX}99999999-b"));
+        let unrelated = temp.path().join("mnemo-scratch-notapid");
+        for dir in [&mine, &dead, &unrelated] {
+            fs::create_dir(dir)?;
+        }
+        sweep_orphaned_scratch(temp.path());
+        assert!(mine.exists() && unrelated.exists());
+        assert!(!dead.exists());
         Ok(())
     }
 

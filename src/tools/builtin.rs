@@ -15,7 +15,7 @@ pub fn builtin_tools() -> ToolRegistry {
     registry.register(EditFile);
     registry.register(Glob);
     registry.register(Grep);
-    registry.register(Shell);
+    registry.register(Shell::default());
     registry
 }
 
@@ -98,7 +98,11 @@ mod tests {
                 &["case_insensitive", "glob", "path", "pattern"],
                 &["pattern"],
             ),
-            ("shell", &["command", "timeout_secs"], &["command"]),
+            (
+                "shell",
+                &["command", "escalation", "timeout_secs"],
+                &["command"],
+            ),
         ];
         let registry = builtin_tools();
         for (tool, properties, required) in expected {

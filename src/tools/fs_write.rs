@@ -3,18 +3,16 @@
 //! changed.
 
 use std::io;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use schemars::JsonSchema;
 use serde::Deserialize;
 use similar::{ChangeTag, TextDiff};
 
 use super::{ToolContext, ToolError, TypedTool};
-use crate::sandbox::{SandboxPolicy, path_guard};
-
-/// The policy these tools write under. They are registered without the session's sandbox, so
-/// they keep to the default one: the workspace is writable, its `.git/` directories are not.
-const WRITE_POLICY: SandboxPolicy = SandboxPolicy::WorkspaceWrite;
+use crate::protocol::ApprovalAction;
+use crate::sandbox::approval::Action;
+use crate::sandbox::path_guard;
 
 pub struct WriteFile;
 
@@ -33,9 +31,25 @@ impl TypedTool for WriteFile {
         of an existing file, prefer edit_file. Returns a diff of the change.";
     const MUTATES: bool = true;
 
+    fn action(&self, _args: &WriteFileArgs) -> Option<Action> {
+        Some(Action::Write)
+    }
+
+    async fn preview(
+        &self,
+        args: WriteFileArgs,
+        ctx: &ToolContext,
+    ) -> Result<ApprovalAction, ToolError> {
+        let (path, shown) = resolve(&args.path, ctx)?;
+        let old = read_text(&path).await.unwrap_or_default();
+        Ok(ApprovalAction::Write {
+            diff: unified(&shown, &old, &args.content),
+            path: shown,
+        })
+    }
+
     async fn run(&self, args: WriteFileArgs, ctx: &ToolContext) -> Result<String, ToolError> {
-        let path = path_guard::resolve_for_write(&ctx.workspace, &args.path, WRITE_POLICY)?;
-        let shown = path_guard::display(&ctx.workspace, &path);
+        let (path, shown) = resolve(&args.path, ctx)?;
         let path_error = |message: String| ToolError::Path {
             path: shown.clone(),
             message,
@@ -92,9 +106,30 @@ impl TypedTool for EditFile {
         Returns a diff of the change.";
     const MUTATES: bool = true;
 
+    fn action(&self, _args: &EditFileArgs) -> Option<Action> {
+        Some(Action::Write)
+    }
+
+    async fn preview(
+        &self,
+        args: EditFileArgs,
+        ctx: &ToolContext,
+    ) -> Result<ApprovalAction, ToolError> {
+        let (path, shown) = resolve(&args.path, ctx)?;
+        let path_error = |message: String| ToolError::Path {
+            path: shown.clone(),
+            message,
+        };
+        let old = read_text(&path).await.map_err(path_error)?;
+        let new = replace_unique(&old, &args.old_string, &args.new_string).map_err(path_error)?;
+        Ok(ApprovalAction::Write {
+            diff: unified(&shown, &old, &new),
+            path: shown,
+        })
+    }
+
     async fn run(&self, args: EditFileArgs, ctx: &ToolContext) -> Result<String, ToolError> {
-        let path = path_guard::resolve_for_write(&ctx.workspace, &args.path, WRITE_POLICY)?;
-        let shown = path_guard::display(&ctx.workspace, &path);
+        let (path, shown) = resolve(&args.path, ctx)?;
         let path_error = |message: String| ToolError::Path {
             path: shown.clone(),
             message,
@@ -118,6 +153,14 @@ impl TypedTool for EditFile {
             .map_err(|e| path_error(e.to_string()))?;
         Ok(change_report("edited", &shown, &old, &new))
     }
+}
+
+/// The real path to write and how it is shown, under the session's write policy.
+fn resolve(requested: &str, ctx: &ToolContext) -> Result<(PathBuf, String), ToolError> {
+    let policy = ctx.approvals.write_policy();
+    let path = path_guard::resolve_for_write(&ctx.workspace, requested, policy)?;
+    let shown = path_guard::display(&ctx.workspace, &path);
+    Ok((path, shown))
 }
 
 async fn read_text(path: &Path) -> Result<String, String> {
@@ -185,12 +228,19 @@ fn change_report(verb: &str, shown: &str, old: &str, new: &str) -> String {
             ChangeTag::Equal => {}
         }
     }
-    let unified = diff
-        .unified_diff()
+    let unified = unified_of(&diff, shown);
+    format!("{verb} {shown}: +{added} -{removed} lines\n{unified}")
+}
+
+fn unified(shown: &str, old: &str, new: &str) -> String {
+    unified_of(&TextDiff::from_lines(old, new), shown)
+}
+
+fn unified_of<'a>(diff: &'a TextDiff<'a, 'a, 'a, str>, shown: &str) -> String {
+    diff.unified_diff()
         .context_radius(3)
         .header(&format!("a/{shown}"), &format!("b/{shown}"))
-        .to_string();
-    format!("{verb} {shown}: +{added} -{removed} lines\n{unified}")
+        .to_string()
 }
 
 #[cfg(test)]

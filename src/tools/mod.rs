@@ -2,6 +2,7 @@
 //! from schemars, its doc comments become descriptions) plus an async `run`; the blanket
 //! `Tool` impl handles schema, argument decoding and precise argument errors.
 
+pub mod approvals;
 pub mod builtin;
 pub mod describe;
 pub mod fs_read;
@@ -15,6 +16,7 @@ pub mod turn_report;
 
 use std::future::Future;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
@@ -24,8 +26,10 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::protocol::Event;
+use crate::protocol::{ApprovalAction, Event};
+use crate::sandbox::approval::Action;
 
+pub use approvals::Approvals;
 pub use registry::ToolRegistry;
 
 /// What a tool gets besides its arguments.
@@ -40,6 +44,8 @@ pub struct ToolContext {
     /// The agent cuts the call off after this long; tools with their own timeout stay within
     /// it so they can clean up (kill process groups) first.
     pub timeout: Duration,
+    /// The session's approval mode, also deciding the sandbox commands run in.
+    pub approvals: Arc<Approvals>,
     events: Option<mpsc::Sender<Event>>,
 }
 
@@ -58,8 +64,14 @@ impl ToolContext {
             call_id: call_id.into(),
             cancel,
             timeout,
+            approvals: approvals::detached(),
             events,
         }
+    }
+
+    pub fn with_approvals(mut self, approvals: Arc<Approvals>) -> Self {
+        self.approvals = approvals;
+        self
     }
 
     /// Streams a piece of live output (for example a shell line) to the front end.
@@ -91,6 +103,8 @@ pub enum ToolError {
     },
     #[error("interrupted by the user")]
     Cancelled,
+    #[error("not run: {0}")]
+    Denied(String),
 }
 
 fn output_note(output: &str) -> String {
@@ -108,6 +122,14 @@ pub trait Tool: Send + Sync {
     fn input_schema(&self) -> Value;
     /// Whether the tool changes anything outside the conversation.
     fn mutates(&self) -> bool;
+    /// What approval the call with `input` needs, if any (invalid input needs none: it fails).
+    fn approval_action(&self, input: &Value) -> Option<Action>;
+    /// What the user sees when asked to approve the call.
+    fn approval_preview<'a>(
+        &'a self,
+        input: &'a Value,
+        ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, Result<ApprovalAction, ToolError>>;
     fn call<'a>(
         &'a self,
         input: Value,
@@ -127,6 +149,26 @@ pub trait TypedTool: Send + Sync + 'static {
         args: Self::Args,
         ctx: &ToolContext,
     ) -> impl Future<Output = Result<String, ToolError>> + Send;
+
+    /// The approval a call needs; tools that only read need none.
+    fn action(&self, _args: &Self::Args) -> Option<Action> {
+        None
+    }
+
+    /// The command or diff shown when the call is put to the user; only asked of tools whose
+    /// `action` is `Some`.
+    fn preview(
+        &self,
+        _args: Self::Args,
+        _ctx: &ToolContext,
+    ) -> impl Future<Output = Result<ApprovalAction, ToolError>> + Send {
+        async {
+            Err(ToolError::Failed(format!(
+                "{} has nothing to show for approval",
+                Self::NAME
+            )))
+        }
+    }
 }
 
 impl<T: TypedTool> Tool for T {
@@ -149,6 +191,22 @@ impl<T: TypedTool> Tool for T {
 
     fn mutates(&self) -> bool {
         T::MUTATES
+    }
+
+    fn approval_action(&self, input: &Value) -> Option<Action> {
+        let args = decode_args::<T::Args>(T::NAME, input.clone()).ok()?;
+        self.action(&args)
+    }
+
+    fn approval_preview<'a>(
+        &'a self,
+        input: &'a Value,
+        ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, Result<ApprovalAction, ToolError>> {
+        Box::pin(async move {
+            let args = decode_args::<T::Args>(T::NAME, input.clone())?;
+            self.preview(args, ctx).await
+        })
     }
 
     fn call<'a>(

@@ -6,8 +6,9 @@
 //! doing is said to be so, so the model does not guess.
 
 use std::os::unix::process::ExitStatusExt;
+use std::path::Path;
 use std::process::{ExitStatus, Stdio};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use schemars::JsonSchema;
@@ -18,16 +19,35 @@ use tokio::time::{Instant, sleep_until};
 
 use super::truncate::{MAX_OUTPUT_BYTES, ceil_char_boundary, floor_char_boundary, head_tail};
 use super::{ToolContext, ToolError, TypedTool};
-use crate::sandbox::{Sandbox, SandboxConfig};
+use crate::protocol::ApprovalAction;
+use crate::sandbox::approval::Action;
+use crate::sandbox::{Escalation, Sandbox, SandboxConfig};
 
 /// A partial line longer than this is passed on without waiting for its newline.
 const MAX_PENDING_BYTES: usize = 16 * 1024;
 /// Output batched into one live event at most.
 const MAX_EVENT_BYTES: usize = 16 * 1024;
 
-/// The `shell` tool under the default sandbox (workspace-write, no network) of the call's
-/// workspace and session; what `builtin_tools()` registers.
-pub struct Shell;
+/// The `shell` tool under the sandbox the session's approvals configure, with a scratch
+/// directory of its own (removed with the tool); what `builtin_tools()` registers.
+#[derive(Default)]
+pub struct Shell {
+    sandbox: Mutex<Option<Sandbox>>,
+}
+
+impl Shell {
+    /// This tool's sandbox over `workspace`, created on first use.
+    fn sandbox(&self, workspace: &Path) -> Result<Sandbox, ToolError> {
+        let mut slot = self.sandbox.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(sandbox) = slot.as_ref().filter(|s| s.workspace() == workspace) {
+            return Ok(sandbox.clone());
+        }
+        let sandbox = Sandbox::temporary(SandboxConfig::default(), workspace)
+            .map_err(|e| ToolError::Failed(e.to_string()))?;
+        *slot = Some(sandbox.clone());
+        Ok(sandbox)
+    }
+}
 
 /// The `shell` tool under a given sandbox; registering it replaces [`Shell`].
 pub struct SandboxedShell {
@@ -47,6 +67,9 @@ pub struct ShellArgs {
     /// Seconds after which the command is killed. Default and maximum: the session's tool
     /// timeout.
     pub timeout_secs: Option<u64>,
+    /// Only when the command cannot work in the sandbox: `network` to reach the network,
+    /// `full_access` to run without a sandbox. The user may be asked to approve.
+    pub escalation: Option<Escalation>,
 }
 
 impl TypedTool for Shell {
@@ -59,10 +82,21 @@ impl TypedTool for Shell {
         (use $MNEMO_SCRATCH or /tmp for scratch files) or reach the network.";
     const MUTATES: bool = true;
 
+    fn action(&self, args: &ShellArgs) -> Option<Action> {
+        Some(Action::Command(args.escalation))
+    }
+
+    async fn preview(
+        &self,
+        args: ShellArgs,
+        ctx: &ToolContext,
+    ) -> Result<ApprovalAction, ToolError> {
+        Ok(preview(args, ctx))
+    }
+
     async fn run(&self, args: ShellArgs, ctx: &ToolContext) -> Result<String, ToolError> {
-        let sandbox =
-            Sandbox::for_session(SandboxConfig::default(), &ctx.workspace, &ctx.session_id)
-                .map_err(|e| ToolError::Failed(e.to_string()))?;
+        let config = ctx.approvals.sandbox_for(args.escalation);
+        let sandbox = self.sandbox(&ctx.workspace)?.with_config(config);
         run_command(&sandbox, args, ctx).await
     }
 }
@@ -73,8 +107,30 @@ impl TypedTool for SandboxedShell {
     const DESCRIPTION: &'static str = <Shell as TypedTool>::DESCRIPTION;
     const MUTATES: bool = true;
 
+    fn action(&self, args: &ShellArgs) -> Option<Action> {
+        Some(Action::Command(args.escalation))
+    }
+
+    async fn preview(
+        &self,
+        args: ShellArgs,
+        ctx: &ToolContext,
+    ) -> Result<ApprovalAction, ToolError> {
+        Ok(preview(args, ctx))
+    }
+
     async fn run(&self, args: ShellArgs, ctx: &ToolContext) -> Result<String, ToolError> {
-        run_command(&self.sandbox, args, ctx).await
+        let config = ctx.approvals.adjust(self.sandbox.config(), args.escalation);
+        let sandbox = self.sandbox.with_config(config);
+        run_command(&sandbox, args, ctx).await
+    }
+}
+
+fn preview(args: ShellArgs, ctx: &ToolContext) -> ApprovalAction {
+    ApprovalAction::Command {
+        sandbox: ctx.approvals.sandbox_for(args.escalation).describe(),
+        command: args.command,
+        escalation: args.escalation,
     }
 }
 
@@ -286,7 +342,7 @@ mod tests {
     use tokio_util::sync::CancellationToken;
 
     async fn shell(ws: &Path, command: &str) -> Result<String, ToolError> {
-        call(&Shell, ws, json!({"command": command})).await
+        call(&Shell::default(), ws, json!({"command": command})).await
     }
 
     #[tokio::test]
@@ -329,7 +385,7 @@ mod tests {
         let cancel = CancellationToken::new();
         let ctx = ToolContext::new(ws, "s", "c", cancel, Duration::from_secs(30), Some(tx));
         let input = json!({"command": "echo first; sleep 1; echo second"});
-        let run = tokio::spawn(async move { Shell.call(input, &ctx).await });
+        let run = tokio::spawn(async move { Shell::default().call(input, &ctx).await });
         let Some(Event::ToolOutput { call_id, chunk }) = rx.recv().await else {
             panic!("expected a tool output event");
         };
@@ -353,7 +409,9 @@ mod tests {
             cancel.cancel();
         });
         let started = std::time::Instant::now();
-        let result = Shell.call(json!({"command": "sleep 30"}), &ctx).await;
+        let result = Shell::default()
+            .call(json!({"command": "sleep 30"}), &ctx)
+            .await;
         assert!(matches!(result, Err(ToolError::Cancelled)));
         assert!(started.elapsed() < Duration::from_secs(1));
         Ok(())

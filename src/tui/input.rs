@@ -6,6 +6,7 @@ use std::time::Instant;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseEvent};
 
+use super::approval::ApprovalPrompt;
 use super::cells::NoticeLevel;
 use super::composer::ComposerOutcome;
 use super::pager::{Pager, PagerOutcome};
@@ -39,6 +40,9 @@ impl AppState {
                 PickerOutcome::Cancel(PickerCancel::NewSession) => vec![Effect::NewSession],
                 PickerOutcome::Cancel(PickerCancel::Close) | PickerOutcome::Handled => Vec::new(),
             };
+        }
+        if !self.approvals.is_empty() && !ctrl {
+            return self.answer_approval(&key);
         }
         match key.code {
             KeyCode::Char('c') if ctrl => return self.ctrl_c(now),
@@ -99,6 +103,21 @@ impl AppState {
         }
     }
 
+    /// While a question is open, keys answer it and nothing else.
+    fn answer_approval(&mut self, key: &KeyEvent) -> Vec<Effect> {
+        let Some(decision) = ApprovalPrompt::decision_for(key) else {
+            return Vec::new();
+        };
+        let prompt = self.approvals.remove(0);
+        if self.approvals.is_empty() && self.status.activity == Activity::AwaitingApproval {
+            self.status.activity = Activity::RunningTool;
+        }
+        vec![Effect::Send(Op::Approval {
+            id: prompt.id,
+            decision,
+        })]
+    }
+
     fn interrupt(&mut self) -> Vec<Effect> {
         self.status.activity = Activity::Interrupting;
         vec![Effect::Send(Op::Interrupt)]
@@ -131,7 +150,8 @@ impl AppState {
             | Activity::Responding
             | Activity::RunningTool
             | Activity::Retrying
-            | Activity::Interrupting => {}
+            | Activity::Interrupting
+            | Activity::AwaitingApproval => {}
         }
         let (kind, op) = if self.is_busy() {
             match busy_kind {

@@ -87,6 +87,17 @@ fn content_lines(state: &AppState, width: u16, now: Instant) -> Vec<Line<'static
             Span::styled(text, Style::default().fg(Color::Gray)),
         ]));
     }
+    if let Some(prompt) = state.approvals.first() {
+        logical.push(Line::default());
+        logical.extend(prompt.lines());
+        if state.approvals.len() > 1 {
+            let more = format!(
+                "  ({} more questions after this one)",
+                state.approvals.len() - 1
+            );
+            logical.push(Line::styled(more, Style::default().fg(Color::DarkGray)));
+        }
+    }
     if let Some(picker) = &state.picker {
         logical.extend(picker.lines(width));
     }

@@ -3,6 +3,7 @@
 //! the terminal; views render it into buffers; `app` runs the loop and owns the channels.
 
 mod app;
+pub mod approval;
 pub mod cells;
 pub mod composer;
 mod diff;

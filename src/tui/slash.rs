@@ -6,6 +6,7 @@ use super::cells::NoticeLevel;
 use super::state::{AppState, Effect};
 use super::status::compact_count;
 use crate::protocol::Op;
+use crate::sandbox::ApprovalMode;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SlashCommand {
@@ -16,12 +17,13 @@ pub enum SlashCommand {
     Sessions,
     Resume,
     Memory,
+    Approval,
     Cost,
     Quit,
 }
 
 impl SlashCommand {
-    pub const ALL: [SlashCommand; 9] = [
+    pub const ALL: [SlashCommand; 10] = [
         SlashCommand::Help,
         SlashCommand::Model,
         SlashCommand::Compact,
@@ -29,6 +31,7 @@ impl SlashCommand {
         SlashCommand::Sessions,
         SlashCommand::Resume,
         SlashCommand::Memory,
+        SlashCommand::Approval,
         SlashCommand::Cost,
         SlashCommand::Quit,
     ];
@@ -42,6 +45,7 @@ impl SlashCommand {
             SlashCommand::Sessions => "sessions",
             SlashCommand::Resume => "resume",
             SlashCommand::Memory => "memory",
+            SlashCommand::Approval => "approval",
             SlashCommand::Cost => "cost",
             SlashCommand::Quit => "quit",
         }
@@ -56,6 +60,7 @@ impl SlashCommand {
             SlashCommand::Sessions => "list past sessions",
             SlashCommand::Resume => "resume a past session",
             SlashCommand::Memory => "search the memory archive",
+            SlashCommand::Approval => "when to ask before acting: read-only, ask, auto, full",
             SlashCommand::Cost => "tokens and cost of this session",
             SlashCommand::Quit => "leave mnemo",
         }
@@ -119,6 +124,7 @@ pub fn execute(command: SlashCommand, args: &str, state: &mut AppState) -> Vec<E
             }
         }
         SlashCommand::Model => model(args, state),
+        SlashCommand::Approval => approval(args, state),
         SlashCommand::Memory => {
             if args.is_empty() {
                 let text = "/memory QUERY searches the archive of earlier conversations";
@@ -163,6 +169,30 @@ fn model(name: &str, state: &mut AppState) -> Vec<Effect> {
         return Vec::new();
     }
     vec![Effect::SwitchModel(name.to_string())]
+}
+
+/// `/approval` shows the modes; `/approval MODE` switches from the next tool call on.
+fn approval(name: &str, state: &mut AppState) -> Vec<Effect> {
+    if name.is_empty() {
+        let mut text = String::from("Approval modes (/approval MODE switches):");
+        for mode in ApprovalMode::ALL {
+            let mark = if mode == state.approval_mode {
+                "  (current)"
+            } else {
+                ""
+            };
+            text.push_str(&format!("\n  {}{mark}", mode.explain()));
+        }
+        state.notice(NoticeLevel::Info, &text);
+        return Vec::new();
+    }
+    let Some(mode) = ApprovalMode::parse(name) else {
+        let text = format!("Unknown approval mode {name}; choose read-only, ask, auto or full");
+        state.notice(NoticeLevel::Error, &text);
+        return Vec::new();
+    };
+    state.approval_mode = mode;
+    vec![Effect::Send(Op::SetApprovalMode { mode })]
 }
 
 /// A running turn would be cut off by a restart of the agent: ask for an interrupt first.
@@ -266,6 +296,26 @@ mod tests {
                 "Models (/model NAME switches; the session goes on):\n  fast\n  smart  (current)",
                 "Unknown model nope; the configured models are: fast, smart"
             ]
+        );
+    }
+
+    #[test]
+    fn approval_lists_modes_switches_and_rejects_unknown_ones() {
+        let mut state = AppState::new();
+        assert!(execute(SlashCommand::Approval, "", &mut state).is_empty());
+        assert_eq!(
+            execute(SlashCommand::Approval, "read-only", &mut state),
+            [Effect::Send(Op::SetApprovalMode {
+                mode: ApprovalMode::ReadOnly
+            })]
+        );
+        assert_eq!(state.approval_mode, ApprovalMode::ReadOnly);
+        assert!(execute(SlashCommand::Approval, "sometimes", &mut state).is_empty());
+        let notes = notes(&state);
+        assert!(notes[0].contains("auto: sandboxed actions run, anything more asks  (current)"));
+        assert_eq!(
+            notes[1],
+            "Unknown approval mode sometimes; choose read-only, ask, auto or full"
         );
     }
 

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use ratatui::text::Line;
 use serde_json::Value;
 
+use super::approval::ApprovalPrompt;
 use super::cells::{Cell, Detail, NoticeLevel};
 use super::composer::Composer;
 use super::first_run::FirstRun;
@@ -17,6 +18,7 @@ use super::status::{Activity, Status, compact_count};
 use super::stream::StreamCollector;
 use super::tool_pane::{RunningTool, ToolCell};
 use crate::protocol::{CompactionKind, Event, Op, ToolStatus, TurnStatus, UserMessageKind};
+use crate::sandbox::ApprovalMode;
 
 /// How long a first Ctrl+C waits for the second one.
 pub const QUIT_WINDOW: Duration = Duration::from_secs(2);
@@ -54,6 +56,10 @@ pub struct AppState {
     pub(super) reasoning: String,
     pub running: Vec<RunningTool>,
     pub pending: Vec<PendingInput>,
+    /// Questions from the agent, oldest first; the first one is shown and answered.
+    pub approvals: Vec<ApprovalPrompt>,
+    /// The approval mode sessions start in (`/approval` changes it).
+    pub approval_mode: ApprovalMode,
     pub status: Status,
     pub composer: Composer,
     pub pager: Option<Pager>,
@@ -81,6 +87,8 @@ impl AppState {
             reasoning: String::new(),
             running: Vec::new(),
             pending: Vec::new(),
+            approvals: Vec::new(),
+            approval_mode: ApprovalMode::default(),
             status: Status::default(),
             composer: Composer::new(),
             pager: None,
@@ -180,6 +188,29 @@ impl AppState {
                     self.status.activity = Activity::Thinking;
                 }
             }
+            Event::ApprovalRequested {
+                id,
+                tool,
+                action,
+                reason,
+                ..
+            } => {
+                self.approvals.push(ApprovalPrompt {
+                    id,
+                    tool,
+                    action,
+                    reason,
+                });
+                if self.status.activity != Activity::Interrupting {
+                    self.status.activity = Activity::AwaitingApproval;
+                }
+            }
+            Event::ApprovalResolved { id, .. } => {
+                self.approvals.retain(|prompt| prompt.id != id);
+                if self.approvals.is_empty() && self.status.activity == Activity::AwaitingApproval {
+                    self.status.activity = Activity::RunningTool;
+                }
+            }
             Event::Usage {
                 total,
                 cost_usd,
@@ -274,6 +305,7 @@ impl AppState {
                 duration_ms: 0,
             }));
         }
+        self.approvals.clear();
         self.status.activity = Activity::Idle;
         self.status.turn_started = None;
         let (level, text) = match status {

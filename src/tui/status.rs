@@ -29,6 +29,8 @@ pub enum Activity {
     Retrying,
     /// An interrupt was sent; the turn has not ended yet.
     Interrupting,
+    /// A tool call waits for the user to allow or deny it.
+    AwaitingApproval,
 }
 
 impl Activity {
@@ -42,6 +44,7 @@ impl Activity {
             Activity::RunningTool => "running tool",
             Activity::Retrying => "retrying",
             Activity::Interrupting => "interrupting",
+            Activity::AwaitingApproval => "waiting for approval",
         }
     }
 
@@ -52,7 +55,8 @@ impl Activity {
             | Activity::Responding
             | Activity::RunningTool
             | Activity::Retrying
-            | Activity::Interrupting => true,
+            | Activity::Interrupting
+            | Activity::AwaitingApproval => true,
             Activity::Starting | Activity::Offline | Activity::Idle => false,
         }
     }
@@ -100,6 +104,7 @@ impl Status {
             Activity::Idle => Color::Green,
             Activity::Starting | Activity::Thinking | Activity::Responding => Color::Cyan,
             Activity::RunningTool | Activity::Retrying => Color::Yellow,
+            Activity::AwaitingApproval => Color::Magenta,
             Activity::Interrupting | Activity::Offline => Color::Red,
         };
         let mut text = format!("● {}", self.activity.label());

@@ -242,6 +242,12 @@ impl<W: Write> App<W> {
         cli: CliOverrides,
     ) -> Result<(), LaunchError> {
         let session = launch::prepare_session_with(&self.loaded, &cli, choice).await?;
+        // The TUI answers the agent's questions, in the mode the user last chose.
+        session
+            .settings
+            .approvals
+            .set_mode(self.state.approval_mode);
+        session.settings.approvals.enable_questions();
         self.session_id = Some(session.id.clone());
         self.state.first_run = None;
         self.agent = Some(agent::spawn(session));

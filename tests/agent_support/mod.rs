@@ -73,6 +73,7 @@ pub fn settings(workspace: &std::path::Path) -> SessionSettings {
         tool_timeout: Duration::from_secs(120),
         max_active_messages: 200,
         compact_threshold: 0.8,
+        approvals: mnemo::tools::approvals::detached(),
     }
 }
 
@@ -103,6 +104,14 @@ pub async fn start(script: serde_json::Value, tweak: impl FnOnce(&mut SessionSet
 }
 
 impl Harness {
+    /// The session's workspace root (canonical).
+    pub fn workspace(&self) -> std::path::PathBuf {
+        self._workspace
+            .path()
+            .canonicalize()
+            .unwrap_or_else(|e| panic!("{e}"))
+    }
+
     pub async fn send(&self, op: Op) {
         self.handle
             .ops

@@ -1,0 +1,313 @@
+//! When the agent must ask before acting. The approval mode is one word the config, the flags and
+//! `/approval` share; [`verdict`] turns it and one action into allow, ask or refuse, and
+//! [`effective`] says which sandbox a command then runs in.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use super::policy::{SandboxConfig, SandboxPolicy};
+
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalMode {
+    /// Nothing is written: file writes are refused, commands run in the read-only sandbox, and
+    /// nothing is asked.
+    #[serde(alias = "read-only")]
+    #[value(alias = "read_only")]
+    ReadOnly,
+    /// Every file write and every command waits for the user's approval.
+    Ask,
+    /// What the sandbox allows runs without asking; more (network, no sandbox) is asked for.
+    #[default]
+    Auto,
+    /// No sandbox and no questions.
+    Full,
+}
+
+impl ApprovalMode {
+    pub const ALL: [ApprovalMode; 4] = [
+        ApprovalMode::ReadOnly,
+        ApprovalMode::Ask,
+        ApprovalMode::Auto,
+        ApprovalMode::Full,
+    ];
+
+    pub fn label(self) -> &'static str {
+        match self {
+            ApprovalMode::ReadOnly => "read-only",
+            ApprovalMode::Ask => "ask",
+            ApprovalMode::Auto => "auto",
+            ApprovalMode::Full => "full",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Self> {
+        let text = text.trim().replace('_', "-");
+        Self::ALL.into_iter().find(|mode| mode.label() == text)
+    }
+
+    /// One line for `/approval` and the status bar.
+    pub fn explain(self) -> &'static str {
+        match self {
+            ApprovalMode::ReadOnly => "read-only: no file writes, commands run read-only",
+            ApprovalMode::Ask => "ask: every write and every command needs approval",
+            ApprovalMode::Auto => "auto: sandboxed actions run, anything more asks",
+            ApprovalMode::Full => "full: no sandbox, nothing asks",
+        }
+    }
+
+    /// The stricter of the two, so a sub-agent is never more permissive than its parent.
+    pub fn at_most(self, other: ApprovalMode) -> ApprovalMode {
+        match self.rank() <= other.rank() {
+            true => self,
+            false => other,
+        }
+    }
+
+    fn rank(self) -> u8 {
+        match self {
+            ApprovalMode::ReadOnly => 0,
+            ApprovalMode::Ask => 1,
+            ApprovalMode::Auto => 2,
+            ApprovalMode::Full => 3,
+        }
+    }
+}
+
+impl fmt::Display for ApprovalMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.label())
+    }
+}
+
+/// More than the sandbox gives by default, requested by the model for one command.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Escalation {
+    /// The sandbox, with the network reachable.
+    Network,
+    /// No sandbox at all (writes outside the workspace, devices, anything).
+    FullAccess,
+}
+
+impl Escalation {
+    pub fn label(self) -> &'static str {
+        match self {
+            Escalation::Network => "network access",
+            Escalation::FullAccess => "running outside the sandbox",
+        }
+    }
+}
+
+/// What the agent is about to do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Action {
+    /// A file tool writes a file in the workspace.
+    Write,
+    /// A shell command, maybe with more than the sandbox allows.
+    Command(Option<Escalation>),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    Allow,
+    Ask,
+    Refuse(String),
+}
+
+/// What `mode` says about `action` when commands run under `base` (the configured sandbox).
+pub fn verdict(mode: ApprovalMode, base: &SandboxConfig, action: Action) -> Verdict {
+    let read_only = |what: &str| {
+        Verdict::Refuse(format!(
+            "{what} is not allowed: this session is read-only (approval mode read-only). Tell \
+             the user what you would change instead; they can switch with /approval or \
+             --approval"
+        ))
+    };
+    match (mode, action) {
+        (ApprovalMode::Full, _) => Verdict::Allow,
+        (ApprovalMode::ReadOnly, Action::Write) => read_only("writing files"),
+        (ApprovalMode::ReadOnly, Action::Command(None)) => Verdict::Allow,
+        (ApprovalMode::ReadOnly, Action::Command(Some(escalation))) => {
+            read_only(escalation.label())
+        }
+        (ApprovalMode::Ask, _) => Verdict::Ask,
+        (ApprovalMode::Auto, Action::Write | Action::Command(None)) => Verdict::Allow,
+        (ApprovalMode::Auto, Action::Command(Some(escalation))) => {
+            match already_granted(base, escalation) {
+                true => Verdict::Allow,
+                false => Verdict::Ask,
+            }
+        }
+    }
+}
+
+fn already_granted(base: &SandboxConfig, escalation: Escalation) -> bool {
+    match escalation {
+        Escalation::Network => base.network_allowed(),
+        Escalation::FullAccess => !base.is_sandboxed(),
+    }
+}
+
+/// The sandbox a command runs in under `mode`, with `escalation` granted.
+pub fn effective(
+    mode: ApprovalMode,
+    base: &SandboxConfig,
+    escalation: Option<Escalation>,
+) -> SandboxConfig {
+    let mut config = *base;
+    match mode {
+        ApprovalMode::ReadOnly => config.policy = SandboxPolicy::ReadOnly,
+        ApprovalMode::Full => config.policy = SandboxPolicy::FullAccess,
+        ApprovalMode::Ask | ApprovalMode::Auto => {}
+    }
+    match escalation {
+        Some(Escalation::Network) => config.network = true,
+        Some(Escalation::FullAccess) => config.policy = SandboxPolicy::FullAccess,
+        None => {}
+    }
+    config
+}
+
+/// The policy the file tools write under: `.git/` needs full access.
+pub fn write_policy(mode: ApprovalMode, base: &SandboxConfig) -> SandboxPolicy {
+    effective(mode, base, None).policy
+}
+
+/// The part of a command that "allow for this session" remembers: the program and its
+/// subcommand (`cargo test`, `git status`, `ls`). `None` for anything a prefix cannot vouch
+/// for: pipes, chains, redirections, substitutions, several lines.
+pub fn command_prefix(command: &str) -> Option<String> {
+    const SHELL_SYNTAX: &[char] = &[';', '&', '|', '<', '>', '`', '$', '\n', '(', ')', '\\'];
+    let command = command.trim();
+    if command.is_empty() || command.contains(SHELL_SYNTAX) {
+        return None;
+    }
+    let mut words = command.split_whitespace();
+    let program = words.next()?;
+    // `FOO=1 cmd` sets the environment of whatever follows; too open to vouch for.
+    if program.contains('=') {
+        return None;
+    }
+    let is_subcommand = |word: &str| {
+        word.chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == ':')
+            && !word.starts_with('-')
+    };
+    Some(match words.next() {
+        Some(sub) if is_subcommand(sub) => format!("{program} {sub}"),
+        _ => program.to_string(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BASE: SandboxConfig = SandboxConfig {
+        policy: SandboxPolicy::WorkspaceWrite,
+        network: false,
+    };
+
+    #[test]
+    fn ask_asks_for_everything_and_auto_only_for_more_than_the_sandbox() {
+        for action in [
+            Action::Write,
+            Action::Command(None),
+            Action::Command(Some(Escalation::Network)),
+        ] {
+            assert_eq!(verdict(ApprovalMode::Ask, &BASE, action), Verdict::Ask);
+            assert_eq!(verdict(ApprovalMode::Full, &BASE, action), Verdict::Allow);
+        }
+        let auto = |action| verdict(ApprovalMode::Auto, &BASE, action);
+        assert_eq!(auto(Action::Write), Verdict::Allow);
+        assert_eq!(auto(Action::Command(None)), Verdict::Allow);
+        assert_eq!(
+            auto(Action::Command(Some(Escalation::Network))),
+            Verdict::Ask
+        );
+        assert_eq!(
+            auto(Action::Command(Some(Escalation::FullAccess))),
+            Verdict::Ask
+        );
+        let networked = SandboxConfig {
+            network: true,
+            ..BASE
+        };
+        let action = Action::Command(Some(Escalation::Network));
+        assert_eq!(
+            verdict(ApprovalMode::Auto, &networked, action),
+            Verdict::Allow
+        );
+    }
+
+    #[test]
+    fn read_only_refuses_writes_and_escalations_without_asking() {
+        let mode = ApprovalMode::ReadOnly;
+        assert!(matches!(
+            verdict(mode, &BASE, Action::Write),
+            Verdict::Refuse(reason) if reason.contains("read-only")
+        ));
+        assert_eq!(verdict(mode, &BASE, Action::Command(None)), Verdict::Allow);
+        let escalated = Action::Command(Some(Escalation::FullAccess));
+        assert!(matches!(
+            verdict(mode, &BASE, escalated),
+            Verdict::Refuse(_)
+        ));
+        assert_eq!(effective(mode, &BASE, None).policy, SandboxPolicy::ReadOnly);
+    }
+
+    #[test]
+    fn the_effective_sandbox_follows_mode_and_escalation() {
+        let auto = ApprovalMode::Auto;
+        assert_eq!(effective(auto, &BASE, None), BASE);
+        assert!(effective(auto, &BASE, Some(Escalation::Network)).network_allowed());
+        let full = effective(auto, &BASE, Some(Escalation::FullAccess));
+        assert!(!full.is_sandboxed());
+        assert!(!effective(ApprovalMode::Full, &BASE, None).is_sandboxed());
+        assert_eq!(
+            write_policy(ApprovalMode::Full, &BASE),
+            SandboxPolicy::FullAccess
+        );
+    }
+
+    #[test]
+    fn prefixes_cover_program_and_subcommand_but_never_compound_commands() {
+        let prefix = |c: &str| command_prefix(c);
+        assert_eq!(prefix("cargo test --all"), Some("cargo test".into()));
+        assert_eq!(prefix("  git status"), Some("git status".into()));
+        assert_eq!(prefix("ls -la src"), Some("ls".into()));
+        assert_eq!(prefix("cat src/main.rs"), Some("cat".into()));
+        for compound in [
+            "cargo test && rm -rf ~",
+            "ls | sh",
+            "echo $(whoami)",
+            "echo hi > f",
+            "a\nb",
+            "FOO=1 cargo test",
+            "",
+        ] {
+            assert_eq!(prefix(compound), None, "{compound}");
+        }
+    }
+
+    #[test]
+    fn modes_parse_both_spellings_and_cap_each_other() {
+        assert_eq!(
+            ApprovalMode::parse("read_only"),
+            Some(ApprovalMode::ReadOnly)
+        );
+        assert_eq!(
+            ApprovalMode::parse("read-only"),
+            Some(ApprovalMode::ReadOnly)
+        );
+        assert_eq!(ApprovalMode::parse("full"), Some(ApprovalMode::Full));
+        assert_eq!(ApprovalMode::parse("yolo"), None);
+        let full = ApprovalMode::Full;
+        assert_eq!(full.at_most(ApprovalMode::Auto), ApprovalMode::Auto);
+        assert_eq!(ApprovalMode::Ask.at_most(full), ApprovalMode::Ask);
+    }
+}

@@ -1,0 +1,274 @@
+//! The approval gate between the model's tool calls and their effects. Before a call that writes
+//! or runs something, the agent asks the gate; the gate answers from the session's approval mode
+//! and what the user already allowed for the session, or puts the question to the front end
+//! (`Event::ApprovalRequested`) and waits for `Op::Approval`. A question nobody answers (the
+//! front end went away, the user interrupted) is a denial; a session without a front end that
+//! can answer (`mnemo run`) denies at once and says so.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use serde_json::Value;
+use tokio::sync::{mpsc, oneshot};
+
+use super::{Tool, ToolContext, ToolError};
+use crate::protocol::{ApprovalAction, ApprovalDecision, Event};
+use crate::sandbox::approval::{self, Action, Verdict, command_prefix};
+use crate::sandbox::{ApprovalMode, Escalation, SandboxConfig, SandboxPolicy};
+
+/// What "allow for this session" remembers.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum Allowance {
+    Command {
+        prefix: String,
+        escalation: Option<Escalation>,
+    },
+    Write {
+        path: String,
+    },
+}
+
+#[derive(Debug, Default)]
+struct State {
+    mode: ApprovalMode,
+    /// Whether the front end answers questions (the TUI does, `mnemo run` does not).
+    can_ask: bool,
+    /// Where questions go; `None` when nobody can answer them.
+    asker: Option<mpsc::Sender<Event>>,
+    pending: HashMap<String, oneshot::Sender<ApprovalDecision>>,
+    allowed: HashSet<Allowance>,
+}
+
+/// One session's approvals (shared with its sub-agents, so they ask the same user under the
+/// same rules and never get more than the parent).
+#[derive(Debug, Default)]
+pub struct Approvals {
+    base: SandboxConfig,
+    state: Mutex<State>,
+    next_id: AtomicU64,
+}
+
+impl Approvals {
+    /// Approvals in `mode` for commands whose configured sandbox is `base`. Questions are
+    /// denied until a front end attaches.
+    pub fn new(base: SandboxConfig, mode: ApprovalMode) -> Self {
+        Self {
+            base,
+            state: Mutex::new(State {
+                mode,
+                ..State::default()
+            }),
+            next_id: AtomicU64::new(1),
+        }
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub fn mode(&self) -> ApprovalMode {
+        self.state().mode
+    }
+
+    pub fn set_mode(&self, mode: ApprovalMode) {
+        self.state().mode = mode;
+    }
+
+    /// Marks the front end as one that answers `Event::ApprovalRequested`; without it every
+    /// question is denied at once.
+    pub fn enable_questions(&self) {
+        self.state().can_ask = true;
+    }
+
+    /// From now on questions go to `events`, whose reader answers with `Op::Approval` (if it
+    /// answers at all: see [`Approvals::enable_questions`]).
+    pub fn attach(&self, events: mpsc::Sender<Event>) {
+        self.state().asker = Some(events);
+    }
+
+    /// Nobody answers any more: waiting questions are denied, new ones refused.
+    pub fn detach(&self) {
+        let mut state = self.state();
+        state.asker = None;
+        state.pending.clear();
+    }
+
+    /// Passes the user's decision to the waiting call. `false` when no call waits for `id`.
+    pub fn resolve(&self, id: &str, decision: ApprovalDecision) -> bool {
+        match self.state().pending.remove(id) {
+            Some(waiting) => waiting.send(decision).is_ok(),
+            None => false,
+        }
+    }
+
+    /// The sandbox a command runs in, with `escalation` (already approved) granted.
+    pub fn sandbox_for(&self, escalation: Option<Escalation>) -> SandboxConfig {
+        self.adjust(&self.base, escalation)
+    }
+
+    /// `configured` as the current mode and an approved `escalation` change it.
+    pub fn adjust(
+        &self,
+        configured: &SandboxConfig,
+        escalation: Option<Escalation>,
+    ) -> SandboxConfig {
+        approval::effective(self.mode(), configured, escalation)
+    }
+
+    /// The policy the file tools write under (`.git/` needs full access).
+    pub fn write_policy(&self) -> SandboxPolicy {
+        approval::write_policy(self.mode(), &self.base)
+    }
+
+    /// Lets the call of `tool` with `input` go ahead, asking the user when the mode says so.
+    /// The error is what the model is told.
+    pub async fn check(
+        &self,
+        tool: &dyn Tool,
+        input: &Value,
+        ctx: &ToolContext,
+    ) -> Result<(), ToolError> {
+        let Some(action) = tool.approval_action(input) else {
+            return Ok(());
+        };
+        let mode = self.mode();
+        match approval::verdict(mode, &self.base, action) {
+            Verdict::Allow => return Ok(()),
+            Verdict::Refuse(reason) => return Err(ToolError::Denied(reason)),
+            Verdict::Ask => {}
+        }
+        let request = tool.approval_preview(input, ctx).await?;
+        let allowance = allowance(&request);
+        if allowance
+            .as_ref()
+            .is_some_and(|a| self.state().allowed.contains(a))
+        {
+            return Ok(());
+        }
+        let reason = match action {
+            Action::Command(Some(escalation)) => {
+                format!("the command asks for {}", escalation.label())
+            }
+            _ => format!("approval mode is {mode}"),
+        };
+        match self.ask(ctx, tool.name(), request, reason).await? {
+            ApprovalDecision::AllowOnce => Ok(()),
+            ApprovalDecision::AllowSession => {
+                if let Some(allowance) = allowance {
+                    self.state().allowed.insert(allowance);
+                }
+                Ok(())
+            }
+            ApprovalDecision::Deny => Err(ToolError::Denied(
+                "the user denied this action. Do not try it again another way; ask the user \
+                 how to proceed if it is needed"
+                    .into(),
+            )),
+        }
+    }
+
+    async fn ask(
+        &self,
+        ctx: &ToolContext,
+        tool: &str,
+        action: ApprovalAction,
+        reason: String,
+    ) -> Result<ApprovalDecision, ToolError> {
+        let id = format!("approval-{}", self.next_id.fetch_add(1, Ordering::Relaxed));
+        let (answer_tx, answer_rx) = oneshot::channel();
+        let asker = {
+            let mut state = self.state();
+            let asker = state.asker.clone().filter(|_| state.can_ask);
+            if asker.is_some() {
+                state.pending.insert(id.clone(), answer_tx);
+            }
+            asker
+        };
+        let Some(asker) = asker else {
+            return Err(ToolError::Denied(format!(
+                "this needs the user's approval ({reason}), and nobody can answer here (`mnemo \
+                 run` cannot ask), so it was denied. The user can allow it up front with \
+                 --approval auto or --approval full"
+            )));
+        };
+        let pending = Pending {
+            approvals: self,
+            id: id.clone(),
+            asker: asker.clone(),
+            answered: false,
+        };
+        let request = Event::ApprovalRequested {
+            id: id.clone(),
+            call_id: ctx.call_id.clone(),
+            tool: tool.to_string(),
+            action,
+            reason,
+        };
+        if asker.send(request).await.is_err() {
+            return Ok(ApprovalDecision::Deny);
+        }
+        let decision = tokio::select! {
+            answer = answer_rx => answer.unwrap_or(ApprovalDecision::Deny),
+            () = ctx.cancel.cancelled() => return Err(ToolError::Cancelled),
+        };
+        pending.answered(decision).await;
+        Ok(decision)
+    }
+}
+
+/// A question in flight. Dropped unanswered (interrupt, timeout, shutdown), it withdraws the
+/// question and tells the front end it was denied.
+struct Pending<'a> {
+    approvals: &'a Approvals,
+    id: String,
+    asker: mpsc::Sender<Event>,
+    answered: bool,
+}
+
+impl Pending<'_> {
+    async fn answered(mut self, decision: ApprovalDecision) {
+        self.answered = true;
+        let event = Event::ApprovalResolved {
+            id: self.id.clone(),
+            decision,
+        };
+        let _ = self.asker.send(event).await;
+    }
+}
+
+impl Drop for Pending<'_> {
+    fn drop(&mut self) {
+        if self.answered {
+            return;
+        }
+        self.approvals.state().pending.remove(&self.id);
+        let _ = self.asker.try_send(Event::ApprovalResolved {
+            id: std::mem::take(&mut self.id),
+            decision: ApprovalDecision::Deny,
+        });
+    }
+}
+
+fn allowance(request: &ApprovalAction) -> Option<Allowance> {
+    match request {
+        ApprovalAction::Command {
+            command,
+            escalation,
+            ..
+        } => command_prefix(command).map(|prefix| Allowance::Command {
+            prefix,
+            escalation: *escalation,
+        }),
+        ApprovalAction::Write { path, .. } => Some(Allowance::Write { path: path.clone() }),
+    }
+}
+
+/// The approvals of a context built without any (tests, tools run on their own): auto mode
+/// under the default sandbox, nobody to ask.
+pub fn detached() -> Arc<Approvals> {
+    Arc::new(Approvals::new(
+        SandboxConfig::default(),
+        ApprovalMode::default(),
+    ))
+}
