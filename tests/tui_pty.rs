@@ -308,6 +308,47 @@ fn continue_model_switch_and_the_picker_reopen_a_stored_session() -> TestResult 
 }
 
 #[test]
+fn in_ask_mode_a_write_waits_for_the_users_answer() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let script = dir.path().join("script.json");
+    std::fs::write(
+        &script,
+        r#"{"turns": [
+          {"tool_calls": [{"name": "write_file",
+            "arguments": {"path": "plan.md", "content": "step one\n"}}]},
+          {"tool_calls": [{"name": "write_file",
+            "arguments": {"path": "secret.md", "content": "nope\n"}}]},
+          {"text": "All done."}
+        ]}"#,
+    )?;
+    let model = format!("scripted:{}", script.display());
+    let mut term = Terminal::spawn(&["--approval", "ask", "--model", &model], dir.path())?;
+    term.wait_for("● idle")?;
+    term.send("write the plan\r")?;
+    term.wait_for("Apply this change to plan.md?")?;
+    term.wait_for("+step one")?;
+    term.wait_for("waiting for approval")?;
+    assert!(
+        !dir.path().join("plan.md").exists(),
+        "written before the answer"
+    );
+    term.send("y")?;
+    term.wait_for("Apply this change to secret.md?")?;
+    term.send("n")?;
+    term.wait_for("All done.")?;
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("plan.md"))?,
+        "step one\n"
+    );
+    assert!(
+        !dir.path().join("secret.md").exists(),
+        "a denied write happened"
+    );
+    term.wait_for("the user denied this action")?;
+    term.quit()
+}
+
+#[test]
 fn without_a_key_the_session_opens_with_the_first_run_panel() -> TestResult {
     let dir = tempfile::tempdir()?;
     let config = dir.path().join("config");
