@@ -124,6 +124,20 @@ fn print_event(
         Event::UserMessage { text, kind } if *kind != crate::protocol::UserMessageKind::Prompt => {
             writeln!(err, "» {text}")?;
         }
+        Event::AgentStarted {
+            run_id,
+            depth,
+            label,
+            ..
+        } => {
+            let indent = "  ".repeat(*depth as usize);
+            writeln!(err, "{indent}⇢ sub-agent {run_id}: {label}")?;
+        }
+        Event::AgentFinished {
+            run_id,
+            status,
+            summary,
+        } => writeln!(err, "  ⇠ sub-agent {run_id} {}: {summary}", status.label())?,
         Event::Error { message } => writeln!(err, "error: {message}")?,
         Event::Notice { message } => writeln!(err, "note: {message}")?,
         Event::Compacted {
@@ -166,6 +180,7 @@ fn print_event(
         | Event::ToolOutput { .. }
         | Event::ApprovalRequested { .. }
         | Event::ApprovalResolved { .. }
+        | Event::AgentActivity { .. }
         | Event::Usage { .. }
         | Event::TurnFinished { .. } => {}
     }

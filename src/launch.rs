@@ -163,6 +163,7 @@ pub async fn prepare_session_with(
         tool_timeout: Duration::from_secs(agent.tool_timeout_secs),
         max_active_messages: loaded.config.memory.max_active_messages,
         compact_threshold: agent.compact_threshold,
+        max_agent_depth: agent.max_agent_depth,
         approvals: Arc::new(Approvals::new(
             loaded.config.sandbox,
             loaded.config.approval,

@@ -80,6 +80,36 @@ pub enum ApprovalAction {
     },
 }
 
+/// How a sub-agent was started.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AgentKind {
+    /// `spawn_agent`: its own prompt and context mode.
+    Spawn,
+    /// `fork`: a copy of the parent's context, gathered with `gather_all`.
+    Fork,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AgentStatus {
+    Running,
+    Completed,
+    Failed,
+    Cancelled,
+}
+
+impl AgentStatus {
+    pub fn label(self) -> &'static str {
+        match self {
+            AgentStatus::Running => "running",
+            AgentStatus::Completed => "completed",
+            AgentStatus::Failed => "failed",
+            AgentStatus::Cancelled => "cancelled",
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ToolStatus {
@@ -146,6 +176,32 @@ pub enum Event {
     ApprovalResolved {
         id: String,
         decision: ApprovalDecision,
+    },
+    /// A sub-agent started (at any depth below this session).
+    AgentStarted {
+        run_id: String,
+        /// Its session in the store.
+        session_id: String,
+        /// The run that started it; `None` when this session did.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        parent_run: Option<String>,
+        /// 1 for a sub-agent of this session, 2 for one of its sub-agents, and so on.
+        depth: u32,
+        kind: AgentKind,
+        /// The first line of its task.
+        label: String,
+        model: String,
+    },
+    /// What a running sub-agent does now ("thinking", "shell cargo test", ...).
+    AgentActivity {
+        run_id: String,
+        activity: String,
+    },
+    AgentFinished {
+        run_id: String,
+        status: AgentStatus,
+        /// The first line of its answer, or why it stopped.
+        summary: String,
     },
     /// Live output of a running tool.
     ToolOutput {

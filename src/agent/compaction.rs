@@ -50,7 +50,7 @@ pub struct StructuredSummary {
 }
 
 impl StructuredSummary {
-    fn render(&self) -> String {
+    pub(super) fn render(&self) -> String {
         let mut out = String::new();
         let mut line = |label: &str, text: &str| {
             if !text.trim().is_empty() {
@@ -223,7 +223,7 @@ impl Session {
     }
 
     /// Asks the compressor model for a structured summary; `None` when it fails.
-    async fn summarize(&self, dropped: &[Message]) -> Option<StructuredSummary> {
+    pub(super) async fn summarize(&self, dropped: &[Message]) -> Option<StructuredSummary> {
         let model: &ChainModel = self.compressor.as_ref().or_else(|| self.chain.primary())?;
         let mut transcript = crate::llm::transcript::to_markdown(dropped);
         if let Some((cut, _)) = transcript.char_indices().nth(MAX_TRANSCRIPT_CHARS) {

@@ -7,6 +7,7 @@ mod guards;
 mod model_call;
 pub mod prompt;
 mod session;
+pub mod subagents;
 mod tool_exec;
 mod turn_loop;
 mod turn_report;
@@ -69,18 +70,33 @@ async fn drive(
 ) -> Session {
     let approvals = session.settings.approvals.clone();
     approvals.attach(events.clone());
+    let runs = session.runs.clone();
+    runs.attach(events.clone());
     let notices = events.clone();
     session.attach(events);
     session.announce().await;
-    let inbox: Inbox = Arc::default();
+    let mailbox = session.mailbox.clone();
     let mut queued: VecDeque<(String, UserMessageKind)> = VecDeque::new();
     loop {
+        // Injections and background results that arrived between turns open the next one.
+        let arrived: Vec<String> = mailbox
+            .inbox
+            .lock()
+            .map(|mut p| p.texts.drain(..).collect())
+            .unwrap_or_default();
+        for text in arrived.into_iter().rev() {
+            queued.push_front((text, UserMessageKind::Injected));
+        }
         let Some((text, kind)) = queued.pop_front() else {
-            match ops.recv().await {
+            let op = tokio::select! {
+                op = ops.recv() => op,
+                () = mailbox.wake.notified() => continue,
+            };
+            match op {
                 Some(Op::UserInput { text } | Op::Inject { text }) => {
                     queued.push_back((text, UserMessageKind::Prompt));
                 }
-                Some(Op::Interrupt) => {}
+                Some(Op::Interrupt) => runs.cancel_all(),
                 Some(Op::Compact) => session.compact_now().await,
                 Some(Op::Approval { id, decision }) => {
                     approvals.resolve(&id, decision);
@@ -89,60 +105,51 @@ async fn drive(
                     approvals.set_mode(mode);
                     let _ = notices.send(mode_notice(mode)).await;
                 }
-                Some(Op::Shutdown) | None => return session,
+                Some(Op::Shutdown) | None => break,
             }
             continue;
         };
         let cancel = CancellationToken::new();
-        let shutting_down = {
-            let turn = session.run_turn(text, kind, cancel.clone(), inbox.clone());
-            tokio::pin!(turn);
-            let mut shutting_down = false;
-            loop {
-                tokio::select! {
-                    () = &mut turn => break shutting_down,
-                    op = ops.recv(), if !shutting_down => match op {
-                        Some(Op::Inject { text }) => {
-                            if let Ok(mut pending) = inbox.lock() {
-                                pending.texts.push_back(text);
-                            }
+        let turn = session.run_turn(text, kind, cancel.clone(), mailbox.inbox.clone());
+        tokio::pin!(turn);
+        let mut shutting_down = false;
+        loop {
+            tokio::select! {
+                _ = &mut turn => break,
+                op = ops.recv(), if !shutting_down => match op {
+                    Some(Op::Inject { text }) => mailbox.deliver(text),
+                    Some(Op::UserInput { text }) => {
+                        queued.push_back((text, UserMessageKind::Queued));
+                    }
+                    Some(Op::Interrupt) => {
+                        cancel.cancel();
+                        runs.cancel_all();
+                    }
+                    Some(Op::Approval { id, decision }) => {
+                        approvals.resolve(&id, decision);
+                    }
+                    Some(Op::SetApprovalMode { mode }) => {
+                        approvals.set_mode(mode);
+                        let _ = notices.send(mode_notice(mode)).await;
+                    }
+                    Some(Op::Compact) => {
+                        if let Ok(mut pending) = mailbox.inbox.lock() {
+                            pending.compact = true;
                         }
-                        Some(Op::UserInput { text }) => {
-                            queued.push_back((text, UserMessageKind::Queued));
-                        }
-                        Some(Op::Interrupt) => cancel.cancel(),
-                        Some(Op::Approval { id, decision }) => {
-                            approvals.resolve(&id, decision);
-                        }
-                        Some(Op::SetApprovalMode { mode }) => {
-                            approvals.set_mode(mode);
-                            let _ = notices.send(mode_notice(mode)).await;
-                        }
-                        Some(Op::Compact) => {
-                            if let Ok(mut pending) = inbox.lock() {
-                                pending.compact = true;
-                            }
-                        }
-                        Some(Op::Shutdown) | None => {
-                            cancel.cancel();
-                            shutting_down = true;
-                        }
-                    },
-                }
+                    }
+                    Some(Op::Shutdown) | None => {
+                        cancel.cancel();
+                        shutting_down = true;
+                    }
+                },
             }
-        };
-        if shutting_down {
-            return session;
         }
-        // An injection that arrived as the turn ended must not be lost: it opens the next turn.
-        let leftover: Vec<String> = inbox
-            .lock()
-            .map(|mut p| p.texts.drain(..).collect())
-            .unwrap_or_default();
-        for text in leftover.into_iter().rev() {
-            queued.push_front((text, UserMessageKind::Injected));
+        if shutting_down {
+            break;
         }
     }
+    runs.cancel_all();
+    session
 }
 
 fn mode_notice(mode: ApprovalMode) -> Event {

@@ -113,7 +113,7 @@ impl Session {
         let request = ModelRequest {
             system: self.system_prompt.clone(),
             messages: self.request_messages(),
-            tools: self.tools.specs(),
+            tools: self.tool_specs.clone(),
             max_output_tokens: model.max_output_tokens,
         };
         let mut stream = tokio::select! {

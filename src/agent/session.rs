@@ -14,6 +14,8 @@ use crate::memory::StoreError;
 use crate::memory::types::{NewSession, StoredMessage};
 use crate::memory::{EmbeddingClient, Store};
 use crate::protocol::Event;
+use super::subagents::{AgentRuns, Mailbox, ModelResolver, agent_tool_specs};
+use crate::llm::ToolSpec;
 use crate::tools::{Approvals, ToolRegistry};
 
 /// Fixed for the life of a session.
@@ -32,6 +34,8 @@ pub struct SessionSettings {
     pub compact_threshold: f64,
     /// The approval mode and what the user allowed; shared with sub-agents.
     pub approvals: Arc<Approvals>,
+    /// How deep sub-agents may nest (a sub-agent of a sub-agent is depth 2).
+    pub max_agent_depth: u32,
 }
 
 /// Where a working-set message sits in the store, and when it was written.
@@ -73,6 +77,14 @@ pub struct Session {
     /// Told to the front end right after `SessionStarted` (for example a sandbox that cannot
     /// run here).
     startup_notices: Vec<String>,
+    /// The schemas sent to the model: the registry's tools and the sub-agent tools.
+    pub(super) tool_specs: Arc<[ToolSpec]>,
+    /// The sub-agents this session started.
+    pub(super) runs: Arc<AgentRuns>,
+    /// Injections and background results for the next model call.
+    pub(super) mailbox: Mailbox,
+    /// Builds chains for sub-agents that ask for another model.
+    pub(super) model_resolver: Option<ModelResolver>,
     events: Option<mpsc::Sender<Event>>,
 }
 
@@ -154,6 +166,13 @@ impl Session {
         tools: ToolRegistry,
         store: Store,
     ) -> Self {
+        let tool_specs = tools
+            .specs()
+            .iter()
+            .chain(agent_tool_specs().iter())
+            .cloned()
+            .collect();
+        let runs = Arc::new(AgentRuns::top_level(settings.max_agent_depth));
         Self {
             id,
             system_prompt: settings.system_prompt.clone(),
@@ -174,6 +193,10 @@ impl Session {
             calibration: Calibration::new(),
             embedder: None,
             startup_notices: Vec::new(),
+            tool_specs,
+            runs,
+            mailbox: Mailbox::default(),
+            model_resolver: None,
             events: None,
         }
     }
@@ -181,6 +204,11 @@ impl Session {
     /// The model that writes compaction summaries (the session's own model by default).
     pub fn set_compressor(&mut self, compressor: Option<ChainModel>) {
         self.compressor = compressor;
+    }
+
+    /// Sub-agents that name another model get its chain from `resolver`.
+    pub fn set_model_resolver(&mut self, resolver: ModelResolver) {
+        self.model_resolver = Some(resolver);
     }
 
     /// Archive entries written from now on get embeddings from `embedder`.
@@ -217,6 +245,12 @@ impl Session {
     pub(super) fn detach(&mut self) {
         self.events = None;
         self.settings.approvals.detach();
+        self.runs.detach();
+    }
+
+    /// Drops the event sender only (a sub-agent's; the tree's approvals stay attached).
+    pub(super) fn release_events(&mut self) {
+        self.events = None;
     }
 
     pub(super) fn event_sender(&self) -> Option<mpsc::Sender<Event>> {

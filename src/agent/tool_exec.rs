@@ -10,6 +10,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::Session;
 use super::guards::RepeatGuard;
+use super::subagents::is_agent_tool;
 use crate::llm::{ContentBlock, Message, Role};
 use crate::memory::StoreError;
 use crate::protocol::{Event, ToolStatus};
@@ -141,6 +142,13 @@ impl Session {
             self.event_sender(),
         )
         .with_approvals(self.settings.approvals.clone());
+        if is_agent_tool(&call.name) {
+            // These keep within the tool timeout themselves (the elastic timeout).
+            return tokio::select! {
+                result = self.agent_call(&call.name, &call.input, &ctx) => result,
+                () = cancel.cancelled() => Err(ToolError::Cancelled),
+            };
+        }
         // The user's time to answer does not count against the tool's timeout.
         if let Some(tool) = self.tools.get(&call.name) {
             let approvals = &self.settings.approvals;

@@ -21,7 +21,7 @@ impl Session {
         kind: UserMessageKind,
         cancel: CancellationToken,
         inbox: Inbox,
-    ) {
+    ) -> (TurnStatus, Option<String>) {
         self.turns += 1;
         let turn = self.turns;
         self.emit(Event::TurnStarted { turn }).await;
@@ -60,9 +60,10 @@ impl Session {
         self.emit(Event::TurnFinished {
             turn,
             status,
-            message,
+            message: message.clone(),
         })
         .await;
+        (status, message)
     }
 
     /// Records the turn, refreshes the experiences in the system prompt and adds the user's

@@ -97,6 +97,8 @@ pub struct AgentConfig {
     /// The model that writes compaction summaries; the session's own model when unset.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub compressor_model: Option<String>,
+    /// How deep sub-agents may nest.
+    pub max_agent_depth: u32,
 }
 
 impl Default for AgentConfig {
@@ -107,6 +109,7 @@ impl Default for AgentConfig {
             repeat_limit: 3,
             compact_threshold: 0.8,
             compressor_model: None,
+            max_agent_depth: 3,
         }
     }
 }

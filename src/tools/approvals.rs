@@ -40,13 +40,20 @@ struct State {
     allowed: HashSet<Allowance>,
 }
 
-/// One session's approvals (shared with its sub-agents, so they ask the same user under the
-/// same rules and never get more than the parent).
 #[derive(Debug, Default)]
-pub struct Approvals {
+struct Shared {
     base: SandboxConfig,
     state: Mutex<State>,
     next_id: AtomicU64,
+}
+
+/// One session's approvals. Sub-agents share the mode, the answers and the user to ask, so
+/// they ask the same person under the same rules and never get more than their parent.
+#[derive(Debug, Default)]
+pub struct Approvals {
+    shared: Arc<Shared>,
+    /// A sub-agent started without network access: its commands never get the network.
+    offline: bool,
 }
 
 impl Approvals {
@@ -54,17 +61,36 @@ impl Approvals {
     /// denied until a front end attaches.
     pub fn new(base: SandboxConfig, mode: ApprovalMode) -> Self {
         Self {
-            base,
-            state: Mutex::new(State {
-                mode,
-                ..State::default()
+            shared: Arc::new(Shared {
+                base,
+                state: Mutex::new(State {
+                    mode,
+                    ..State::default()
+                }),
+                next_id: AtomicU64::new(1),
             }),
-            next_id: AtomicU64::new(1),
+            offline: false,
         }
     }
 
+    /// The approvals of a sub-agent: the same mode, answers and user; without `network`, its
+    /// commands are kept off the network whatever the mode.
+    pub fn for_subagent(&self, network: bool) -> Arc<Approvals> {
+        Arc::new(Approvals {
+            shared: self.shared.clone(),
+            offline: self.offline || !network,
+        })
+    }
+
     fn state(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+        self.shared
+            .state
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn base(&self) -> &SandboxConfig {
+        &self.shared.base
     }
 
     pub fn mode(&self) -> ApprovalMode {
@@ -104,7 +130,7 @@ impl Approvals {
 
     /// The sandbox a command runs in, with `escalation` (already approved) granted.
     pub fn sandbox_for(&self, escalation: Option<Escalation>) -> SandboxConfig {
-        self.adjust(&self.base, escalation)
+        self.adjust(self.base(), escalation)
     }
 
     /// `configured` as the current mode and an approved `escalation` change it.
@@ -113,12 +139,20 @@ impl Approvals {
         configured: &SandboxConfig,
         escalation: Option<Escalation>,
     ) -> SandboxConfig {
-        approval::effective(self.mode(), configured, escalation)
+        let mut config = approval::effective(self.mode(), configured, escalation);
+        if self.offline {
+            // No sandbox would mean the network; keep such commands sandboxed instead.
+            if config.policy == SandboxPolicy::FullAccess {
+                config.policy = SandboxPolicy::WorkspaceWrite;
+            }
+            config.network = false;
+        }
+        config
     }
 
     /// The policy the file tools write under (`.git/` needs full access).
     pub fn write_policy(&self) -> SandboxPolicy {
-        approval::write_policy(self.mode(), &self.base)
+        approval::write_policy(self.mode(), self.base())
     }
 
     /// Lets the call of `tool` with `input` go ahead, asking the user when the mode says so.
@@ -133,7 +167,13 @@ impl Approvals {
             return Ok(());
         };
         let mode = self.mode();
-        match approval::verdict(mode, &self.base, action) {
+        if self.offline && matches!(action, Action::Command(Some(_))) {
+            return Err(ToolError::Denied(
+                "this sub-agent was started without network access, so its commands cannot                  leave the sandbox; report what you need instead"
+                    .into(),
+            ));
+        }
+        match approval::verdict(mode, self.base(), action) {
             Verdict::Allow => return Ok(()),
             Verdict::Refuse(reason) => return Err(ToolError::Denied(reason)),
             Verdict::Ask => {}
@@ -175,7 +215,10 @@ impl Approvals {
         action: ApprovalAction,
         reason: String,
     ) -> Result<ApprovalDecision, ToolError> {
-        let id = format!("approval-{}", self.next_id.fetch_add(1, Ordering::Relaxed));
+        let id = format!(
+            "approval-{}",
+            self.shared.next_id.fetch_add(1, Ordering::Relaxed)
+        );
         let (answer_tx, answer_rx) = oneshot::channel();
         let asker = {
             let mut state = self.state();

@@ -34,6 +34,19 @@ impl ToolRegistry {
             .collect();
     }
 
+    /// The same tools without those that change anything.
+    pub fn read_only(&self) -> ToolRegistry {
+        let mut registry = ToolRegistry::new();
+        registry.tools = self.tools.iter().filter(|t| !t.mutates()).cloned().collect();
+        registry.specs = self
+            .specs
+            .iter()
+            .filter(|spec| registry.get(&spec.name).is_some())
+            .cloned()
+            .collect();
+        registry
+    }
+
     pub fn get(&self, name: &str) -> Option<&Arc<dyn Tool>> {
         self.tools.iter().find(|t| t.name() == name)
     }

@@ -10,6 +10,7 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Widget;
 
+use super::agents::tree_order;
 use super::cells::reasoning_summary;
 use super::slash::SlashCommand;
 use super::state::AppState;
@@ -68,6 +69,12 @@ fn content_lines(state: &AppState, width: u16, now: Instant) -> Vec<Line<'static
     for tool in &state.running {
         logical.push(Line::default());
         logical.extend(tool.lines(now));
+    }
+    if !state.agents.is_empty() {
+        logical.push(Line::default());
+        for pane in tree_order(&state.agents) {
+            logical.push(pane.line(now));
+        }
     }
     if !state.pending.is_empty() {
         logical.push(Line::default());

@@ -2,6 +2,7 @@
 //! out, events in). The model (`state`) is updated by events and keys and knows nothing of
 //! the terminal; views render it into buffers; `app` runs the loop and owns the channels.
 
+pub mod agents;
 mod app;
 pub mod approval;
 pub mod cells;

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use ratatui::text::Line;
 use serde_json::Value;
 
+use super::agents::AgentPane;
 use super::approval::ApprovalPrompt;
 use super::cells::{Cell, Detail, NoticeLevel};
 use super::composer::Composer;
@@ -17,7 +18,7 @@ use super::picker::SessionPicker;
 use super::status::{Activity, Status, compact_count};
 use super::stream::StreamCollector;
 use super::tool_pane::{RunningTool, ToolCell};
-use crate::protocol::{CompactionKind, Event, Op, ToolStatus, TurnStatus, UserMessageKind};
+use crate::protocol::{AgentStatus, CompactionKind, Event, Op, ToolStatus, TurnStatus, UserMessageKind};
 use crate::sandbox::ApprovalMode;
 
 /// How long a first Ctrl+C waits for the second one.
@@ -56,6 +57,8 @@ pub struct AppState {
     pub(super) reasoning: String,
     pub running: Vec<RunningTool>,
     pub pending: Vec<PendingInput>,
+    /// Running sub-agents, in start order.
+    pub agents: Vec<AgentPane>,
     /// Questions from the agent, oldest first; the first one is shown and answered.
     pub approvals: Vec<ApprovalPrompt>,
     /// The approval mode sessions start in (`/approval` changes it).
@@ -88,6 +91,7 @@ impl AppState {
             running: Vec::new(),
             pending: Vec::new(),
             approvals: Vec::new(),
+            agents: Vec::new(),
             approval_mode: ApprovalMode::default(),
             status: Status::default(),
             composer: Composer::new(),
@@ -210,6 +214,39 @@ impl AppState {
                 if self.approvals.is_empty() && self.status.activity == Activity::AwaitingApproval {
                     self.status.activity = Activity::RunningTool;
                 }
+            }
+            Event::AgentStarted {
+                run_id,
+                parent_run,
+                depth,
+                label,
+                ..
+            } => self.agents.push(AgentPane {
+                run_id,
+                parent_run,
+                depth,
+                label,
+                activity: "starting".into(),
+                started: now,
+            }),
+            Event::AgentActivity { run_id, activity } => {
+                if let Some(pane) = self.agents.iter_mut().find(|p| p.run_id == run_id) {
+                    pane.activity = activity;
+                }
+            }
+            Event::AgentFinished {
+                run_id,
+                status,
+                summary,
+            } => {
+                self.agents.retain(|p| p.run_id != run_id);
+                let level = match status {
+                    AgentStatus::Completed | AgentStatus::Running => NoticeLevel::Info,
+                    AgentStatus::Cancelled => NoticeLevel::Warning,
+                    AgentStatus::Failed => NoticeLevel::Error,
+                };
+                let text = format!("Sub-agent {run_id} {}: {summary}", status.label());
+                self.notice(level, &text);
             }
             Event::Usage {
                 total,

@@ -74,6 +74,7 @@ pub fn settings(workspace: &std::path::Path) -> SessionSettings {
         max_active_messages: 200,
         compact_threshold: 0.8,
         approvals: mnemo::tools::approvals::detached(),
+        max_agent_depth: 3,
     }
 }
 

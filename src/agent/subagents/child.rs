@@ -1,0 +1,304 @@
+//! Starting a sub-agent: its session (a child of this one in the store), its tools, model and
+//! starting context, then its one turn on a task of its own. What it does is reported to the
+//! top-level front end as `Agent*` events; how it ended is kept in its [`Run`].
+
+use std::sync::Arc;
+
+use futures_util::future::BoxFuture;
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+use super::args::ContextMode;
+use super::{AgentRuns, Mailbox, Run};
+use crate::agent::Session;
+use crate::llm::fallback::FallbackChain;
+use crate::llm::{Message, Role};
+use crate::protocol::{AgentKind, AgentStatus, Event, TurnStatus, UserMessageKind};
+use crate::tools::describe::key_argument;
+
+/// What to start.
+pub(super) struct RunSpec {
+    pub kind: AgentKind,
+    pub label: String,
+    pub prompt: String,
+    pub model: Option<String>,
+    pub context: ContextMode,
+    pub readonly: bool,
+    pub network: bool,
+    pub background: bool,
+}
+
+impl Session {
+    /// Creates the sub-agent's session, records the run and starts it. The error is for the
+    /// model.
+    pub(super) async fn start_run(&self, spec: RunSpec) -> Result<Arc<Run>, String> {
+        let runs = &self.runs;
+        if runs.depth >= runs.max_depth {
+            return Err(format!(
+                "the sub-agent depth limit ({}) is reached: this agent is at depth {} and \
+                 cannot start another; do the work yourself",
+                runs.max_depth, runs.depth
+            ));
+        }
+        let chain = self.child_chain(spec.model.as_deref())?;
+        let readonly = spec.readonly || runs.readonly;
+        let tools = match readonly {
+            true => self.tools.read_only(),
+            false => self.tools.clone(),
+        };
+        let mut settings = self.settings.clone();
+        settings.approvals = self.settings.approvals.for_subagent(spec.network);
+        settings.system_prompt = format!(
+            "{}\n\n{}",
+            self.settings.system_prompt,
+            role_note(runs.depth + 1, readonly)
+        );
+        let store = self.store.clone();
+        let parent = Some(self.id.clone());
+        let mut child = Session::create(settings, chain, tools, store, parent)
+            .await
+            .map_err(|e| format!("could not create the sub-agent's session: {e}"))?;
+        let run = Run::new(
+            runs.next_id(spec.kind),
+            child.id.clone(),
+            spec.kind,
+            spec.label.clone(),
+            spec.background,
+        )
+        .with_cancel(runs.subtree_token());
+        let run = Arc::new(run);
+        child.runs = Arc::new(runs.for_child(&run, readonly));
+        child.compressor = self.compressor.clone();
+        child.embedder = self.embedder.clone();
+        child.model_resolver = self.model_resolver.clone();
+        let (id, title) = (child.id.clone(), spec.label.clone());
+        // The title is a convenience; a failure to set it must not stop the run.
+        let _ = self
+            .store
+            .call(move |db| db.rename_session(&id, &title))
+            .await;
+        let prompt = self.starting_context(&mut child, spec.context, spec.prompt).await?;
+        runs.add(run.clone());
+        runs.emit(Event::AgentStarted {
+            run_id: run.id.clone(),
+            session_id: run.session_id.clone(),
+            parent_run: runs.run_id.clone(),
+            depth: runs.depth + 1,
+            kind: spec.kind,
+            label: spec.label,
+            model: child.model_name(),
+        })
+        .await;
+        let parent_mail = self.mailbox.clone();
+        tokio::spawn(boxed_run(
+            child,
+            prompt,
+            run.clone(),
+            parent_mail,
+            self.runs.clone(),
+        ));
+        Ok(run)
+    }
+
+    fn child_chain(&self, model: Option<&str>) -> Result<Arc<FallbackChain>, String> {
+        let Some(name) = model else {
+            return Ok(self.chain.clone());
+        };
+        if self.chain.primary().is_some_and(|m| m.name == name) {
+            return Ok(self.chain.clone());
+        }
+        match &self.model_resolver {
+            Some(resolve) => resolve(name),
+            None => Err(format!(
+                "model `{name}` is not available to sub-agents here; leave model out to use \
+                 your own"
+            )),
+        }
+    }
+
+    /// Seeds the child's history as `mode` says and returns the prompt it starts with.
+    async fn starting_context(
+        &self,
+        child: &mut Session,
+        mode: ContextMode,
+        prompt: String,
+    ) -> Result<String, String> {
+        match mode {
+            ContextMode::None => Ok(prompt),
+            ContextMode::Full => {
+                for message in self.context_snapshot() {
+                    child
+                        .commit(Message::clone(&message))
+                        .await
+                        .map_err(|e| format!("could not copy the context: {e}"))?;
+                }
+                Ok(prompt)
+            }
+            ContextMode::Summary => {
+                let snapshot: Vec<Message> = self
+                    .context_snapshot()
+                    .iter()
+                    .map(|m| Message::clone(m))
+                    .collect();
+                let summary = match child.summarize(&snapshot).await {
+                    Some(summary) => summary.render(),
+                    None => "(no summary could be written)".to_string(),
+                };
+                Ok(format!(
+                    "What the agent that started you knows so far (a summary of its \
+                     conversation):\n{summary}\n\nYour task:\n{prompt}"
+                ))
+            }
+        }
+    }
+
+    /// The conversation as the model last saw it, without the assistant message whose calls
+    /// are running now (a copy shares the messages; later changes to this session do not
+    /// reach it).
+    pub(super) fn context_snapshot(&self) -> Vec<Arc<Message>> {
+        let mut end = self.history.len();
+        if let Some(last) = self.history.last()
+            && last.role == Role::Assistant
+            && last.tool_calls().next().is_some()
+        {
+            end -= 1;
+        }
+        let mut snapshot: Vec<Arc<Message>> = self.history[..end].to_vec();
+        if let Some(summary) = self.summary_message() {
+            snapshot.insert(snapshot.len().min(1), summary);
+        }
+        snapshot
+    }
+
+    /// The text of the last assistant message that has any.
+    fn final_answer(&self) -> String {
+        self.history
+            .iter()
+            .rev()
+            .filter(|m| m.role == Role::Assistant)
+            .map(|m| m.text())
+            .find(|text| !text.trim().is_empty())
+            .unwrap_or_default()
+    }
+}
+
+fn role_note(depth: u32, readonly: bool) -> String {
+    let tools = match readonly {
+        true => " You have read-only tools: report what should change instead of changing it.",
+        false => "",
+    };
+    format!(
+        "# Sub-agent\nYou are a sub-agent (depth {depth}) started by another agent for one task. \
+         Work on it alone: nobody reads along, and your final message is the whole answer \
+         the other agent gets, so make it complete and self-contained.{tools}"
+    )
+}
+
+/// The run as a boxed future: a session's turn can start sub-agents whose turns start more,
+/// and the named type breaks that cycle for the compiler.
+fn boxed_run(
+    child: Session,
+    prompt: String,
+    run: Arc<Run>,
+    parent_mail: Mailbox,
+    parent_runs: Arc<AgentRuns>,
+) -> BoxFuture<'static, ()> {
+    Box::pin(drive_run(child, prompt, run, parent_mail, parent_runs))
+}
+
+/// Runs the sub-agent's turn and reports how it ended.
+async fn drive_run(
+    mut child: Session,
+    prompt: String,
+    run: Arc<Run>,
+    parent_mail: Mailbox,
+    parent_runs: Arc<AgentRuns>,
+) {
+    let (events_tx, mut events_rx) = mpsc::channel::<Event>(256);
+    child.attach(events_tx);
+    let forward_run = run.clone();
+    let forward_runs = parent_runs.clone();
+    let forwarder = tokio::spawn(async move {
+        let mut last = String::new();
+        while let Some(event) = events_rx.recv().await {
+            let Some(activity) = activity_of(&event) else {
+                continue;
+            };
+            if activity == last {
+                continue;
+            }
+            forward_run.set_activity(activity.clone());
+            let event = Event::AgentActivity {
+                run_id: forward_run.id.clone(),
+                activity: activity.clone(),
+            };
+            forward_runs.emit(event).await;
+            last = activity;
+        }
+    });
+    let inbox = child.mailbox.inbox.clone();
+    let cancel = run.cancel.clone();
+    let (status, message) = child
+        .run_turn(prompt, UserMessageKind::Prompt, cancel, inbox)
+        .await;
+    // Whatever it left running in the background ends with it.
+    child.runs.cancel_all();
+    child.release_events();
+    let _ = forwarder.await;
+    let (status, response) = match status {
+        TurnStatus::Completed => (AgentStatus::Completed, child.final_answer()),
+        TurnStatus::Interrupted => (
+            AgentStatus::Cancelled,
+            "cancelled before it finished".to_string(),
+        ),
+        TurnStatus::LoopDetected | TurnStatus::StepLimit | TurnStatus::Failed => {
+            let why = message.unwrap_or_else(|| "it failed".into());
+            (AgentStatus::Failed, why)
+        }
+    };
+    let background = run.finish(status, response.clone());
+    parent_runs
+        .emit(Event::AgentFinished {
+            run_id: run.id.clone(),
+            status,
+            summary: response.lines().next().unwrap_or_default().to_string(),
+        })
+        .await;
+    if background && run.kind == AgentKind::Spawn {
+        parent_mail.deliver(format!(
+            "[sub-agent {} {} in the background]\n{response}",
+            run.id,
+            status.label()
+        ));
+    }
+}
+
+/// A short description of what a sub-agent's event says it is doing.
+fn activity_of(event: &Event) -> Option<String> {
+    match event {
+        Event::TurnStarted { .. } | Event::ToolCallFinished { .. } => Some("thinking".into()),
+        Event::TextDelta { .. } => Some("responding".into()),
+        Event::Retry { .. } => Some("retrying".into()),
+        Event::ToolCallStarted {
+            name, arguments, ..
+        } => {
+            let key = key_argument(name, arguments);
+            Some(format!("{name} {key}").trim().to_string())
+        }
+        _ => None,
+    }
+}
+
+/// `{run_id, status, response}` of a run, for the model.
+pub(super) fn run_json(run: &Run) -> Value {
+    let (status, text) = run.report();
+    let key = match status {
+        AgentStatus::Running => "activity",
+        _ => "response",
+    };
+    serde_json::json!({
+        "run_id": run.id,
+        "status": status.label(),
+        key: text,
+    })
+}

@@ -1,0 +1,277 @@
+//! Sub-agents: a session hands a task to a child session that runs its own turn loop on a task of
+//! its own, concurrently, and reports back. Each session keeps the runs it started in
+//! [`AgentRuns`]; each run is a [`Run`] with a cancellation token under the session's subtree
+//! token, so interrupting or cancelling a parent reaches every descendant.
+//!
+//! The tools (`spawn_agent`, `read_agent_output`, `list_agents`, `cancel_agent`, `fork`,
+//! `gather_all`) are handled by the session itself (see `calls.rs`), because they need its
+//! context, model chain and store; their schemas come from `args.rs`.
+
+mod args;
+mod calls;
+mod child;
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+use tokio::sync::{Notify, mpsc, watch};
+use tokio_util::sync::CancellationToken;
+
+use crate::llm::fallback::FallbackChain;
+use crate::protocol::{AgentKind, AgentStatus, Event};
+
+pub(crate) use args::{agent_tool_specs, is_agent_tool};
+
+/// Builds the model chain of a named model for a sub-agent that asks for one.
+pub type ModelResolver = Arc<dyn Fn(&str) -> Result<Arc<FallbackChain>, String> + Send + Sync>;
+
+/// Where a session's user-side messages arrive while it is not asking for them: injected text
+/// and, for background sub-agents, their results. `wake` rouses an idle agent task.
+#[derive(Clone, Default)]
+pub(crate) struct Mailbox {
+    pub inbox: super::Inbox,
+    pub wake: Arc<Notify>,
+}
+
+impl Mailbox {
+    pub fn deliver(&self, text: String) {
+        if let Ok(mut pending) = self.inbox.lock() {
+            pending.texts.push_back(text);
+        }
+        self.wake.notify_one();
+    }
+}
+
+/// The sub-agents one session started.
+pub(crate) struct AgentRuns {
+    /// 0 for a top-level session, 1 for its sub-agents, and so on.
+    pub depth: u32,
+    pub max_depth: u32,
+    /// Set for a read-only sub-agent: whatever it starts is read-only too.
+    pub readonly: bool,
+    /// The run this session is, when it is a sub-agent.
+    pub run_id: Option<String>,
+    /// Where `Agent*` events go: the top-level front end, shared by the whole tree.
+    sink: Mutex<Option<mpsc::Sender<Event>>>,
+    runs: Mutex<Vec<Arc<Run>>>,
+    /// Parent of every run's token; cancelled (and replaced) when the session is interrupted.
+    subtree: Mutex<CancellationToken>,
+    next: AtomicU32,
+}
+
+impl AgentRuns {
+    pub fn top_level(max_depth: u32) -> Self {
+        Self::new(0, max_depth, false, None, None, CancellationToken::new())
+    }
+
+    fn new(
+        depth: u32,
+        max_depth: u32,
+        readonly: bool,
+        run_id: Option<String>,
+        sink: Option<mpsc::Sender<Event>>,
+        subtree: CancellationToken,
+    ) -> Self {
+        Self {
+            depth,
+            max_depth,
+            readonly,
+            run_id,
+            sink: Mutex::new(sink),
+            runs: Mutex::new(Vec::new()),
+            subtree: Mutex::new(subtree),
+            next: AtomicU32::new(1),
+        }
+    }
+
+    /// The runs registry of the session that `run` is.
+    fn for_child(&self, run: &Run, readonly: bool) -> Self {
+        Self::new(
+            self.depth + 1,
+            self.max_depth,
+            self.readonly || readonly,
+            Some(run.id.clone()),
+            self.sink(),
+            run.cancel.child_token(),
+        )
+    }
+
+    /// The top-level session's front end receives the events of the whole tree.
+    pub fn attach(&self, events: mpsc::Sender<Event>) {
+        *lock(&self.sink) = Some(events);
+    }
+
+    pub fn detach(&self) {
+        *lock(&self.sink) = None;
+    }
+
+    fn sink(&self) -> Option<mpsc::Sender<Event>> {
+        lock(&self.sink).clone()
+    }
+
+    async fn emit(&self, event: Event) {
+        if let Some(sink) = self.sink() {
+            let _ = sink.send(event).await;
+        }
+    }
+
+    /// Cancels every run this session started, and their descendants.
+    pub fn cancel_all(&self) {
+        let mut subtree = lock(&self.subtree);
+        subtree.cancel();
+        *subtree = CancellationToken::new();
+    }
+
+    /// A fresh id: `a1`, `f2`, or under a sub-agent `a1.a1`.
+    fn next_id(&self, kind: AgentKind) -> String {
+        let letter = match kind {
+            AgentKind::Spawn => 'a',
+            AgentKind::Fork => 'f',
+        };
+        let n = self.next.fetch_add(1, Ordering::Relaxed);
+        match &self.run_id {
+            Some(parent) => format!("{parent}.{letter}{n}"),
+            None => format!("{letter}{n}"),
+        }
+    }
+
+    fn subtree_token(&self) -> CancellationToken {
+        lock(&self.subtree).child_token()
+    }
+
+    fn add(&self, run: Arc<Run>) {
+        lock(&self.runs).push(run);
+    }
+
+    fn get(&self, id: &str) -> Option<Arc<Run>> {
+        lock(&self.runs).iter().find(|r| r.id == id).cloned()
+    }
+
+    fn all(&self) -> Vec<Arc<Run>> {
+        lock(&self.runs).clone()
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// One sub-agent run.
+pub(crate) struct Run {
+    pub id: String,
+    pub session_id: String,
+    pub kind: AgentKind,
+    pub label: String,
+    pub started: Instant,
+    pub cancel: CancellationToken,
+    state: Mutex<RunState>,
+    done: watch::Sender<bool>,
+}
+
+struct RunState {
+    status: AgentStatus,
+    /// The final answer once finished.
+    response: String,
+    /// What it does now, while running.
+    activity: String,
+    /// Its result goes to the parent as a message when it finishes.
+    background: bool,
+    /// `gather_all` has returned it.
+    gathered: bool,
+}
+
+/// How waiting for a run ended.
+#[derive(Debug, PartialEq, Eq)]
+enum Waited {
+    Done,
+    TimedOut,
+    Cancelled,
+}
+
+impl Run {
+    fn new(id: String, session_id: String, kind: AgentKind, label: String, background: bool) -> Self {
+        Self {
+            id,
+            session_id,
+            kind,
+            label,
+            started: Instant::now(),
+            cancel: CancellationToken::new(),
+            state: Mutex::new(RunState {
+                status: AgentStatus::Running,
+                response: String::new(),
+                activity: "starting".into(),
+                background,
+                gathered: false,
+            }),
+            done: watch::channel(false).0,
+        }
+    }
+
+    fn with_cancel(mut self, cancel: CancellationToken) -> Self {
+        self.cancel = cancel;
+        self
+    }
+
+    fn status(&self) -> AgentStatus {
+        lock(&self.state).status
+    }
+
+    /// Status and answer (or current activity, while running).
+    fn report(&self) -> (AgentStatus, String) {
+        let state = lock(&self.state);
+        match state.status {
+            AgentStatus::Running => (state.status, state.activity.clone()),
+            status => (status, state.response.clone()),
+        }
+    }
+
+    fn set_activity(&self, activity: String) {
+        lock(&self.state).activity = activity;
+    }
+
+    /// Records the end of the run; `true` when its result must go to the parent as a message.
+    fn finish(&self, status: AgentStatus, response: String) -> bool {
+        let background = {
+            let mut state = lock(&self.state);
+            state.status = status;
+            state.response = response;
+            state.background
+        };
+        self.done.send_replace(true);
+        background
+    }
+
+    /// The parent stops waiting: the result will come as a message. `false` when the run
+    /// already finished (its result can be returned at once).
+    fn move_to_background(&self) -> bool {
+        let mut state = lock(&self.state);
+        if state.status != AgentStatus::Running {
+            return false;
+        }
+        state.background = true;
+        true
+    }
+
+    /// A fork whose answer `gather_all` has not returned yet.
+    fn is_open_fork(&self) -> bool {
+        self.kind == AgentKind::Fork && !lock(&self.state).gathered
+    }
+
+    fn mark_gathered(&self) {
+        lock(&self.state).gathered = true;
+    }
+
+    async fn wait(&self, limit: Duration, cancel: &CancellationToken) -> Waited {
+        let mut done = self.done.subscribe();
+        tokio::select! {
+            finished = done.wait_for(|d| *d) => match finished {
+                Ok(_) => Waited::Done,
+                Err(_) => Waited::Cancelled,
+            },
+            () = tokio::time::sleep(limit) => Waited::TimedOut,
+            () = cancel.cancelled() => Waited::Cancelled,
+        }
+    }
+}
