@@ -118,7 +118,7 @@ fn compaction_bookkeeping() {
             max_active_messages: 1000,
             compact_threshold: 0.8,
             approvals: mnemo::tools::approvals::detached(),
-        max_agent_depth: 3,
+            max_agent_depth: 3,
         };
         let session = Session::resume(settings, chain, ToolRegistry::new(), store, "bench")
             .await
@@ -293,7 +293,7 @@ fn agent_step_overhead(persistence: Persistence) {
             max_active_messages: 200,
             compact_threshold: 0.8,
             approvals: mnemo::tools::approvals::detached(),
-        max_agent_depth: 3,
+            max_agent_depth: 3,
         };
         let provider = Arc::new(ScriptedProvider::new(Script { turns }));
         let db = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));

@@ -7,6 +7,8 @@ use std::time::Duration;
 
 use tokio::sync::mpsc;
 
+use super::subagents::{AgentRuns, Mailbox, ModelResolver, agent_tool_specs};
+use crate::llm::ToolSpec;
 use crate::llm::fallback::{ChainModel, FallbackChain};
 use crate::llm::tokens::Calibration;
 use crate::llm::{ContentBlock, Message, Role, Usage};
@@ -14,8 +16,6 @@ use crate::memory::StoreError;
 use crate::memory::types::{NewSession, StoredMessage};
 use crate::memory::{EmbeddingClient, Store};
 use crate::protocol::Event;
-use super::subagents::{AgentRuns, Mailbox, ModelResolver, agent_tool_specs};
-use crate::llm::ToolSpec;
 use crate::tools::{Approvals, ToolRegistry};
 
 /// Fixed for the life of a session.

@@ -1,8 +1,10 @@
 //! A deterministic provider that replays a script of turns, for tests and demos
-//! (`mnemo --model scripted:path/to/script.json`). Each model call takes the next turn.
+//! (`mnemo --model scripted:path/to/script.json`). Each model call takes the next turn; a turn
+//! with `when` is kept for a call whose latest user text contains it, so that concurrent
+//! sessions (sub-agents) on one script each get their own answers.
 
 use std::path::Path;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
@@ -10,7 +12,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::{
-    ContentBlock, EventStream, Message, ModelRequest, ModelResponse, Provider, ProviderError,
+    ContentBlock, EventStream, Message, ModelRequest, ModelResponse, Provider, ProviderError, Role,
     StopReason, StreamEvent, Usage,
 };
 
@@ -26,6 +28,8 @@ pub struct Script {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ScriptTurn {
+    /// Only for a request whose latest user text contains this.
+    pub when: Option<String>,
     pub reasoning: Option<String>,
     pub text: Option<String>,
     pub chunks: Vec<String>,
@@ -81,17 +85,45 @@ pub enum ScriptLoadError {
 
 pub struct ScriptedProvider {
     turns: Vec<ScriptTurn>,
-    next: AtomicUsize,
+    used: Mutex<Vec<bool>>,
 }
 
 impl ScriptedProvider {
     pub fn new(script: Script) -> Self {
         Self {
+            used: Mutex::new(vec![false; script.turns.len()]),
             turns: script.turns,
-            next: AtomicUsize::new(0),
         }
     }
 
+    /// Takes the first unused turn that fits `request`.
+    fn take(&self, request: &ModelRequest) -> Option<usize> {
+        let latest = latest_user_text(request);
+        let mut used = self.used.lock().unwrap_or_else(PoisonError::into_inner);
+        let index = self.turns.iter().enumerate().position(|(i, turn)| {
+            !used[i]
+                && turn
+                    .when
+                    .as_ref()
+                    .is_none_or(|w| latest.contains(w.as_str()))
+        })?;
+        used[index] = true;
+        Some(index)
+    }
+}
+
+fn latest_user_text(request: &ModelRequest) -> String {
+    request
+        .messages
+        .iter()
+        .rev()
+        .filter(|m| m.role == Role::User)
+        .map(|m| m.text())
+        .find(|text| !text.is_empty())
+        .unwrap_or_default()
+}
+
+impl ScriptedProvider {
     /// Loads a `.toml` script, or JSON for any other extension.
     pub fn load(path: &Path) -> Result<Self, ScriptLoadError> {
         let shown = path.display().to_string();
@@ -117,14 +149,16 @@ impl Provider for ScriptedProvider {
         "scripted"
     }
 
-    fn stream(&self, _request: ModelRequest) -> BoxFuture<'_, Result<EventStream, ProviderError>> {
-        let index = self.next.fetch_add(1, Ordering::SeqCst);
-        let turn = self.turns.get(index).cloned();
+    fn stream(&self, request: ModelRequest) -> BoxFuture<'_, Result<EventStream, ProviderError>> {
+        let index = self.take(&request);
         let total = self.turns.len();
         Box::pin(async move {
-            let Some(turn) = turn else {
+            let Some((index, turn)) = index.and_then(|i| Some((i, self.turns.get(i)?.clone())))
+            else {
                 return Err(ProviderError::BadRequest {
-                    message: format!("the script has no more turns (all {total} were used)"),
+                    message: format!(
+                        "the script has no more turns for this request ({total} in all)"
+                    ),
                 });
             };
             let chunks = turn_chunks(&turn);

@@ -37,7 +37,12 @@ impl ToolRegistry {
     /// The same tools without those that change anything.
     pub fn read_only(&self) -> ToolRegistry {
         let mut registry = ToolRegistry::new();
-        registry.tools = self.tools.iter().filter(|t| !t.mutates()).cloned().collect();
+        registry.tools = self
+            .tools
+            .iter()
+            .filter(|t| !t.mutates())
+            .cloned()
+            .collect();
         registry.specs = self
             .specs
             .iter()

@@ -18,7 +18,9 @@ use super::picker::SessionPicker;
 use super::status::{Activity, Status, compact_count};
 use super::stream::StreamCollector;
 use super::tool_pane::{RunningTool, ToolCell};
-use crate::protocol::{AgentStatus, CompactionKind, Event, Op, ToolStatus, TurnStatus, UserMessageKind};
+use crate::protocol::{
+    AgentStatus, CompactionKind, Event, Op, ToolStatus, TurnStatus, UserMessageKind,
+};
 use crate::sandbox::ApprovalMode;
 
 /// How long a first Ctrl+C waits for the second one.

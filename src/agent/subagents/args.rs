@@ -138,7 +138,9 @@ fn spec<A: JsonSchema>(name: &str, description: &str) -> ToolSpec {
     if let Some(object) = schema.as_object_mut() {
         object.remove("$schema");
         object.remove("title");
-        object.entry("properties").or_insert_with(|| Value::Object(Default::default()));
+        object
+            .entry("properties")
+            .or_insert_with(|| Value::Object(Default::default()));
     }
     ToolSpec {
         name: name.to_string(),

@@ -57,7 +57,9 @@ impl Session {
                 }
                 Ok(run_json(&run).to_string())
             }
-            other => Err(ToolError::Failed(format!("`{other}` is not a sub-agent tool"))),
+            other => Err(ToolError::Failed(format!(
+                "`{other}` is not a sub-agent tool"
+            ))),
         }
     }
 
@@ -189,7 +191,11 @@ impl Session {
 
 /// The first line of a task, short enough for a pane.
 fn label_of(text: &str) -> String {
-    let line = text.lines().find(|l| !l.trim().is_empty()).unwrap_or_default().trim();
+    let line = text
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or_default()
+        .trim();
     match line.char_indices().nth(80) {
         Some((cut, _)) => format!("{}…", &line[..cut]),
         None => line.to_string(),

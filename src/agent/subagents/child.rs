@@ -3,6 +3,7 @@
 //! top-level front end as `Agent*` events; how it ended is kept in its [`Run`].
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 use serde_json::Value;
@@ -15,6 +16,9 @@ use crate::llm::fallback::FallbackChain;
 use crate::llm::{Message, Role};
 use crate::protocol::{AgentKind, AgentStatus, Event, TurnStatus, UserMessageKind};
 use crate::tools::describe::key_argument;
+
+/// How long a finished run waits for the runs it started to wind down.
+const SUBTREE_WAIT: Duration = Duration::from_secs(2);
 
 /// What to start.
 pub(super) struct RunSpec {
@@ -77,7 +81,9 @@ impl Session {
             .store
             .call(move |db| db.rename_session(&id, &title))
             .await;
-        let prompt = self.starting_context(&mut child, spec.context, spec.prompt).await?;
+        let prompt = self
+            .starting_context(&mut child, spec.context, spec.prompt)
+            .await?;
         runs.add(run.clone());
         runs.emit(Event::AgentStarted {
             run_id: run.id.clone(),
@@ -241,8 +247,9 @@ async fn drive_run(
     let (status, message) = child
         .run_turn(prompt, UserMessageKind::Prompt, cancel, inbox)
         .await;
-    // Whatever it left running in the background ends with it.
+    // Whatever it left running in the background ends with it, before it reports.
     child.runs.cancel_all();
+    child.runs.wait_all(SUBTREE_WAIT).await;
     child.release_events();
     let _ = forwarder.await;
     let (status, response) = match status {

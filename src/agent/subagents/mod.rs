@@ -123,6 +123,16 @@ impl AgentRuns {
         *subtree = CancellationToken::new();
     }
 
+    /// Waits (at most `limit`) until every run has finished.
+    pub async fn wait_all(&self, limit: Duration) {
+        let deadline = tokio::time::Instant::now() + limit;
+        let never = CancellationToken::new();
+        for run in self.all() {
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            run.wait(left, &never).await;
+        }
+    }
+
     /// A fresh id: `a1`, `f2`, or under a sub-agent `a1.a1`.
     fn next_id(&self, kind: AgentKind) -> String {
         let letter = match kind {
@@ -190,7 +200,13 @@ enum Waited {
 }
 
 impl Run {
-    fn new(id: String, session_id: String, kind: AgentKind, label: String, background: bool) -> Self {
+    fn new(
+        id: String,
+        session_id: String,
+        kind: AgentKind,
+        label: String,
+        background: bool,
+    ) -> Self {
         Self {
             id,
             session_id,

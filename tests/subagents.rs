@@ -1,0 +1,393 @@
+//! Sub-agents on the scripted provider: spawn and the answer it returns, the depth limit,
+//! cancellation through three levels, the elastic timeout and the later injection, read-only
+//! children, fork isolation, gather_all, and the child sessions in the store. Script turns with
+//! `when` answer only the session whose latest user text contains it.
+
+mod agent_support;
+
+use std::time::{Duration, Instant};
+
+use agent_support::{Harness, start};
+use mnemo::llm::{ContentBlock, Message, Role};
+use mnemo::memory::types::SessionRow;
+use mnemo::protocol::{AgentStatus, Event, Op, ToolStatus, TurnStatus, UserMessageKind};
+use serde_json::{Value, json};
+
+fn call(name: &str, arguments: Value) -> Value {
+    json!({"name": name, "arguments": arguments})
+}
+
+/// A turn for the session whose latest user text contains `when`.
+fn turn(when: &str, body: Value) -> Value {
+    let mut body = body;
+    body["when"] = json!(when);
+    body
+}
+
+fn tool_outputs(events: &[Event]) -> Vec<(String, ToolStatus, String)> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            Event::ToolCallFinished {
+                name,
+                status,
+                output,
+                ..
+            } => Some((name.clone(), *status, output.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+fn output_json(events: &[Event], tool: &str) -> Value {
+    let (_, _, output) = tool_outputs(events)
+        .into_iter()
+        .find(|(name, ..)| name == tool)
+        .unwrap_or_else(|| panic!("no {tool} result in {events:#?}"));
+    serde_json::from_str(&output).unwrap_or_else(|e| panic!("{tool} output {output:?}: {e}"))
+}
+
+fn finished(events: &[Event]) -> Vec<(String, AgentStatus)> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            Event::AgentFinished { run_id, status, .. } => Some((run_id.clone(), *status)),
+            _ => None,
+        })
+        .collect()
+}
+
+async fn children(session: &mnemo::agent::Session, id: &str) -> Vec<SessionRow> {
+    let id = id.to_string();
+    session
+        .store()
+        .call(move |db| db.child_sessions(&id))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
+async fn messages(session: &mnemo::agent::Session, id: &str) -> Vec<Message> {
+    let id = id.to_string();
+    session
+        .store()
+        .call(move |db| db.all_messages(&id))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
+        .into_iter()
+        .map(|m| m.message)
+        .collect()
+}
+
+fn texts<M: std::borrow::Borrow<Message>>(messages: &[M]) -> Vec<String> {
+    messages
+        .iter()
+        .map(|m| m.borrow())
+        .filter(|m| {
+            m.content
+                .iter()
+                .any(|b| matches!(b, ContentBlock::Text { .. }))
+        })
+        .map(|m| m.text())
+        .collect()
+}
+
+async fn run_prompt(h: &mut Harness, text: &str) -> Vec<Event> {
+    h.send(Op::UserInput { text: text.into() }).await;
+    h.until_turn_finished().await
+}
+
+#[tokio::test]
+async fn a_spawned_agent_answers_and_is_stored_as_a_child_session() {
+    let script = json!({"turns": [
+        turn("PARENT", json!({"tool_calls": [call("spawn_agent", json!({"prompt": "CHILD: count the files"}))]})),
+        turn("CHILD", json!({"text": "There are 42 files."})),
+        turn("PARENT", json!({"text": "The child counted 42."}))
+    ]});
+    let mut h = start(script, |_| {}).await;
+    let events = run_prompt(&mut h, "PARENT: delegate").await;
+    let result = output_json(&events, "spawn_agent");
+    assert_eq!(result["status"], "completed");
+    assert_eq!(result["response"], "There are 42 files.");
+    let started = events.iter().find_map(|e| match e {
+        Event::AgentStarted {
+            run_id,
+            depth,
+            label,
+            parent_run,
+            session_id,
+            ..
+        } => Some((
+            run_id.clone(),
+            *depth,
+            label.clone(),
+            parent_run.clone(),
+            session_id.clone(),
+        )),
+        _ => None,
+    });
+    let Some((run_id, depth, label, parent_run, child_id)) = started else {
+        panic!("no AgentStarted in {events:#?}");
+    };
+    assert_eq!((run_id.as_str(), depth, parent_run), ("a1", 1, None));
+    assert_eq!(label, "CHILD: count the files");
+    assert_eq!(
+        finished(&events),
+        [("a1".to_string(), AgentStatus::Completed)]
+    );
+
+    let session = h.finish().await;
+    let kids = children(&session, &session.id).await;
+    assert_eq!(kids.len(), 1);
+    assert_eq!(kids[0].id, child_id);
+    assert_eq!(kids[0].title, "CHILD: count the files");
+    let stored = texts(&messages(&session, &child_id).await);
+    assert_eq!(stored, ["CHILD: count the files", "There are 42 files."]);
+    // The parent's history holds the call and its result, not the child's conversation.
+    assert!(
+        texts(session.history())
+            .iter()
+            .all(|t| !t.contains("42 files"))
+    );
+}
+
+#[tokio::test]
+async fn the_depth_limit_stops_nesting_in_the_tool_layer() {
+    let spawn =
+        |prompt: &str| json!({"tool_calls": [call("spawn_agent", json!({"prompt": prompt}))]});
+    let script = json!({"turns": [
+        turn("LEVEL0", spawn("LEVEL1 go deeper")),
+        turn("LEVEL1", spawn("LEVEL2 go deeper")),
+        turn("LEVEL2", spawn("LEVEL3 too deep")),
+        turn("LEVEL2", json!({"text": "level 2 could not go deeper"})),
+        turn("LEVEL1", json!({"text": "level 1 done"})),
+        turn("LEVEL0", json!({"text": "all done"}))
+    ]});
+    let mut h = start(script, |s| s.max_agent_depth = 2).await;
+    let events = run_prompt(&mut h, "LEVEL0 start").await;
+    let depths: Vec<u32> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::AgentStarted { depth, .. } => Some(*depth),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(depths, [1, 2], "a third level must not start");
+    let session = h.finish().await;
+    let level1 = &children(&session, &session.id).await[0];
+    let level2 = &children(&session, &level1.id).await[0];
+    assert!(children(&session, &level2.id).await.is_empty());
+    let refused: Vec<String> = messages(&session, &level2.id)
+        .await
+        .iter()
+        .flat_map(|m| m.content.clone())
+        .filter_map(|b| match b {
+            ContentBlock::ToolResult {
+                content, is_error, ..
+            } => is_error.then_some(content),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(refused.len(), 1);
+    assert!(
+        refused[0].contains("the sub-agent depth limit (2) is reached"),
+        "{refused:?}"
+    );
+}
+
+/// A three-level chain of blocking spawns whose deepest agent streams slowly.
+fn three_levels() -> Value {
+    let spawn =
+        |prompt: &str| json!({"tool_calls": [call("spawn_agent", json!({"prompt": prompt}))]});
+    let words: Vec<String> = (0..50).map(|i| format!("word{i} ")).collect();
+    json!({"turns": [
+        turn("ROOT", spawn("ONE: delegate")),
+        turn("ONE", spawn("TWO: delegate")),
+        turn("TWO", spawn("THREE: work slowly")),
+        turn("THREE", json!({"chunks": words, "delay_ms": 200}))
+    ]})
+}
+
+#[tokio::test]
+async fn interrupting_the_parent_cancels_three_levels_within_200_ms() {
+    let mut h = start(three_levels(), |_| {}).await;
+    h.send(Op::UserInput {
+        text: "ROOT: go".into(),
+    })
+    .await;
+    h.until(|e| matches!(e, Event::AgentActivity { run_id, activity } if run_id == "a1.a1.a1" && activity == "responding"))
+        .await;
+    let interrupted = Instant::now();
+    h.send(Op::Interrupt).await;
+    let mut cancelled = Vec::new();
+    let events = h
+        .until(|e| {
+            if let Event::AgentFinished { run_id, status, .. } = e {
+                cancelled.push((run_id.clone(), *status));
+            }
+            cancelled.len() == 3
+        })
+        .await;
+    let elapsed = interrupted.elapsed();
+    assert!(elapsed < Duration::from_millis(200), "took {elapsed:?}");
+    cancelled.sort_by(|a, b| a.0.cmp(&b.0));
+    assert_eq!(
+        cancelled,
+        [
+            ("a1".to_string(), AgentStatus::Cancelled),
+            ("a1.a1".to_string(), AgentStatus::Cancelled),
+            ("a1.a1.a1".to_string(), AgentStatus::Cancelled),
+        ],
+        "{events:#?}"
+    );
+    assert!(events.iter().any(|e| matches!(
+        e,
+        Event::TurnFinished {
+            status: TurnStatus::Interrupted,
+            ..
+        }
+    )));
+}
+
+#[tokio::test]
+async fn cancel_agent_cancels_a_background_run_and_its_subtree() {
+    let words: Vec<String> = (0..50).map(|i| format!("w{i} ")).collect();
+    let script = json!({"turns": [
+        turn("ROOT", json!({"tool_calls": [call("spawn_agent", json!({"prompt": "ONE: delegate", "background": true}))]})),
+        turn("ROOT", json!({"text": "started it"})),
+        turn("ONE", json!({"tool_calls": [call("spawn_agent", json!({"prompt": "TWO: slow"}))]})),
+        turn("TWO", json!({"chunks": words, "delay_ms": 200})),
+        turn("STOP", json!({"tool_calls": [call("cancel_agent", json!({"run_id": "a1"}))]})),
+        turn("STOP", json!({"text": "stopped"}))
+    ]});
+    let mut h = start(script, |_| {}).await;
+    let events = run_prompt(&mut h, "ROOT: start in the background").await;
+    assert_eq!(output_json(&events, "spawn_agent")["status"], "running");
+    h.until(|e| matches!(e, Event::AgentActivity { run_id, activity } if run_id == "a1.a1" && activity == "responding"))
+        .await;
+    let events = run_prompt(&mut h, "STOP it").await;
+    let result = output_json(&events, "cancel_agent");
+    assert_eq!(result["status"], "cancelled");
+    let mut stopped = finished(&events);
+    stopped.sort_by(|a, b| a.0.cmp(&b.0));
+    assert_eq!(
+        stopped,
+        [
+            ("a1".to_string(), AgentStatus::Cancelled),
+            ("a1.a1".to_string(), AgentStatus::Cancelled)
+        ]
+    );
+}
+
+#[tokio::test]
+async fn the_elastic_timeout_moves_a_run_to_the_background_and_injects_its_result() {
+    let script = json!({"turns": [
+        turn("PARENT", json!({"tool_calls": [call("spawn_agent", json!({"prompt": "SLOW: think long", "timeout": 1}))]})),
+        turn("SLOW", json!({"chunks": ["the slow ", "answer"], "delay_ms": 1200})),
+        turn("PARENT", json!({"tool_calls": [call("read_agent_output", json!({"run_id": "a1"}))]})),
+        turn("PARENT", json!({"text": "I will wait for it."})),
+        turn("[sub-agent a1", json!({"text": "It answered."}))
+    ]});
+    let mut h = start(script, |_| {}).await;
+    let started = Instant::now();
+    let events = run_prompt(&mut h, "PARENT: ask the slow one").await;
+    let moved = output_json(&events, "spawn_agent");
+    assert_eq!(moved["run_id"], "a1");
+    assert_eq!(moved["status"], "moved_to_background");
+    assert_eq!(
+        output_json(&events, "read_agent_output")["status"],
+        "running"
+    );
+    assert!(started.elapsed() < Duration::from_millis(2000));
+    // The next turn starts by itself with the result as an injected message.
+    let next = h.until_turn_finished().await;
+    let injected = next.iter().find_map(|e| match e {
+        Event::UserMessage {
+            text,
+            kind: UserMessageKind::Injected,
+        } => Some(text.clone()),
+        _ => None,
+    });
+    assert_eq!(
+        injected.as_deref(),
+        Some("[sub-agent a1 completed in the background]\nthe slow answer")
+    );
+    assert!(
+        next.iter()
+            .any(|e| matches!(e, Event::AssistantMessage { text } if text == "It answered."))
+    );
+}
+
+#[tokio::test]
+async fn a_readonly_agent_has_no_tools_that_change_anything() {
+    let script = json!({"turns": [
+        turn("PARENT", json!({"tool_calls": [call("spawn_agent", json!({"prompt": "READER: look only", "readonly": true}))]})),
+        turn("READER", json!({"tool_calls": [call("write_file", json!({"path": "x.txt", "content": "no"}))]})),
+        turn("READER", json!({"text": "I could not write."})),
+        turn("PARENT", json!({"text": "ok"}))
+    ]});
+    let mut h = start(script, |_| {}).await;
+    run_prompt(&mut h, "PARENT: read something").await;
+    assert!(!h.workspace().join("x.txt").exists());
+    let session = h.finish().await;
+    let child = &children(&session, &session.id).await[0];
+    let refused: Vec<String> = messages(&session, &child.id)
+        .await
+        .iter()
+        .flat_map(|m| m.content.clone())
+        .filter_map(|b| match b {
+            ContentBlock::ToolResult { content, .. } => Some(content),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        refused[0].starts_with("unknown tool `write_file`"),
+        "{refused:?}"
+    );
+    assert!(!refused[0].contains("shell"), "{refused:?}");
+}
+
+#[tokio::test]
+async fn forks_see_the_context_at_the_fork_and_gather_all_returns_every_answer() {
+    let script = json!({"turns": [
+        turn("PARENT", json!({"tool_calls": [
+            call("fork", json!({"task": "alpha", "instruction": "do alpha"})),
+            call("fork", json!({"task": "beta", "instruction": "do beta"}))
+        ]})),
+        turn("Task: alpha", json!({"text": "alpha result", "delay_ms": 100})),
+        turn("Task: beta", json!({"text": "beta result", "delay_ms": 100})),
+        turn("PARENT", json!({"tool_calls": [call("gather_all", json!({}))]})),
+        turn("PARENT", json!({"text": "both done"})),
+        turn("LATER", json!({"text": "a later answer"}))
+    ]});
+    let mut h = start(script, |_| {}).await;
+    let events = run_prompt(&mut h, "PARENT: split the work").await;
+    let gathered = output_json(&events, "gather_all");
+    assert_eq!(
+        gathered,
+        json!({
+            "f1": {"status": "completed", "response": "alpha result"},
+            "f2": {"status": "completed", "response": "beta result"}
+        })
+    );
+    run_prompt(&mut h, "LATER: more").await;
+    let session = h.finish().await;
+    let forks = children(&session, &session.id).await;
+    assert_eq!(forks.len(), 2);
+    for fork in &forks {
+        let stored = messages(&session, &fork.id).await;
+        let first = stored.first().map(Message::text);
+        assert_eq!(first.as_deref(), Some("PARENT: split the work"));
+        let all = texts(&stored).join("\n");
+        assert!(
+            !all.contains("LATER"),
+            "a later parent message reached a fork"
+        );
+        assert_eq!(stored.last().map(|m| m.role), Some(Role::Assistant));
+    }
+    // And the forks changed nothing in the parent.
+    assert!(
+        texts(session.history())
+            .iter()
+            .all(|t| !t.contains("alpha result"))
+    );
+}
