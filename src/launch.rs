@@ -1,10 +1,12 @@
 //! Turns a workspace and command-line overrides into a ready session: config, store, model,
 //! key, provider, tools and system prompt. Every front end starts here.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
+use crate::agent::subagents::ModelResolver;
 use crate::agent::{Session, SessionSettings, prompt};
 use crate::config::{
     self, CliOverrides, Config, ConfigError, ConfigSources, Dirs, KeyStatus, ResolvedModel,
@@ -131,6 +133,25 @@ impl Loaded {
         )))
     }
 
+    /// Chains for sub-agents that ask for a configured model by name; one chain per model for
+    /// the whole launch, so sub-agents share its retries and cooldowns.
+    pub fn model_resolver(&self) -> ModelResolver {
+        let config = self.config.clone();
+        let chains: Mutex<HashMap<String, Arc<FallbackChain>>> = Mutex::default();
+        Arc::new(move |name: &str| {
+            let mut chains = chains.lock().unwrap_or_else(PoisonError::into_inner);
+            if let Some(chain) = chains.get(name) {
+                return Ok(chain.clone());
+            }
+            let model = config::select::named(&config, name).map_err(|e| e.to_string())?;
+            let key = api_key(&model).map_err(|e| e.to_string())?;
+            let model = chain_model(&model, key).map_err(|e| e.to_string())?;
+            let chain = Arc::new(FallbackChain::new(vec![model], config.retry.policy()));
+            chains.insert(name.to_string(), chain.clone());
+            Ok(chain)
+        })
+    }
+
     /// Every tool a session gets: the built-ins and the memory tools.
     pub fn tools(&self, store: &Store) -> ToolRegistry {
         let mut tools = builtin_tools();
@@ -184,6 +205,7 @@ pub async fn prepare_session_with(
         }
     };
     session.set_embedder(loaded.embedder());
+    session.set_model_resolver(loaded.model_resolver());
     // Said at once, not at the first refused command.
     let sandbox = session.settings.approvals.sandbox_for(None);
     if let Err(error) = crate::sandbox::preflight(&sandbox).await {

@@ -83,6 +83,9 @@ enum Command {
         /// Every directory, not only this one.
         #[arg(long)]
         all: bool,
+        /// Show each session's sub-agent sessions below it.
+        #[arg(long)]
+        tree: bool,
         /// At most this many.
         #[arg(long, default_value_t = 50)]
         limit: usize,
@@ -194,9 +197,14 @@ fn real_main(cli: Cli) -> anyhow::Result<ExitCode> {
             );
             Ok(ExitCode::SUCCESS)
         }
-        Some(Command::Sessions { all, limit, action }) => {
+        Some(Command::Sessions {
+            all,
+            tree,
+            limit,
+            action,
+        }) => {
             match action {
-                None => commands::sessions::list(&loaded, all, limit, &mut out)?,
+                None => commands::sessions::list(&loaded, all, tree, limit, &mut out)?,
                 Some(SessionAction::Rm { id }) => {
                     commands::sessions::remove(&loaded, &id, &mut out)?
                 }

@@ -159,3 +159,56 @@ fn archive_search_never_fails_on_query_syntax() -> TestResult {
     }
     Ok(())
 }
+
+#[test]
+fn sessions_tree_shows_sub_agent_sessions_under_their_parent() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let ws = dir.path();
+    let spawn = |prompt: &str| json!({"tool_calls": [{"name": "spawn_agent", "arguments": {"prompt": prompt}}]});
+    let when = |key: &str, mut turn: serde_json::Value| {
+        turn["when"] = json!(key);
+        turn
+    };
+    let model = script(
+        ws,
+        "tree.json",
+        json!([
+            when("TOP", spawn("MIDDLE: ask below")),
+            when("MIDDLE", spawn("BOTTOM: answer")),
+            when("BOTTOM", json!({"text": "bottom answer"})),
+            when("MIDDLE", json!({"text": "middle answer"})),
+            when("TOP", json!({"text": "top answer"}))
+        ]),
+    )?;
+    let out = mnemo(ws, &["--model", &model, "run", "TOP: start"])?;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("⇢ sub-agent a1: MIDDLE: ask below"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("⇠ sub-agent a1 completed: middle answer"),
+        "{stderr}"
+    );
+
+    let flat = stdout(&mnemo(ws, &["sessions"])?);
+    assert_eq!(flat.lines().count(), 2, "only the top session: {flat}");
+    let tree = stdout(&mnemo(ws, &["sessions", "--tree"])?);
+    // The title column starts after id, time, count and model.
+    let titles: Vec<String> = tree
+        .lines()
+        .skip(1)
+        .map(|line| line.chars().skip(8 + 2 + 16 + 2 + 5 + 2 + 16 + 2).collect())
+        .collect();
+    assert_eq!(
+        titles,
+        ["TOP: start", "└ MIDDLE: ask below", "  └ BOTTOM: answer"],
+        "{tree}"
+    );
+    Ok(())
+}

@@ -8,8 +8,8 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use mnemo::launch::LaunchError;
 use mnemo::llm::Usage;
 use mnemo::protocol::{
-    ApprovalAction, ApprovalDecision, CompactionKind, Event, Op, ToolStatus, TurnStatus,
-    UserMessageKind,
+    AgentKind, AgentStatus, ApprovalAction, ApprovalDecision, CompactionKind, Event, Op,
+    ToolStatus, TurnStatus, UserMessageKind,
 };
 use mnemo::sandbox::Escalation;
 use mnemo::tui::first_run::FirstRun;
@@ -468,4 +468,50 @@ fn approval_requests_show_the_command_or_the_diff_and_take_an_answer() {
     );
     insta::assert_snapshot!("approval_command", command);
     insta::assert_snapshot!("approval_write", write);
+}
+
+#[test]
+fn sub_agents_show_as_nested_panes_with_live_status() {
+    let mut harness = Harness::started();
+    harness.prompt("review the crate");
+    let started =
+        |run_id: &str, parent: Option<&str>, depth: u32, label: &str| Event::AgentStarted {
+            run_id: run_id.into(),
+            session_id: format!("session-{run_id}"),
+            parent_run: parent.map(String::from),
+            depth,
+            kind: AgentKind::Spawn,
+            label: label.into(),
+            model: "claude-sonnet".into(),
+        };
+    harness.events([
+        Event::ToolCallStarted {
+            call_id: "c1".into(),
+            name: "spawn_agent".into(),
+            arguments: json!({"prompt": "Review src/llm for error handling"}),
+        },
+        started("a1", None, 1, "Review src/llm for error handling"),
+        started("a2", None, 1, "Check the README commands"),
+        started("a1.a1", Some("a1"), 2, "Read src/llm/sse.rs"),
+        Event::AgentActivity {
+            run_id: "a1".into(),
+            activity: "spawn_agent".into(),
+        },
+        Event::AgentActivity {
+            run_id: "a1.a1".into(),
+            activity: "read_file src/llm/sse.rs".into(),
+        },
+        Event::AgentActivity {
+            run_id: "a2".into(),
+            activity: "shell cargo run --release -- --help".into(),
+        },
+    ]);
+    let running = harness.screen(80, 16);
+    harness.event(Event::AgentFinished {
+        run_id: "a1.a1".into(),
+        status: AgentStatus::Completed,
+        summary: "sse.rs handles cut streams and retries".into(),
+    });
+    insta::assert_snapshot!("sub_agents_running", running);
+    insta::assert_snapshot!("sub_agent_finished", harness.screen(80, 16));
 }

@@ -14,17 +14,28 @@ pub enum ExportFormat {
     Json,
 }
 
-/// Lists sessions of the workspace (or all), newest first.
+/// Lists sessions of the workspace (or all), newest first; with `tree`, each with its
+/// sub-agent sessions indented below it.
 pub fn list(
     loaded: &Loaded,
     all: bool,
+    tree: bool,
     limit: usize,
     out: &mut impl Write,
 ) -> Result<(), CommandError> {
     let cwd = (!all).then(|| loaded.workspace_str());
-    let rows = loaded
-        .store()?
-        .call_blocking(move |db| db.list_sessions(cwd.as_deref(), limit))?;
+    let rows = loaded.store()?.call_blocking(move |db| {
+        let mut rows = Vec::new();
+        for row in db.list_sessions(cwd.as_deref(), limit)? {
+            let below = match tree {
+                true => db.descendants(&row.id)?,
+                false => Vec::new(),
+            };
+            rows.push((0, row));
+            rows.extend(below);
+        }
+        Ok(rows)
+    })?;
     if rows.is_empty() {
         writeln!(
             out,
@@ -42,14 +53,18 @@ pub fn list(
         "{:<8}  {:<16}  {:>5}  {:<16}  TITLE",
         "ID", "UPDATED", "MSGS", "MODEL"
     )?;
-    for row in rows {
+    for (depth, row) in rows {
         let title = match &row.subtitle {
             Some(sub) => format!("{} — {sub}", row.title),
             None => row.title.clone(),
         };
+        let branch = match depth {
+            0 => String::new(),
+            depth => format!("{}└ ", "  ".repeat(depth as usize - 1)),
+        };
         writeln!(
             out,
-            "{:<8}  {:<16}  {:>5}  {:<16}  {}",
+            "{:<8}  {:<16}  {:>5}  {:<16}  {branch}{}",
             row.id.chars().take(8).collect::<String>(),
             local_time(row.updated_at),
             row.message_count,
@@ -60,7 +75,7 @@ pub fn list(
                 &title
             },
         )?;
-        if all {
+        if all && depth == 0 {
             writeln!(out, "{:<8}  {}", "", row.cwd)?;
         }
     }

@@ -127,6 +127,24 @@ impl Db {
         Ok(self.list_sessions(Some(cwd), 1)?.pop())
     }
 
+    /// Every sub-agent session below `root_id`, depth first, each with its depth (1 for a
+    /// child of the root).
+    pub fn descendants(&self, root_id: &str) -> Result<Vec<(u32, SessionRow)>, StoreError> {
+        let mut out = Vec::new();
+        let mut stack: Vec<(u32, SessionRow)> = self
+            .child_sessions(root_id)?
+            .into_iter()
+            .rev()
+            .map(|row| (1, row))
+            .collect();
+        while let Some((depth, row)) = stack.pop() {
+            let children = self.child_sessions(&row.id)?;
+            stack.extend(children.into_iter().rev().map(|child| (depth + 1, child)));
+            out.push((depth, row));
+        }
+        Ok(out)
+    }
+
     /// Sub-agent sessions started from `parent_id`, oldest first.
     pub fn child_sessions(&self, parent_id: &str) -> Result<Vec<SessionRow>, StoreError> {
         let mut stmt = self.conn.prepare_cached(&format!(

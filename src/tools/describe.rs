@@ -11,6 +11,9 @@ pub fn key_argument(name: &str, arguments: &Value) -> String {
             Some(path) => format!("{p}  in {path}"),
             None => p.to_string(),
         }),
+        "spawn_agent" => field("prompt").map(str::to_string),
+        "fork" => field("task").map(str::to_string),
+        "read_agent_output" | "cancel_agent" => field("run_id").map(str::to_string),
         _ => field("path")
             .or_else(|| field("command"))
             .or_else(|| field("pattern"))
