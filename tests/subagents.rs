@@ -391,3 +391,71 @@ async fn forks_see_the_context_at_the_fork_and_gather_all_returns_every_answer()
             .all(|t| !t.contains("alpha result"))
     );
 }
+
+#[tokio::test]
+async fn summary_mode_starts_the_agent_with_the_compressors_summary() {
+    let summary = json!({"goal": "ship the parser", "current_status": "tests pass"}).to_string();
+    let script = json!({"turns": [
+        turn("PARENT", json!({"tool_calls": [call("spawn_agent", json!({"prompt": "SUMMARIZED: write docs", "context_mode": "summary"}))]})),
+        turn("Conversation being removed", json!({"text": summary})),
+        turn("SUMMARIZED", json!({"text": "docs written"})),
+        turn("PARENT", json!({"text": "ok"}))
+    ]});
+    let mut h = start(script, |_| {}).await;
+    let events = run_prompt(&mut h, "PARENT: we are shipping the parser").await;
+    assert_eq!(
+        output_json(&events, "spawn_agent")["response"],
+        "docs written"
+    );
+    let session = h.finish().await;
+    let child = &children(&session, &session.id).await[0];
+    let first = texts(&messages(&session, &child.id).await).remove(0);
+    assert!(first.contains("Goal: ship the parser"), "{first}");
+    assert!(first.contains("Current status: tests pass"), "{first}");
+    assert!(
+        first.ends_with("Your task:\nSUMMARIZED: write docs"),
+        "{first}"
+    );
+}
+
+#[tokio::test]
+async fn a_sub_agent_asks_the_same_user_under_the_parents_approval_mode() {
+    use mnemo::protocol::ApprovalDecision;
+    use mnemo::sandbox::{ApprovalMode, SandboxConfig};
+    use mnemo::tools::Approvals;
+    let script = json!({"turns": [
+        turn("PARENT", json!({"tool_calls": [call("spawn_agent", json!({"prompt": "WRITER: save it"}))]})),
+        turn("WRITER", json!({"tool_calls": [call("write_file", json!({"path": "saved.txt", "content": "kept"}))]})),
+        turn("WRITER", json!({"text": "saved"})),
+        turn("PARENT", json!({"text": "ok"}))
+    ]});
+    let mut h = start(script, |settings| {
+        let approvals = Approvals::new(SandboxConfig::default(), ApprovalMode::Ask);
+        approvals.enable_questions();
+        settings.approvals = std::sync::Arc::new(approvals);
+    })
+    .await;
+    h.send(Op::UserInput {
+        text: "PARENT: save".into(),
+    })
+    .await;
+    let events = h
+        .until(|e| matches!(e, Event::ApprovalRequested { .. }))
+        .await;
+    let Some(Event::ApprovalRequested { id, tool, .. }) = events.last() else {
+        panic!("no question");
+    };
+    assert_eq!(tool, "write_file");
+    assert!(!h.workspace().join("saved.txt").exists());
+    h.send(Op::Approval {
+        id: id.clone(),
+        decision: ApprovalDecision::AllowOnce,
+    })
+    .await;
+    let events = h.until_turn_finished().await;
+    assert_eq!(output_json(&events, "spawn_agent")["response"], "saved");
+    assert_eq!(
+        std::fs::read_to_string(h.workspace().join("saved.txt")).ok(),
+        Some("kept".into())
+    );
+}
