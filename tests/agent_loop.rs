@@ -287,6 +287,18 @@ async fn an_injection_becomes_a_user_message_before_the_next_model_call() {
     assert_eq!(history[3].role, Role::User);
     assert_eq!(history[3].text(), "also check the tests");
     assert_eq!(history[4].text(), "saw it");
+    // The store remembers how each user message arrived, for a resumed transcript.
+    let id = session.id.clone();
+    let stored = session
+        .store()
+        .call(move |db| db.all_messages(&id))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let kinds: Vec<_> = stored.iter().map(|m| m.kind).collect();
+    assert_eq!(
+        kinds,
+        [None, None, None, Some(UserMessageKind::Injected), None]
+    );
 }
 
 #[tokio::test]

@@ -88,8 +88,15 @@ impl Session {
         text: String,
         kind: UserMessageKind,
     ) -> Result<(), StoreError> {
-        let first = self.next_seq == 0;
+        let seq = self.next_seq;
         self.commit(Message::user_text(text.clone())).await?;
+        if kind != UserMessageKind::Prompt {
+            let id = self.id.clone();
+            self.store
+                .call(move |db| db.set_message_kind(&id, seq, kind))
+                .await?;
+        }
+        let first = seq == 0;
         if first {
             let (id, title) = (self.id.clone(), title_from(&text));
             self.store

@@ -7,15 +7,14 @@ use super::db::{Db, from_sql_int, now_ms, to_sql_int};
 use super::error::StoreError;
 use super::types::{Millis, SessionTotals, StoredMessage, TurnRecord};
 use crate::llm::{ContentBlock, Message, Role, Usage};
-use crate::protocol::TurnStatus;
+use crate::protocol::{TurnStatus, UserMessageKind};
 
 /// The status of a turn that has started and not yet finished.
 pub const TURN_RUNNING: &str = "running";
 /// The status of a turn whose process died before it finished.
 pub const TURN_KILLED: &str = "killed";
 
-const SELECT_MESSAGE: &str =
-    "SELECT seq, role, content, tokens, active, created_at FROM messages WHERE session_id = ?1";
+const SELECT_MESSAGE: &str = "SELECT seq, role, content, tokens, active, created_at, kind FROM messages WHERE session_id = ?1";
 
 pub(super) fn role_name(role: Role) -> &'static str {
     match role {
@@ -31,6 +30,23 @@ fn parse_role(name: &str) -> Result<Role, StoreError> {
         other => Err(StoreError::Corrupt(format!(
             "unknown message role `{other}`"
         ))),
+    }
+}
+
+fn kind_name(kind: UserMessageKind) -> Option<&'static str> {
+    match kind {
+        UserMessageKind::Prompt => None,
+        UserMessageKind::Injected => Some("injected"),
+        UserMessageKind::Queued => Some("queued"),
+    }
+}
+
+/// Unknown names (from a newer mnemo) read as a plain message.
+fn parse_kind(name: &str) -> Option<UserMessageKind> {
+    match name {
+        "injected" => Some(UserMessageKind::Injected),
+        "queued" => Some(UserMessageKind::Queued),
+        _ => None,
     }
 }
 
@@ -52,6 +68,7 @@ struct RawMessage {
     tokens: u32,
     active: bool,
     created_at: Millis,
+    kind: Option<String>,
 }
 
 fn raw_message(row: &Row<'_>) -> rusqlite::Result<RawMessage> {
@@ -62,6 +79,7 @@ fn raw_message(row: &Row<'_>) -> rusqlite::Result<RawMessage> {
         tokens: row.get(3)?,
         active: row.get(4)?,
         created_at: row.get(5)?,
+        kind: row.get(6)?,
     })
 }
 
@@ -77,6 +95,7 @@ impl RawMessage {
             tokens: self.tokens,
             active: self.active,
             created_at: self.created_at,
+            kind: self.kind.as_deref().and_then(parse_kind),
         })
     }
 }
@@ -140,6 +159,22 @@ impl Db {
             .query_map([session_id], raw_message)?
             .collect::<Result<Vec<_>, _>>()?;
         raw.into_iter().map(RawMessage::decode).collect()
+    }
+
+    /// Records how the user message `seq` arrived (a plain prompt needs no record).
+    pub fn set_message_kind(
+        &mut self,
+        session_id: &str,
+        seq: i64,
+        kind: UserMessageKind,
+    ) -> Result<(), StoreError> {
+        let Some(name) = kind_name(kind) else {
+            return Ok(());
+        };
+        self.conn
+            .prepare_cached("UPDATE messages SET kind = ?3 WHERE session_id = ?1 AND seq = ?2")?
+            .execute(params![session_id, seq, name])?;
+        Ok(())
     }
 
     pub fn max_seq(&self, session_id: &str) -> Result<Option<i64>, StoreError> {

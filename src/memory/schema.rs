@@ -125,8 +125,11 @@ CREATE TRIGGER experiences_version_update AFTER UPDATE ON experiences BEGIN
 END;
 ";
 
+/// v3: how a user message arrived while a turn ran (`injected`, `queued`); NULL otherwise.
+const V3: &str = "ALTER TABLE messages ADD COLUMN kind TEXT;";
+
 /// Migration `i` brings the schema from version `i` to `i + 1`.
-const MIGRATIONS: &[&str] = &[V1, V2];
+const MIGRATIONS: &[&str] = &[V1, V2, V3];
 
 /// The schema version this build writes.
 pub const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;

@@ -43,6 +43,8 @@ pub struct StoredMessage {
     pub tokens: u32,
     pub active: bool,
     pub created_at: Millis,
+    /// For a user message sent while a turn ran: injected or queued.
+    pub kind: Option<crate::protocol::UserMessageKind>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -143,7 +143,7 @@ fn user_cells(stored: &StoredMessage, calls: &mut Vec<Call>, cells: &mut Vec<Cel
     if !texts.is_empty() {
         cells.push(Cell::User {
             text: texts.join("\n"),
-            kind: UserMessageKind::Prompt,
+            kind: stored.kind.unwrap_or(UserMessageKind::Prompt),
         });
     }
 }
@@ -223,6 +223,7 @@ mod tests {
             tokens: 1,
             active: true,
             created_at: seq * 100,
+            kind: None,
         }
     }
 
@@ -291,5 +292,22 @@ mod tests {
             panic!("no tool cell: {:?}", restored.cells);
         };
         assert_eq!(tool.status, ToolStatus::Error);
+    }
+
+    #[test]
+    fn injected_and_queued_messages_keep_their_mark() {
+        let mut injected = stored(0, Message::user_text("also run clippy"));
+        injected.kind = Some(UserMessageKind::Injected);
+        let plain = stored(1, Message::user_text("hello"));
+        let restored = restore(&[injected, plain], RECENT_MESSAGES);
+        let kinds: Vec<_> = restored
+            .cells
+            .iter()
+            .map(|cell| match cell {
+                Cell::User { kind, .. } => *kind,
+                other => panic!("unexpected cell {other:?}"),
+            })
+            .collect();
+        assert_eq!(kinds, [UserMessageKind::Injected, UserMessageKind::Prompt]);
     }
 }
