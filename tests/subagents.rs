@@ -256,7 +256,10 @@ async fn cancel_agent_cancels_a_background_run_and_its_subtree() {
         turn("ROOT", json!({"text": "started it"})),
         turn("ONE", json!({"tool_calls": [call("spawn_agent", json!({"prompt": "TWO: slow"}))]})),
         turn("TWO", json!({"chunks": words, "delay_ms": 200})),
-        turn("STOP", json!({"tool_calls": [call("cancel_agent", json!({"run_id": "a1"}))]})),
+        turn("STOP", json!({"tool_calls": [
+            call("list_agents", json!({})),
+            call("cancel_agent", json!({"run_id": "a1"}))
+        ]})),
         turn("STOP", json!({"text": "stopped"}))
     ]});
     let mut h = start(script, |_| {}).await;
@@ -265,6 +268,11 @@ async fn cancel_agent_cancels_a_background_run_and_its_subtree() {
     h.until(|e| matches!(e, Event::AgentActivity { run_id, activity } if run_id == "a1.a1" && activity == "responding"))
         .await;
     let events = run_prompt(&mut h, "STOP it").await;
+    let listed = output_json(&events, "list_agents");
+    assert_eq!(listed[0]["run_id"], "a1");
+    assert_eq!(listed[0]["kind"], "spawn");
+    assert_eq!(listed[0]["status"], "running");
+    assert_eq!(listed[0]["task"], "ONE: delegate");
     let result = output_json(&events, "cancel_agent");
     assert_eq!(result["status"], "cancelled");
     let mut stopped = finished(&events);

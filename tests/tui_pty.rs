@@ -349,6 +349,32 @@ fn in_ask_mode_a_write_waits_for_the_users_answer() -> TestResult {
 }
 
 #[test]
+fn a_background_sub_agent_shows_as_a_pane_and_reports_back() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let script = dir.path().join("script.json");
+    std::fs::write(
+        &script,
+        r#"{"turns": [
+          {"when": "PARENT", "tool_calls": [{"name": "spawn_agent",
+            "arguments": {"prompt": "HELPER: slow work", "background": true}}]},
+          {"when": "PARENT", "text": "Started a helper."},
+          {"when": "HELPER", "chunks": ["helper ", "result"], "delay_ms": 1000},
+          {"when": "[sub-agent a1", "text": "The helper said: helper result."}
+        ]}"#,
+    )?;
+    let model = format!("scripted:{}", script.display());
+    let mut term = Terminal::spawn(&["--model", &model], dir.path())?;
+    term.wait_for("● idle")?;
+    term.send("PARENT: get help\r")?;
+    term.wait_for("Started a helper.")?;
+    term.wait_for("↳ a1  HELPER: slow work")?;
+    term.wait_for("Sub-agent a1 completed: helper result")?;
+    term.wait_for("The helper said: helper result.")?;
+    term.wait_gone("↳ a1")?;
+    term.quit()
+}
+
+#[test]
 fn without_a_key_the_session_opens_with_the_first_run_panel() -> TestResult {
     let dir = tempfile::tempdir()?;
     let config = dir.path().join("config");

@@ -68,8 +68,8 @@ impl Session {
             spec.kind,
             spec.label.clone(),
             spec.background,
-        )
-        .with_cancel(runs.subtree_token());
+            runs.subtree_token(),
+        );
         let run = Arc::new(run);
         child.runs = Arc::new(runs.for_child(&run, readonly));
         child.compressor = self.compressor.clone();

@@ -206,6 +206,7 @@ impl Run {
         kind: AgentKind,
         label: String,
         background: bool,
+        cancel: CancellationToken,
     ) -> Self {
         Self {
             id,
@@ -213,7 +214,7 @@ impl Run {
             kind,
             label,
             started: Instant::now(),
-            cancel: CancellationToken::new(),
+            cancel,
             state: Mutex::new(RunState {
                 status: AgentStatus::Running,
                 response: String::new(),
@@ -223,11 +224,6 @@ impl Run {
             }),
             done: watch::channel(false).0,
         }
-    }
-
-    fn with_cancel(mut self, cancel: CancellationToken) -> Self {
-        self.cancel = cancel;
-        self
     }
 
     fn status(&self) -> AgentStatus {
