@@ -85,29 +85,54 @@ pub enum ScriptLoadError {
 
 pub struct ScriptedProvider {
     turns: Vec<ScriptTurn>,
-    used: Mutex<Vec<bool>>,
+    /// Whether any turn has `when`; without, turns simply go in order.
+    matching: bool,
+    used: Mutex<Used>,
+}
+
+struct Used {
+    taken: Vec<bool>,
+    /// No turn before this one is left.
+    first_free: usize,
 }
 
 impl ScriptedProvider {
     pub fn new(script: Script) -> Self {
         Self {
-            used: Mutex::new(vec![false; script.turns.len()]),
+            matching: script.turns.iter().any(|t| t.when.is_some()),
+            used: Mutex::new(Used {
+                taken: vec![false; script.turns.len()],
+                first_free: 0,
+            }),
             turns: script.turns,
         }
     }
 
     /// Takes the first unused turn that fits `request`.
     fn take(&self, request: &ModelRequest) -> Option<usize> {
-        let latest = latest_user_text(request);
+        let latest = match self.matching {
+            true => latest_user_text(request),
+            false => String::new(),
+        };
         let mut used = self.used.lock().unwrap_or_else(PoisonError::into_inner);
-        let index = self.turns.iter().enumerate().position(|(i, turn)| {
-            !used[i]
-                && turn
-                    .when
-                    .as_ref()
-                    .is_none_or(|w| latest.contains(w.as_str()))
-        })?;
-        used[index] = true;
+        let start = used.first_free;
+        let offset = self
+            .turns
+            .get(start..)?
+            .iter()
+            .enumerate()
+            .position(|(i, turn)| {
+                !used.taken[start + i]
+                    && turn
+                        .when
+                        .as_ref()
+                        .is_none_or(|w| latest.contains(w.as_str()))
+            })?;
+        let index = start + offset;
+        used.taken[index] = true;
+        while used.taken.get(used.first_free) == Some(&true) {
+            used.first_free += 1;
+        }
         Some(index)
     }
 }

@@ -194,6 +194,10 @@ impl<T: TypedTool> Tool for T {
     }
 
     fn approval_action(&self, input: &Value) -> Option<Action> {
+        // Tools that change nothing never need approval; skip decoding their arguments.
+        if !T::MUTATES {
+            return None;
+        }
         let args = decode_args::<T::Args>(T::NAME, input.clone()).ok()?;
         self.action(&args)
     }
