@@ -171,6 +171,10 @@ pub enum Event {
         action: ApprovalAction,
         /// Why the approval mode asks.
         reason: String,
+        /// What "allow for this session" would cover ("commands starting with `cargo test`");
+        /// `None` when this action can only be allowed once.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        session_grant: Option<String>,
     },
     /// The request `id` was answered (a request dropped by an interrupt counts as denied).
     ApprovalResolved {

@@ -277,6 +277,19 @@ async fn cancel_agent_cancels_a_background_run_and_its_subtree() {
     assert_eq!(result["status"], "cancelled");
     let mut stopped = finished(&events);
     stopped.sort_by(|a, b| a.0.cmp(&b.0));
+    // The parent stopped it: no report comes back to start another turn.
+    let quiet = tokio::time::timeout(Duration::from_millis(500), async {
+        while let Some(event) = h.handle.events.recv().await {
+            if matches!(event, Event::TurnStarted { .. }) {
+                return event;
+            }
+        }
+        Event::Notice {
+            message: "closed".into(),
+        }
+    })
+    .await;
+    assert!(quiet.is_err(), "a turn started by itself: {quiet:?}");
     assert_eq!(
         stopped,
         [
@@ -466,4 +479,21 @@ async fn a_sub_agent_asks_the_same_user_under_the_parents_approval_mode() {
         std::fs::read_to_string(h.workspace().join("saved.txt")).ok(),
         Some("kept".into())
     );
+}
+
+#[tokio::test]
+async fn a_sub_agent_takes_the_results_of_its_own_background_agents_before_it_answers() {
+    let script = json!({"turns": [
+        turn("ROOT", json!({"tool_calls": [call("spawn_agent", json!({"prompt": "MIDDLE: delegate"}))]})),
+        turn("MIDDLE", json!({"tool_calls": [call("spawn_agent", json!({"prompt": "LEAF: slow", "timeout": 1}))]})),
+        turn("MIDDLE", json!({"text": "waiting for the leaf"})),
+        turn("LEAF", json!({"chunks": ["leaf ", "answer"], "delay_ms": 900})),
+        turn("[sub-agent a1.a1", json!({"text": "the leaf said: leaf answer"})),
+        turn("ROOT", json!({"text": "done"}))
+    ]});
+    let mut h = start(script, |_| {}).await;
+    let events = run_prompt(&mut h, "ROOT: go").await;
+    let result = output_json(&events, "spawn_agent");
+    assert_eq!(result["status"], "completed");
+    assert_eq!(result["response"], "the leaf said: leaf answer");
 }

@@ -332,8 +332,12 @@ fn in_ask_mode_a_write_waits_for_the_users_answer() -> TestResult {
         !dir.path().join("plan.md").exists(),
         "written before the answer"
     );
+    // Keys in a question's first moments are ignored (they were typed for something else).
+    let grace = Duration::from_millis(600);
+    std::thread::sleep(grace);
     term.send("y")?;
     term.wait_for("Apply this change to secret.md?")?;
+    std::thread::sleep(grace);
     term.send("n")?;
     term.wait_for("All done.")?;
     assert_eq!(

@@ -2,7 +2,7 @@
 //! protocol events, as the agent would drive it, and with keys, as a user would; the screen
 //! (scrollback tail plus live area, or the pager) is rendered into a test buffer.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use mnemo::launch::LaunchError;
@@ -16,6 +16,7 @@ use mnemo::tui::first_run::FirstRun;
 use mnemo::tui::live::render_screen;
 use mnemo::tui::pager_view;
 use mnemo::tui::state::{AppState, Effect};
+use mnemo::tui::status::Activity;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::text::Line;
@@ -420,20 +421,26 @@ fn approval_requests_show_the_command_or_the_diff_and_take_an_answer() {
                 sandbox: "workspace-write, network on".into(),
             },
             reason: "the command asks for network access".into(),
+            session_grant: Some("commands starting with `npm install`".into()),
         },
     ]);
     let command = harness.screen(80, 16);
-    let effects = harness.state.handle_key(
-        KeyEvent::new(KeyCode::Char('a'), KeyModifiers::NONE),
-        harness.now,
-    );
+    let key = |c: char| KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE);
+    // A key typed as the question appears was meant for something else.
+    assert!(harness.state.handle_key(key('a'), harness.now).is_empty());
+    harness.now += Duration::from_secs(1);
     assert_eq!(
-        effects,
+        harness.state.handle_key(key('a'), harness.now),
         [Effect::Send(Op::Approval {
             id: "approval-1".into(),
             decision: ApprovalDecision::AllowSession,
         })]
     );
+    let answered = harness.screen(80, 16);
+    harness.event(Event::ApprovalResolved {
+        id: "approval-1".into(),
+        decision: ApprovalDecision::AllowSession,
+    });
     assert!(harness.state.approvals.is_empty());
     harness.events([
         Event::ToolCallStarted {
@@ -452,9 +459,11 @@ fn approval_requests_show_the_command_or_the_diff_and_take_an_answer() {
                     .into(),
             },
             reason: "approval mode is ask".into(),
+            session_grant: Some("writes to src/lib.rs".into()),
         },
     ]);
     let write = harness.screen(80, 18);
+    harness.now += Duration::from_secs(1);
     let effects = harness
         .state
         .handle_key(KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE), harness.now);
@@ -467,7 +476,39 @@ fn approval_requests_show_the_command_or_the_diff_and_take_an_answer() {
         "Esc denies instead of interrupting"
     );
     insta::assert_snapshot!("approval_command", command);
+    insta::assert_snapshot!("approval_answered", answered);
     insta::assert_snapshot!("approval_write", write);
+}
+
+#[test]
+fn a_question_from_a_sub_agent_after_the_turn_ended_stays_and_leaves_the_session_idle() {
+    let mut harness = Harness::started();
+    harness.prompt("start a helper");
+    harness.event(Event::TurnFinished {
+        turn: 1,
+        status: TurnStatus::Completed,
+        message: None,
+    });
+    harness.event(Event::ApprovalRequested {
+        id: "approval-1".into(),
+        call_id: "c9".into(),
+        tool: "shell".into(),
+        action: ApprovalAction::Command {
+            command: "cargo build".into(),
+            escalation: None,
+            sandbox: "workspace-write, network off".into(),
+        },
+        reason: "approval mode is ask".into(),
+        session_grant: None,
+    });
+    assert_eq!(harness.state.status.activity, Activity::AwaitingApproval);
+    let shown = harness.screen(80, 10);
+    assert!(shown.contains("y allow once   n deny"), "{shown}");
+    harness.event(Event::ApprovalResolved {
+        id: "approval-1".into(),
+        decision: ApprovalDecision::Deny,
+    });
+    assert_eq!(harness.state.status.activity, Activity::Idle);
 }
 
 #[test]

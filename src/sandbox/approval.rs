@@ -177,29 +177,60 @@ pub fn write_policy(mode: ApprovalMode, base: &SandboxConfig) -> SandboxPolicy {
     effective(mode, base, None).policy
 }
 
-/// The part of a command that "allow for this session" remembers: the program and its
-/// subcommand (`cargo test`, `git status`, `ls`). `None` for anything a prefix cannot vouch
-/// for: pipes, chains, redirections, substitutions, several lines.
-pub fn command_prefix(command: &str) -> Option<String> {
+/// Programs whose first argument does not say what they will do (shells, interpreters,
+/// wrappers that run another command, `find` with its `-exec`/`-delete`): "allow for this
+/// session" covers only the exact command for them.
+const OPEN_ENDED: &[&str] = &[
+    "bash", "sh", "zsh", "dash", "fish", "ksh", "env", "sudo", "doas", "su", "xargs", "nohup",
+    "time", "timeout", "nice", "ionice", "exec", "eval", "command", "builtin", "watch", "find",
+    "python", "python3", "node", "perl", "ruby", "php", "awk", "sed",
+];
+
+/// What "allow for this session" remembers of a command.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum CommandGrant {
+    /// The program and its subcommand (`cargo test`): every command that starts with them.
+    Prefix(String),
+    /// Only this command (whitespace normalised).
+    Exact(String),
+}
+
+impl CommandGrant {
+    /// How the grant reads to the user.
+    pub fn describe(&self) -> String {
+        match self {
+            CommandGrant::Prefix(prefix) => format!("commands starting with `{prefix}`"),
+            CommandGrant::Exact(_) => "this exact command".to_string(),
+        }
+    }
+}
+
+/// The grant "allow for this session" gives for `command`: its program and subcommand when the
+/// command reads `program subcommand [args]`, otherwise the exact command. Two commands share
+/// a grant when their grants are equal. `None` for anything a grant cannot vouch for: pipes,
+/// chains, redirections, substitutions, several lines, environment assignments.
+pub fn command_grant(command: &str) -> Option<CommandGrant> {
     const SHELL_SYNTAX: &[char] = &[';', '&', '|', '<', '>', '`', '$', '\n', '(', ')', '\\'];
     let command = command.trim();
     if command.is_empty() || command.contains(SHELL_SYNTAX) {
         return None;
     }
-    let mut words = command.split_whitespace();
-    let program = words.next()?;
-    // `FOO=1 cmd` sets the environment of whatever follows; too open to vouch for.
+    let words: Vec<&str> = command.split_whitespace().collect();
+    let program = words[0];
     if program.contains('=') {
         return None;
     }
     let is_subcommand = |word: &str| {
-        word.chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == ':')
-            && !word.starts_with('-')
+        !word.starts_with('-')
+            && word
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == ':')
     };
-    Some(match words.next() {
-        Some(sub) if is_subcommand(sub) => format!("{program} {sub}"),
-        _ => program.to_string(),
+    Some(match words.get(1) {
+        Some(sub) if is_subcommand(sub) && !OPEN_ENDED.contains(&program) => {
+            CommandGrant::Prefix(format!("{program} {sub}"))
+        }
+        _ => CommandGrant::Exact(words.join(" ")),
     })
 }
 
@@ -275,12 +306,30 @@ mod tests {
     }
 
     #[test]
-    fn prefixes_cover_program_and_subcommand_but_never_compound_commands() {
-        let prefix = |c: &str| command_prefix(c);
-        assert_eq!(prefix("cargo test --all"), Some("cargo test".into()));
-        assert_eq!(prefix("  git status"), Some("git status".into()));
-        assert_eq!(prefix("ls -la src"), Some("ls".into()));
-        assert_eq!(prefix("cat src/main.rs"), Some("cat".into()));
+    fn grants_cover_program_and_subcommand_and_otherwise_only_the_exact_command() {
+        let prefix = |p: &str| Some(CommandGrant::Prefix(p.into()));
+        let exact = |c: &str| Some(CommandGrant::Exact(c.into()));
+        assert_eq!(command_grant("cargo test --all"), prefix("cargo test"));
+        assert_eq!(command_grant("  git status"), prefix("git status"));
+        assert_eq!(command_grant("ls  -la src"), exact("ls -la src"));
+        assert_eq!(command_grant("cat src/main.rs"), exact("cat src/main.rs"));
+        // An option before the subcommand hides what runs: only the exact command.
+        assert_eq!(
+            command_grant("git --no-pager log"),
+            exact("git --no-pager log")
+        );
+        // Shells, interpreters and wrappers run whatever follows.
+        for open in [
+            "bash build.sh",
+            "sudo apt update",
+            "xargs rm",
+            "find src -delete",
+        ] {
+            assert!(
+                matches!(command_grant(open), Some(CommandGrant::Exact(_))),
+                "{open}"
+            );
+        }
         for compound in [
             "cargo test && rm -rf ~",
             "ls | sh",
@@ -290,8 +339,12 @@ mod tests {
             "FOO=1 cargo test",
             "",
         ] {
-            assert_eq!(prefix(compound), None, "{compound}");
+            assert_eq!(command_grant(compound), None, "{compound}");
         }
+        assert_eq!(
+            command_grant("cargo test").map(|g| g.describe()),
+            Some("commands starting with `cargo test`".into())
+        );
     }
 
     #[test]

@@ -14,19 +14,28 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::{Tool, ToolContext, ToolError};
 use crate::protocol::{ApprovalAction, ApprovalDecision, Event};
-use crate::sandbox::approval::{self, Action, Verdict, command_prefix};
+use crate::sandbox::approval::{self, Action, CommandGrant, Verdict, command_grant};
 use crate::sandbox::{ApprovalMode, Escalation, SandboxConfig, SandboxPolicy};
 
 /// What "allow for this session" remembers.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 enum Allowance {
     Command {
-        prefix: String,
+        grant: CommandGrant,
         escalation: Option<Escalation>,
     },
     Write {
         path: String,
     },
+}
+
+impl Allowance {
+    fn describe(&self) -> String {
+        match self {
+            Allowance::Command { grant, .. } => grant.describe(),
+            Allowance::Write { path } => format!("writes to {path}"),
+        }
+    }
 }
 
 #[derive(Debug, Default)]
@@ -42,6 +51,8 @@ struct State {
 
 #[derive(Debug, Default)]
 struct Shared {
+    /// Makes question ids unique across sessions, so a stale answer never fits a new question.
+    tag: String,
     base: SandboxConfig,
     state: Mutex<State>,
     next_id: AtomicU64,
@@ -62,6 +73,7 @@ impl Approvals {
     pub fn new(base: SandboxConfig, mode: ApprovalMode) -> Self {
         Self {
             shared: Arc::new(Shared {
+                tag: uuid::Uuid::new_v4().simple().to_string()[..8].to_string(),
                 base,
                 state: Mutex::new(State {
                     mode,
@@ -192,7 +204,11 @@ impl Approvals {
             }
             _ => format!("approval mode is {mode}"),
         };
-        match self.ask(ctx, tool.name(), request, reason).await? {
+        let session_grant = allowance.as_ref().map(Allowance::describe);
+        match self
+            .ask(ctx, tool.name(), request, reason, session_grant)
+            .await?
+        {
             ApprovalDecision::AllowOnce => Ok(()),
             ApprovalDecision::AllowSession => {
                 if let Some(allowance) = allowance {
@@ -214,9 +230,11 @@ impl Approvals {
         tool: &str,
         action: ApprovalAction,
         reason: String,
+        session_grant: Option<String>,
     ) -> Result<ApprovalDecision, ToolError> {
         let id = format!(
-            "approval-{}",
+            "approval-{}-{}",
+            self.shared.tag,
             self.shared.next_id.fetch_add(1, Ordering::Relaxed)
         );
         let (answer_tx, answer_rx) = oneshot::channel();
@@ -247,6 +265,7 @@ impl Approvals {
             tool: tool.to_string(),
             action,
             reason,
+            session_grant,
         };
         if asker.send(request).await.is_err() {
             return Ok(ApprovalDecision::Deny);
@@ -299,8 +318,8 @@ fn allowance(request: &ApprovalAction) -> Option<Allowance> {
             command,
             escalation,
             ..
-        } => command_prefix(command).map(|prefix| Allowance::Command {
-            prefix,
+        } => command_grant(command).map(|grant| Allowance::Command {
+            grant,
             escalation: *escalation,
         }),
         ApprovalAction::Write { path, .. } => Some(Allowance::Write { path: path.clone() }),

@@ -1,6 +1,10 @@
 //! A question from the agent in the live area: the command or the diff it wants to apply, why
-//! it asks, and the three answers (y: allow once, a: allow for this session, n or Esc: deny).
-//! While a question is open the keys answer it; Ctrl+C still interrupts the turn.
+//! it asks, and the answers (y: allow once, a: allow for this session when the action can be
+//! remembered, n or Esc: deny). While a question is open the keys answer it (Ctrl+C still
+//! interrupts), but not in its first moments: a key typed for something else must not answer
+//! a question that just appeared. It stays until the agent confirms the answer.
+
+use std::time::{Duration, Instant};
 
 use crossterm::event::{KeyCode, KeyEvent};
 use ratatui::style::{Color, Modifier, Style};
@@ -11,6 +15,8 @@ use crate::protocol::{ApprovalAction, ApprovalDecision};
 
 /// Diff lines shown in the question; the rest is summarised.
 const MAX_DIFF_LINES: usize = 16;
+/// Keys pressed this soon after a question appeared were meant for something else.
+pub const ANSWER_DELAY: Duration = Duration::from_millis(400);
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct ApprovalPrompt {
@@ -18,14 +24,24 @@ pub struct ApprovalPrompt {
     pub tool: String,
     pub action: ApprovalAction,
     pub reason: String,
+    /// What "allow for this session" covers; `None`: only once.
+    pub session_grant: Option<String>,
+    pub shown_at: Instant,
+    /// The answer sent, while the agent has not confirmed it.
+    pub answered: Option<ApprovalDecision>,
 }
 
 impl ApprovalPrompt {
-    /// The decision a key stands for, if any.
-    pub fn decision_for(key: &KeyEvent) -> Option<ApprovalDecision> {
+    /// The decision `key` stands for, if it may answer now.
+    pub fn decision_for(&self, key: &KeyEvent, now: Instant) -> Option<ApprovalDecision> {
+        if now.saturating_duration_since(self.shown_at) < ANSWER_DELAY {
+            return None;
+        }
         match key.code {
-            KeyCode::Char('y' | 'Y') | KeyCode::Enter => Some(ApprovalDecision::AllowOnce),
-            KeyCode::Char('a' | 'A') => Some(ApprovalDecision::AllowSession),
+            KeyCode::Char('y' | 'Y') => Some(ApprovalDecision::AllowOnce),
+            KeyCode::Char('a' | 'A') if self.session_grant.is_some() => {
+                Some(ApprovalDecision::AllowSession)
+            }
             KeyCode::Char('n' | 'N') | KeyCode::Esc => Some(ApprovalDecision::Deny),
             _ => None,
         }
@@ -73,16 +89,23 @@ impl ApprovalPrompt {
             format!("  {} wants this: {}", self.tool, self.reason),
             dim(),
         ));
+        if let Some(decision) = self.answered {
+            let answer = match decision {
+                ApprovalDecision::AllowOnce => "allowed once",
+                ApprovalDecision::AllowSession => "allowed for this session",
+                ApprovalDecision::Deny => "denied",
+            };
+            lines.push(Line::styled(format!("  {answer}…"), dim()));
+            return lines;
+        }
         let key = |k: &'static str| Span::styled(k, accent.add_modifier(Modifier::BOLD));
-        lines.push(Line::from(vec![
-            Span::raw("  "),
-            key("y"),
-            Span::raw(" allow once   "),
-            key("a"),
-            Span::raw(" allow for this session   "),
-            key("n"),
-            Span::raw(" deny"),
-        ]));
+        let mut answers = vec![Span::raw("  "), key("y"), Span::raw(" allow once   ")];
+        if let Some(grant) = &self.session_grant {
+            answers.push(key("a"));
+            answers.push(Span::raw(format!(" allow {grant} for this session   ")));
+        }
+        answers.extend([key("n"), Span::raw(" deny")]);
+        lines.push(Line::from(answers));
         lines
     }
 }

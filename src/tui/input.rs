@@ -6,7 +6,6 @@ use std::time::Instant;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseEvent};
 
-use super::approval::ApprovalPrompt;
 use super::cells::NoticeLevel;
 use super::composer::ComposerOutcome;
 use super::pager::{Pager, PagerOutcome};
@@ -42,7 +41,7 @@ impl AppState {
             };
         }
         if !self.approvals.is_empty() && !ctrl {
-            return self.answer_approval(&key);
+            return self.answer_approval(&key, now);
         }
         match key.code {
             KeyCode::Char('c') if ctrl => return self.ctrl_c(now),
@@ -103,17 +102,18 @@ impl AppState {
         }
     }
 
-    /// While a question is open, keys answer it and nothing else.
-    fn answer_approval(&mut self, key: &KeyEvent) -> Vec<Effect> {
-        let Some(decision) = ApprovalPrompt::decision_for(key) else {
+    /// While a question is open, keys answer it and nothing else. The question stays until the
+    /// agent confirms, so an answer that got lost can be given again.
+    fn answer_approval(&mut self, key: &KeyEvent, now: Instant) -> Vec<Effect> {
+        let Some(prompt) = self.approvals.first_mut() else {
             return Vec::new();
         };
-        let prompt = self.approvals.remove(0);
-        if self.approvals.is_empty() && self.status.activity == Activity::AwaitingApproval {
-            self.status.activity = Activity::RunningTool;
-        }
+        let Some(decision) = prompt.decision_for(key, now) else {
+            return Vec::new();
+        };
+        prompt.answered = Some(decision);
         vec![Effect::Send(Op::Approval {
-            id: prompt.id,
+            id: prompt.id.clone(),
             decision,
         })]
     }

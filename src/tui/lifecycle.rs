@@ -78,6 +78,8 @@ impl AppState {
         self.transcript.clear();
         self.running.clear();
         self.pending.clear();
+        self.approvals.clear();
+        self.agents.clear();
         self.first_run = None;
         self.status = Status::default();
         self.wrote_any = false;

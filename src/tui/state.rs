@@ -199,6 +199,7 @@ impl AppState {
                 tool,
                 action,
                 reason,
+                session_grant,
                 ..
             } => {
                 self.approvals.push(ApprovalPrompt {
@@ -206,6 +207,9 @@ impl AppState {
                     tool,
                     action,
                     reason,
+                    session_grant,
+                    shown_at: now,
+                    answered: None,
                 });
                 if self.status.activity != Activity::Interrupting {
                     self.status.activity = Activity::AwaitingApproval;
@@ -213,8 +217,14 @@ impl AppState {
             }
             Event::ApprovalResolved { id, .. } => {
                 self.approvals.retain(|prompt| prompt.id != id);
-                if self.approvals.is_empty() && self.status.activity == Activity::AwaitingApproval {
-                    self.status.activity = Activity::RunningTool;
+                if let Some(next) = self.approvals.first_mut() {
+                    // The next question starts its grace period now that it shows.
+                    next.shown_at = now;
+                } else if self.status.activity == Activity::AwaitingApproval {
+                    self.status.activity = match self.status.turn_started {
+                        Some(_) => Activity::RunningTool,
+                        None => Activity::Idle,
+                    };
                 }
             }
             Event::AgentStarted {
@@ -344,9 +354,12 @@ impl AppState {
                 duration_ms: 0,
             }));
         }
-        self.approvals.clear();
-        self.status.activity = Activity::Idle;
         self.status.turn_started = None;
+        // A sub-agent's question can outlive the turn that started the sub-agent.
+        self.status.activity = match self.approvals.is_empty() {
+            true => Activity::Idle,
+            false => Activity::AwaitingApproval,
+        };
         let (level, text) = match status {
             TurnStatus::Completed => return,
             TurnStatus::Interrupted => (NoticeLevel::Warning, "Interrupted".to_string()),

@@ -242,11 +242,7 @@ async fn drive_run(
             last = activity;
         }
     });
-    let inbox = child.mailbox.inbox.clone();
-    let cancel = run.cancel.clone();
-    let (status, message) = child
-        .run_turn(prompt, UserMessageKind::Prompt, cancel, inbox)
-        .await;
+    let (status, message) = child_turns(&mut child, prompt, &run).await;
     // Whatever it left running in the background ends with it, before it reports.
     child.runs.cancel_all();
     child.runs.wait_all(SUBTREE_WAIT).await;
@@ -263,7 +259,17 @@ async fn drive_run(
             (AgentStatus::Failed, why)
         }
     };
-    let background = run.finish(status, response.clone());
+    run.finish(status, response.clone(), |response| {
+        // A cancelled run was stopped by its parent (or the user): telling the parent again
+        // would only start another turn nobody asked for.
+        if run.kind == AgentKind::Spawn && status != AgentStatus::Cancelled {
+            parent_mail.deliver(format!(
+                "[sub-agent {} {} in the background]\n{response}",
+                run.id,
+                status.label()
+            ));
+        }
+    });
     parent_runs
         .emit(Event::AgentFinished {
             run_id: run.id.clone(),
@@ -271,12 +277,49 @@ async fn drive_run(
             summary: response.lines().next().unwrap_or_default().to_string(),
         })
         .await;
-    if background && run.kind == AgentKind::Spawn {
-        parent_mail.deliver(format!(
-            "[sub-agent {} {} in the background]\n{response}",
-            run.id,
-            status.label()
-        ));
+}
+
+/// The sub-agent's turn, then one more for each result of its own background sub-agents, as
+/// a top-level session takes them: it ends when nothing it started is still to report.
+async fn child_turns(
+    child: &mut Session,
+    prompt: String,
+    run: &Run,
+) -> (TurnStatus, Option<String>) {
+    let (inbox, wake) = (child.mailbox.inbox.clone(), child.mailbox.wake.clone());
+    let mut outcome = child
+        .run_turn(
+            prompt,
+            UserMessageKind::Prompt,
+            run.cancel.clone(),
+            inbox.clone(),
+        )
+        .await;
+    loop {
+        if outcome.0 != TurnStatus::Completed || run.cancel.is_cancelled() {
+            return outcome;
+        }
+        // Runs report before they count as finished, so with none left the inbox is complete.
+        let waiting = child.runs.any_in_background();
+        let next = inbox.lock().ok().and_then(|mut p| p.texts.pop_front());
+        if let Some(text) = next {
+            outcome = child
+                .run_turn(
+                    text,
+                    UserMessageKind::Injected,
+                    run.cancel.clone(),
+                    inbox.clone(),
+                )
+                .await;
+            continue;
+        }
+        if !waiting {
+            return outcome;
+        }
+        tokio::select! {
+            () = wake.notified() => {}
+            () = run.cancel.cancelled() => return (TurnStatus::Interrupted, None),
+        }
     }
 }
 

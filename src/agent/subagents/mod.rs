@@ -133,6 +133,14 @@ impl AgentRuns {
         }
     }
 
+    /// Whether a run whose result will come as a message is still going.
+    pub fn any_in_background(&self) -> bool {
+        lock(&self.runs).iter().any(|run| {
+            let state = lock(&run.state);
+            state.background && state.status == AgentStatus::Running
+        })
+    }
+
     /// A fresh id: `a1`, `f2`, or under a sub-agent `a1.a1`.
     fn next_id(&self, kind: AgentKind) -> String {
         let letter = match kind {
@@ -243,16 +251,18 @@ impl Run {
         lock(&self.state).activity = activity;
     }
 
-    /// Records the end of the run; `true` when its result must go to the parent as a message.
-    fn finish(&self, status: AgentStatus, response: String) -> bool {
-        let background = {
+    /// Records the end of the run. When the parent stopped waiting for it, `report` passes the
+    /// result on, in the same step, so no one sees the run finished before its report is out.
+    fn finish(&self, status: AgentStatus, response: String, report: impl FnOnce(&str)) {
+        {
             let mut state = lock(&self.state);
+            if state.background {
+                report(&response);
+            }
             state.status = status;
             state.response = response;
-            state.background
-        };
+        }
         self.done.send_replace(true);
-        background
     }
 
     /// The parent stops waiting: the result will come as a message. `false` when the run
