@@ -2,6 +2,8 @@
 //! sessions, and a resumed session whose transcript is rebuilt from a real store (the most
 //! recent turns in the scrollback under a note, the whole session in the pager).
 
+mod tui_support;
+
 use std::time::Instant;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
@@ -19,25 +21,11 @@ use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::text::Line;
 use serde_json::json;
-
-type TestResult = Result<(), Box<dyn std::error::Error>>;
+use tui_support::{TestResult, text_of};
 
 const MINUTE: i64 = 60_000;
 /// "Now" for the picker: a fixed moment, so the ages in the snapshot do not drift.
 const NOW: i64 = 1_750_000_000_000;
-
-fn text_of(buf: &Buffer) -> String {
-    let area = buf.area;
-    let mut rows = Vec::new();
-    for y in area.top()..area.bottom() {
-        let mut row = String::new();
-        for x in area.left()..area.right() {
-            row.push_str(buf[(x, y)].symbol());
-        }
-        rows.push(row.trim_end().to_string());
-    }
-    rows.join("\n")
-}
 
 /// The screen: the scrollback written so far with the live area under it.
 fn screen(

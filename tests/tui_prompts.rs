@@ -1,0 +1,172 @@
+//! Snapshots of what the agent puts to the user while it works: approval questions (a command,
+//! a diff) and the panes of running sub-agents.
+
+mod tui_support;
+
+use std::time::Duration;
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use mnemo::protocol::{
+    AgentKind, AgentStatus, ApprovalAction, ApprovalDecision, Event, Op, TurnStatus,
+};
+use mnemo::sandbox::Escalation;
+use mnemo::tui::state::Effect;
+use mnemo::tui::status::Activity;
+use serde_json::json;
+use tui_support::Harness;
+
+#[test]
+fn approval_requests_show_the_command_or_the_diff_and_take_an_answer() {
+    let mut harness = Harness::started();
+    harness.prompt("install the deps");
+    harness.events([
+        Event::ToolCallStarted {
+            call_id: "c1".into(),
+            name: "shell".into(),
+            arguments: json!({"command": "npm install", "escalation": "network"}),
+        },
+        Event::ApprovalRequested {
+            id: "approval-1".into(),
+            call_id: "c1".into(),
+            tool: "shell".into(),
+            action: ApprovalAction::Command {
+                command: "npm install".into(),
+                escalation: Some(Escalation::Network),
+                sandbox: "workspace-write, network on".into(),
+            },
+            reason: "the command asks for network access".into(),
+            session_grant: Some("commands starting with `npm install`".into()),
+        },
+    ]);
+    let command = harness.screen(80, 16);
+    let key = |c: char| KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE);
+    // A key typed as the question appears was meant for something else.
+    assert!(harness.state.handle_key(key('a'), harness.now).is_empty());
+    harness.now += Duration::from_secs(1);
+    assert_eq!(
+        harness.state.handle_key(key('a'), harness.now),
+        [Effect::Send(Op::Approval {
+            id: "approval-1".into(),
+            decision: ApprovalDecision::AllowSession,
+        })]
+    );
+    let answered = harness.screen(80, 16);
+    harness.event(Event::ApprovalResolved {
+        id: "approval-1".into(),
+        decision: ApprovalDecision::AllowSession,
+    });
+    assert!(harness.state.approvals.is_empty());
+    harness.events([
+        Event::ToolCallStarted {
+            call_id: "c2".into(),
+            name: "edit_file".into(),
+            arguments: json!({"path": "src/lib.rs"}),
+        },
+        Event::ApprovalRequested {
+            id: "approval-2".into(),
+            call_id: "c2".into(),
+            tool: "edit_file".into(),
+            action: ApprovalAction::Write {
+                path: "src/lib.rs".into(),
+                diff: "--- a/src/lib.rs\n+++ b/src/lib.rs\n@@ -1,2 +1,2 @@\n use std::io;\n\
+                       -fn old_name() {}\n+fn new_name() {}\n"
+                    .into(),
+            },
+            reason: "approval mode is ask".into(),
+            session_grant: Some("writes to src/lib.rs".into()),
+        },
+    ]);
+    let write = harness.screen(80, 18);
+    harness.now += Duration::from_secs(1);
+    let effects = harness
+        .state
+        .handle_key(KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE), harness.now);
+    assert_eq!(
+        effects,
+        [Effect::Send(Op::Approval {
+            id: "approval-2".into(),
+            decision: ApprovalDecision::Deny,
+        })],
+        "Esc denies instead of interrupting"
+    );
+    insta::assert_snapshot!("approval_command", command);
+    insta::assert_snapshot!("approval_answered", answered);
+    insta::assert_snapshot!("approval_write", write);
+}
+
+#[test]
+fn a_question_from_a_sub_agent_after_the_turn_ended_stays_and_leaves_the_session_idle() {
+    let mut harness = Harness::started();
+    harness.prompt("start a helper");
+    harness.event(Event::TurnFinished {
+        turn: 1,
+        status: TurnStatus::Completed,
+        message: None,
+    });
+    harness.event(Event::ApprovalRequested {
+        id: "approval-1".into(),
+        call_id: "c9".into(),
+        tool: "shell".into(),
+        action: ApprovalAction::Command {
+            command: "cargo build".into(),
+            escalation: None,
+            sandbox: "workspace-write, network off".into(),
+        },
+        reason: "approval mode is ask".into(),
+        session_grant: None,
+    });
+    assert_eq!(harness.state.status.activity, Activity::AwaitingApproval);
+    let shown = harness.screen(80, 10);
+    assert!(shown.contains("y allow once   n deny"), "{shown}");
+    harness.event(Event::ApprovalResolved {
+        id: "approval-1".into(),
+        decision: ApprovalDecision::Deny,
+    });
+    assert_eq!(harness.state.status.activity, Activity::Idle);
+}
+
+#[test]
+fn sub_agents_show_as_nested_panes_with_live_status() {
+    let mut harness = Harness::started();
+    harness.prompt("review the crate");
+    let started =
+        |run_id: &str, parent: Option<&str>, depth: u32, label: &str| Event::AgentStarted {
+            run_id: run_id.into(),
+            session_id: format!("session-{run_id}"),
+            parent_run: parent.map(String::from),
+            depth,
+            kind: AgentKind::Spawn,
+            label: label.into(),
+            model: "claude-sonnet".into(),
+        };
+    harness.events([
+        Event::ToolCallStarted {
+            call_id: "c1".into(),
+            name: "spawn_agent".into(),
+            arguments: json!({"prompt": "Review src/llm for error handling"}),
+        },
+        started("a1", None, 1, "Review src/llm for error handling"),
+        started("a2", None, 1, "Check the README commands"),
+        started("a1.a1", Some("a1"), 2, "Read src/llm/sse.rs"),
+        Event::AgentActivity {
+            run_id: "a1".into(),
+            activity: "spawn_agent".into(),
+        },
+        Event::AgentActivity {
+            run_id: "a1.a1".into(),
+            activity: "read_file src/llm/sse.rs".into(),
+        },
+        Event::AgentActivity {
+            run_id: "a2".into(),
+            activity: "shell cargo run --release -- --help".into(),
+        },
+    ]);
+    let running = harness.screen(80, 16);
+    harness.event(Event::AgentFinished {
+        run_id: "a1.a1".into(),
+        status: AgentStatus::Completed,
+        summary: "sse.rs handles cut streams and retries".into(),
+    });
+    insta::assert_snapshot!("sub_agents_running", running);
+    insta::assert_snapshot!("sub_agent_finished", harness.screen(80, 16));
+}
