@@ -47,11 +47,21 @@ pub async fn run_prompt(
         .await
         .map_err(|_| send_failed())?;
     let mut at_line_start = true;
+    // Sub-agents still running in the background report back in another turn: wait for it.
+    let mut agents_pending = false;
+    let mut between_turns = false;
     let report = loop {
         let event = tokio::select! {
             event = handle.events.recv() => event,
             _ = tokio::signal::ctrl_c() => {
                 let _ = handle.ops.send(Op::Interrupt).await;
+                if between_turns {
+                    // The interrupt cancels the sub-agents; no turn will follow.
+                    break RunReport {
+                        status: TurnStatus::Interrupted,
+                        message: Some("interrupted while sub-agents worked".into()),
+                    };
+                }
                 continue;
             }
         };
@@ -67,11 +77,16 @@ pub async fn run_prompt(
         } else {
             print_event(&event, out, err, &mut at_line_start)?;
         }
-        if let Event::TurnFinished {
-            status, message, ..
-        } = event
-        {
-            break RunReport { status, message };
+        match event {
+            Event::AgentsPending { .. } => agents_pending = true,
+            Event::TurnStarted { .. } => between_turns = false,
+            Event::TurnFinished { .. } if std::mem::take(&mut agents_pending) => {
+                between_turns = true;
+            }
+            Event::TurnFinished {
+                status, message, ..
+            } => break RunReport { status, message },
+            _ => {}
         }
     };
     if mode == OutputMode::Text && !at_line_start {
@@ -138,6 +153,14 @@ fn print_event(
             status,
             summary,
         } => writeln!(err, "  ⇠ sub-agent {run_id} {}: {summary}", status.label())?,
+        Event::AgentsPending { count } => {
+            let agents = if *count == 1 {
+                "sub-agent"
+            } else {
+                "sub-agents"
+            };
+            writeln!(err, "… waiting for {count} {agents} in the background")?;
+        }
         Event::Error { message } => writeln!(err, "error: {message}")?,
         Event::Notice { message } => writeln!(err, "note: {message}")?,
         Event::Compacted {

@@ -207,6 +207,11 @@ pub enum Event {
         /// The first line of its answer, or why it stopped.
         summary: String,
     },
+    /// Sent just before `TurnFinished` when sub-agents of this session still run in the
+    /// background: their results will start another turn.
+    AgentsPending {
+        count: u32,
+    },
     /// Live output of a running tool.
     ToolOutput {
         call_id: String,

@@ -265,3 +265,28 @@ fn a_missing_sandbox_is_reported_at_start_not_at_the_first_command() {
     let out = run(&["--approval", "full"]);
     assert!(!text(&out.stderr).contains("sandbox cannot run"));
 }
+
+#[test]
+fn a_headless_run_waits_for_background_sub_agents_and_their_report() {
+    let ws = Workspace::new();
+    let model = ws.script(json!({"turns": [
+        {"when": "PARENT", "tool_calls": [{"name": "spawn_agent",
+            "arguments": {"prompt": "HELPER: slow work", "background": true}}]},
+        {"when": "PARENT", "text": "Started a helper."},
+        {"when": "HELPER", "chunks": ["helper ", "result"], "delay_ms": 300},
+        {"when": "[sub-agent a1", "text": "Final: helper result."}
+    ]}));
+    let out = ws.mnemo(&["--model", &model, "run", "PARENT: get help"], None);
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("Started a helper."), "{stdout}");
+    assert!(
+        stdout.trim_end().ends_with("Final: helper result."),
+        "{stdout}"
+    );
+    assert!(
+        stderr.contains("… waiting for 1 sub-agent in the background"),
+        "{stderr}"
+    );
+}

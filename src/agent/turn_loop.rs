@@ -57,6 +57,16 @@ impl Session {
             })
             .await;
         }
+        // Results that arrived as the turn ended open the next turn too.
+        let arrived = self
+            .mailbox
+            .inbox
+            .lock()
+            .map_or(0, |inbox| inbox.texts.len() as u32);
+        let pending = self.runs.in_background() + arrived;
+        if pending > 0 && self.runs.depth == 0 {
+            self.emit(Event::AgentsPending { count: pending }).await;
+        }
         self.emit(Event::TurnFinished {
             turn,
             status,

@@ -260,6 +260,18 @@ impl AppState {
                 let text = format!("Sub-agent {run_id} {}: {summary}", status.label());
                 self.notice(level, &text);
             }
+            Event::AgentsPending { count } => {
+                let agents = if count == 1 {
+                    "sub-agent"
+                } else {
+                    "sub-agents"
+                };
+                let text = format!(
+                    "{count} {agents} still working in the background; their results will come \
+                     back as messages"
+                );
+                self.notice(NoticeLevel::Info, &text);
+            }
             Event::Usage {
                 total,
                 cost_usd,

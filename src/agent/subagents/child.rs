@@ -259,7 +259,16 @@ async fn drive_run(
             (AgentStatus::Failed, why)
         }
     };
-    run.finish(status, response.clone(), |response| {
+    // Told before the run counts as finished, so the event comes before anything the parent
+    // does with the result.
+    parent_runs
+        .emit(Event::AgentFinished {
+            run_id: run.id.clone(),
+            status,
+            summary: response.lines().next().unwrap_or_default().to_string(),
+        })
+        .await;
+    run.finish(status, response, |response| {
         // A cancelled run was stopped by its parent (or the user): telling the parent again
         // would only start another turn nobody asked for.
         if run.kind == AgentKind::Spawn && status != AgentStatus::Cancelled {
@@ -270,13 +279,6 @@ async fn drive_run(
             ));
         }
     });
-    parent_runs
-        .emit(Event::AgentFinished {
-            run_id: run.id.clone(),
-            status,
-            summary: response.lines().next().unwrap_or_default().to_string(),
-        })
-        .await;
 }
 
 /// The sub-agent's turn, then one more for each result of its own background sub-agents, as

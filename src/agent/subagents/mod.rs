@@ -135,10 +135,17 @@ impl AgentRuns {
 
     /// Whether a run whose result will come as a message is still going.
     pub fn any_in_background(&self) -> bool {
-        lock(&self.runs).iter().any(|run| {
+        self.in_background() > 0
+    }
+
+    /// How many runs whose results will come as messages are still going.
+    pub fn in_background(&self) -> u32 {
+        let runs = lock(&self.runs);
+        let going = runs.iter().filter(|run| {
             let state = lock(&run.state);
             state.background && state.status == AgentStatus::Running
-        })
+        });
+        u32::try_from(going.count()).unwrap_or(u32::MAX)
     }
 
     /// A fresh id: `a1`, `f2`, or under a sub-agent `a1.a1`.
