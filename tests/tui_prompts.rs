@@ -9,7 +9,7 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use mnemo::protocol::{
     AgentKind, AgentStatus, ApprovalAction, ApprovalDecision, Event, Op, TurnStatus,
 };
-use mnemo::sandbox::Escalation;
+use mnemo::sandbox::{ApprovalMode, Escalation};
 use mnemo::tui::state::Effect;
 use mnemo::tui::status::Activity;
 use serde_json::json;
@@ -169,4 +169,30 @@ fn sub_agents_show_as_nested_panes_with_live_status() {
     });
     insta::assert_snapshot!("sub_agents_running", running);
     insta::assert_snapshot!("sub_agent_finished", harness.screen(80, 16));
+}
+
+#[test]
+fn background_sub_agents_keep_their_clock_running_and_esc_cancels_them() {
+    let mut harness = Harness::started();
+    harness.state.status.approval_mode = ApprovalMode::Ask;
+    harness.event(Event::AgentStarted {
+        run_id: "a1".into(),
+        session_id: "s1".into(),
+        parent_run: None,
+        depth: 1,
+        kind: AgentKind::Spawn,
+        label: "Index the docs".into(),
+        model: "claude-sonnet".into(),
+    });
+    assert_eq!(harness.state.status.activity, Activity::Idle);
+    // Idle, yet the pane's clock needs a redraw each second.
+    let deadline = harness.state.next_deadline(harness.now);
+    assert_eq!(deadline, Some(harness.now + Duration::from_secs(1)));
+    let screen = harness.screen(80, 8);
+    assert!(screen.contains("↳ a1  Index the docs"), "{screen}");
+    assert!(screen.contains("approval ask"), "{screen}");
+    let effects = harness
+        .state
+        .handle_key(KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE), harness.now);
+    assert_eq!(effects, [Effect::Send(Op::Interrupt)]);
 }

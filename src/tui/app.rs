@@ -63,7 +63,7 @@ impl<W: Write> App<W> {
     pub fn new(screen: Screen<W>, loaded: Loaded, cli: CliOverrides) -> Self {
         let mut state = AppState::new();
         state.models = loaded.config.models.keys().cloned().collect();
-        state.approval_mode = loaded.config.approval;
+        state.status.approval_mode = loaded.config.approval;
         Self {
             state,
             screen,

@@ -53,8 +53,15 @@ impl AppState {
                 return Vec::new();
             }
             KeyCode::Esc => {
-                if !self.composer.dismiss_popup() && self.is_busy() {
+                if self.composer.dismiss_popup() {
+                    return Vec::new();
+                }
+                if self.is_busy() {
                     return self.interrupt();
+                }
+                if !self.agents.is_empty() {
+                    self.notice(NoticeLevel::Warning, "Cancelling the background sub-agents");
+                    return vec![Effect::Send(Op::Interrupt)];
                 }
                 return Vec::new();
             }

@@ -23,14 +23,25 @@ impl AppState {
     /// second of a running turn's clock. `None` when idle: no timer runs then.
     pub fn next_deadline(&self, now: Instant) -> Option<Instant> {
         let hint = self.quit_armed.map(|armed| armed + QUIT_WINDOW);
+        let next_second = |start: Instant| {
+            let elapsed = now.saturating_duration_since(start).as_secs();
+            start + Duration::from_secs(elapsed + 1)
+        };
         let clock = self
             .status
             .turn_started
             .filter(|_| self.is_busy())
-            .map(|start| {
-                let elapsed = now.saturating_duration_since(start).as_secs();
-                start + Duration::from_secs(elapsed + 1)
-            });
+            .map(next_second);
+        // Sub-agent panes show their own running time, also between turns.
+        let agents = self
+            .agents
+            .iter()
+            .map(|pane| next_second(pane.started))
+            .min();
+        let clock = match (clock, agents) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
         match (hint, clock) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -81,7 +92,10 @@ impl AppState {
         self.approvals.clear();
         self.agents.clear();
         self.first_run = None;
-        self.status = Status::default();
+        self.status = Status {
+            approval_mode: self.status.approval_mode,
+            ..Status::default()
+        };
         self.wrote_any = false;
         self.scrollback.push(Line::default());
     }

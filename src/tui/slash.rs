@@ -176,7 +176,7 @@ fn approval(name: &str, state: &mut AppState) -> Vec<Effect> {
     if name.is_empty() {
         let mut text = String::from("Approval modes (/approval MODE switches):");
         for mode in ApprovalMode::ALL {
-            let mark = if mode == state.approval_mode {
+            let mark = if mode == state.status.approval_mode {
                 "  (current)"
             } else {
                 ""
@@ -191,7 +191,7 @@ fn approval(name: &str, state: &mut AppState) -> Vec<Effect> {
         state.notice(NoticeLevel::Error, &text);
         return Vec::new();
     };
-    state.approval_mode = mode;
+    state.status.approval_mode = mode;
     vec![Effect::Send(Op::SetApprovalMode { mode })]
 }
 
@@ -309,7 +309,7 @@ mod tests {
                 mode: ApprovalMode::ReadOnly
             })]
         );
-        assert_eq!(state.approval_mode, ApprovalMode::ReadOnly);
+        assert_eq!(state.status.approval_mode, ApprovalMode::ReadOnly);
         assert!(execute(SlashCommand::Approval, "sometimes", &mut state).is_empty());
         let notes = notes(&state);
         assert!(notes[0].contains("auto: sandboxed actions run, anything more asks  (current)"));

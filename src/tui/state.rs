@@ -21,7 +21,6 @@ use super::tool_pane::{RunningTool, ToolCell};
 use crate::protocol::{
     AgentStatus, CompactionKind, Event, Op, ToolStatus, TurnStatus, UserMessageKind,
 };
-use crate::sandbox::ApprovalMode;
 
 /// How long a first Ctrl+C waits for the second one.
 pub const QUIT_WINDOW: Duration = Duration::from_secs(2);
@@ -63,8 +62,6 @@ pub struct AppState {
     pub agents: Vec<AgentPane>,
     /// Questions from the agent, oldest first; the first one is shown and answered.
     pub approvals: Vec<ApprovalPrompt>,
-    /// The approval mode sessions start in (`/approval` changes it).
-    pub approval_mode: ApprovalMode,
     pub status: Status,
     pub composer: Composer,
     pub pager: Option<Pager>,
@@ -94,7 +91,6 @@ impl AppState {
             pending: Vec::new(),
             approvals: Vec::new(),
             agents: Vec::new(),
-            approval_mode: ApprovalMode::default(),
             status: Status::default(),
             composer: Composer::new(),
             pager: None,

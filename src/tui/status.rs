@@ -11,6 +11,7 @@ use ratatui::widgets::Widget;
 
 use super::wrap::str_width;
 use crate::llm::Usage;
+use crate::sandbox::ApprovalMode;
 
 /// What the agent is doing, as far as the events tell.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -72,6 +73,8 @@ pub struct Status {
     pub total: Usage,
     pub cost_usd: f64,
     pub context_percent: f32,
+    /// Shown when it is not the default (auto).
+    pub approval_mode: ApprovalMode,
 }
 
 impl Default for Status {
@@ -85,6 +88,7 @@ impl Default for Status {
             total: Usage::default(),
             cost_usd: 0.0,
             context_percent: 0.0,
+            approval_mode: ApprovalMode::default(),
         }
     }
 }
@@ -134,6 +138,15 @@ impl Status {
             left.push(sep());
             let short: String = self.session_id.chars().take(8).collect();
             left.push(Span::styled(short, dim));
+        }
+        if self.approval_mode != ApprovalMode::default() {
+            left.push(sep());
+            let colour = match self.approval_mode {
+                ApprovalMode::Full => Color::Red,
+                ApprovalMode::ReadOnly | ApprovalMode::Ask | ApprovalMode::Auto => Color::Cyan,
+            };
+            let label = format!("approval {}", self.approval_mode);
+            left.push(Span::styled(label, Style::default().fg(colour)));
         }
         if self.total.input_tokens + self.total.output_tokens > 0 {
             let input = self.total.input_tokens

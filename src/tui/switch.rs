@@ -246,7 +246,7 @@ impl<W: Write> App<W> {
         session
             .settings
             .approvals
-            .set_mode(self.state.approval_mode);
+            .set_mode(self.state.status.approval_mode);
         session.settings.approvals.enable_questions();
         self.session_id = Some(session.id.clone());
         self.state.first_run = None;
