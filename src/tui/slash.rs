@@ -209,7 +209,8 @@ fn help_text() -> String {
     let mut text = String::from(
         "Enter send (while the agent works: inject into the running turn) · Tab queue as the \
          next message\nShift+Enter or Alt+Enter new line · Up/Down history · Esc interrupt · \
-         Ctrl+C interrupt, twice to quit · Ctrl+T transcript pager",
+         Ctrl+C interrupt, twice to quit · Ctrl+T transcript pager\nWhen the agent asks: y \
+         allow once · a allow for this session · n or Esc deny",
     );
     for command in SlashCommand::ALL {
         text.push_str(&format!(
