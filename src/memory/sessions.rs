@@ -199,13 +199,21 @@ impl Db {
     /// Deletes the session with its messages, turns and archive entries. Its sub-agent
     /// sessions stay, without a parent.
     pub fn delete_session(&mut self, id: &str) -> Result<(), StoreError> {
+        // The session and the sub-agent sessions below it, which mean nothing without it.
+        const TREE: &str = "WITH RECURSIVE tree(id) AS (
+                SELECT ?1 UNION ALL SELECT s.id FROM sessions s JOIN tree t ON s.parent_id = t.id
+            )";
         let tx = self.conn.transaction()?;
         let archived = tx
-            .prepare_cached("SELECT id FROM archive WHERE session_id = ?1")?
+            .prepare_cached(&format!(
+                "{TREE} SELECT id FROM archive WHERE session_id IN (SELECT id FROM tree)"
+            ))?
             .query_map([id], |row| row.get::<_, i64>(0))?
             .collect::<Result<Vec<_>, _>>()?;
         let changed = tx
-            .prepare_cached("DELETE FROM sessions WHERE id = ?1")?
+            .prepare_cached(&format!(
+                "{TREE} DELETE FROM sessions WHERE id IN (SELECT id FROM tree)"
+            ))?
             .execute([id])?;
         if changed == 0 {
             return Err(not_found(id));

@@ -108,7 +108,7 @@ fn title_subtitle_and_status_are_updated_and_unknown_ids_reported() -> TestResul
 }
 
 #[test]
-fn deleting_a_session_removes_its_messages_turns_and_archive() -> TestResult {
+fn deleting_a_session_removes_its_messages_turns_archive_and_sub_agent_sessions() -> TestResult {
     let mut db = Db::open_in_memory()?;
     db.create_session(new_session("gone", "/w"))?;
     db.create_session(new_session("kept", "/w"))?;
@@ -118,9 +118,14 @@ fn deleting_a_session_removes_its_messages_turns_and_archive() -> TestResult {
         db.begin_turn(id, 1, 5)?;
         db.archive_messages(new_entry(id, "zebra", "zebra migration notes", (1, 1)))?;
     }
+    // A sub-agent session and its own sub-agent go with their parent.
     let mut child = new_session("child", "/w");
     child.parent_id = Some("gone".to_owned());
     db.create_session(child)?;
+    let mut grandchild = new_session("grandchild", "/w");
+    grandchild.parent_id = Some("child".to_owned());
+    db.create_session(grandchild)?;
+    db.archive_messages(new_entry("grandchild", "zebra", "zebra deep notes", (1, 1)))?;
 
     db.delete_session("gone")?;
     assert!(matches!(
@@ -136,7 +141,10 @@ fn deleting_a_session_removes_its_messages_turns_and_archive() -> TestResult {
         .conn
         .query_row("SELECT count(*) FROM turns", [], |r| r.get(0))?;
     assert_eq!(turns, 1);
-    assert_eq!(db.session("child")?.parent_id, None);
+    for id in ["child", "grandchild"] {
+        assert!(matches!(db.session(id), Err(StoreError::NotFound { .. })));
+    }
+    assert_eq!(db.session("kept")?.id, "kept");
     assert!(matches!(
         db.delete_session("gone"),
         Err(StoreError::NotFound { .. })
