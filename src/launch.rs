@@ -18,7 +18,6 @@ use crate::memory::embed::EmbeddingClient;
 use crate::memory::{Store, StoreError};
 use crate::sandbox::Sandbox;
 use crate::tools::builtin::builtin_tools;
-use crate::tools::shell::SandboxedShell;
 use crate::tools::{Approvals, ToolRegistry};
 
 #[derive(Debug, thiserror::Error)]
@@ -159,7 +158,7 @@ impl Loaded {
         // session's tools go) when it can be set up; otherwise the built-in shell builds a
         // default one per call.
         if let Ok(sandbox) = Sandbox::temporary(self.config.sandbox, &self.workspace) {
-            tools.register(SandboxedShell::new(Arc::new(sandbox)));
+            tools.register(crate::tools::shell::Shell::in_sandbox(sandbox));
         }
         crate::tools::memory::register(&mut tools, store, self.embedder());
         tools.register(crate::tools::turn_report::TurnReport);

@@ -14,7 +14,7 @@ use std::time::Duration;
 use mnemo::sandbox::{ApprovalMode, Sandbox, SandboxConfig, SandboxPolicy, preflight};
 use mnemo::tools::fs_read::ReadFile;
 use mnemo::tools::fs_write::{EditFile, WriteFile};
-use mnemo::tools::shell::{SandboxedShell, Shell};
+use mnemo::tools::shell::Shell;
 use mnemo::tools::{Approvals, Tool, ToolContext, ToolError};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -36,16 +36,14 @@ impl Fixture {
         Ok(Self { dir, ws })
     }
 
-    fn sandbox(&self, policy: SandboxPolicy, network: bool) -> Result<Arc<Sandbox>, String> {
+    fn sandbox(&self, policy: SandboxPolicy, network: bool) -> Result<Sandbox, String> {
         let config = SandboxConfig { policy, network };
         let scratch = self.dir.path().join("scratch");
-        Sandbox::new(config, &self.ws, &scratch)
-            .map(Arc::new)
-            .map_err(|e| e.to_string())
+        Sandbox::new(config, &self.ws, &scratch).map_err(|e| e.to_string())
     }
 
-    fn shell(&self, policy: SandboxPolicy, network: bool) -> Result<SandboxedShell, String> {
-        self.sandbox(policy, network).map(SandboxedShell::new)
+    fn shell(&self, policy: SandboxPolicy, network: bool) -> Result<Shell, String> {
+        self.sandbox(policy, network).map(Shell::in_sandbox)
     }
 }
 

@@ -105,6 +105,11 @@ impl Approvals {
         &self.shared.base
     }
 
+    /// The configured sandbox, before the mode and escalations change it.
+    pub fn configured(&self) -> SandboxConfig {
+        *self.base()
+    }
+
     pub fn mode(&self) -> ApprovalMode {
         self.state().mode
     }

@@ -6,9 +6,8 @@
 //! doing is said to be so, so the model does not guess.
 
 use std::os::unix::process::ExitStatusExt;
-use std::path::Path;
 use std::process::{ExitStatus, Stdio};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use schemars::JsonSchema;
@@ -21,42 +20,47 @@ use super::truncate::{MAX_OUTPUT_BYTES, ceil_char_boundary, floor_char_boundary,
 use super::{ToolContext, ToolError, TypedTool};
 use crate::protocol::ApprovalAction;
 use crate::sandbox::approval::Action;
-use crate::sandbox::{Escalation, Sandbox, SandboxConfig};
+use crate::sandbox::{Escalation, Sandbox};
 
 /// A partial line longer than this is passed on without waiting for its newline.
 const MAX_PENDING_BYTES: usize = 16 * 1024;
 /// Output batched into one live event at most.
 const MAX_EVENT_BYTES: usize = 16 * 1024;
 
-/// The `shell` tool under the sandbox the session's approvals configure, with a scratch
-/// directory of its own (removed with the tool); what `builtin_tools()` registers.
+/// The `shell` tool. Commands run in its sandbox (the workspace plus a scratch directory of
+/// its own, removed with the tool) under the policy the session's approvals make of the
+/// sandbox's configuration.
 #[derive(Default)]
 pub struct Shell {
+    /// Given at construction, or created over the call's workspace on first use.
     sandbox: Mutex<Option<Sandbox>>,
 }
 
 impl Shell {
-    /// This tool's sandbox over `workspace`, created on first use.
-    fn sandbox(&self, workspace: &Path) -> Result<Sandbox, ToolError> {
-        let mut slot = self.sandbox.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(sandbox) = slot.as_ref().filter(|s| s.workspace() == workspace) {
-            return Ok(sandbox.clone());
+    /// A shell whose commands run in `sandbox`.
+    pub fn in_sandbox(sandbox: Sandbox) -> Self {
+        Self {
+            sandbox: Mutex::new(Some(sandbox)),
         }
-        let sandbox = Sandbox::temporary(SandboxConfig::default(), workspace)
-            .map_err(|e| ToolError::Failed(e.to_string()))?;
-        *slot = Some(sandbox.clone());
-        Ok(sandbox)
     }
-}
 
-/// The `shell` tool under a given sandbox; registering it replaces [`Shell`].
-pub struct SandboxedShell {
-    sandbox: Arc<Sandbox>,
-}
-
-impl SandboxedShell {
-    pub fn new(sandbox: Arc<Sandbox>) -> Self {
-        Self { sandbox }
+    /// The sandbox for a call with `escalation` (already approved).
+    fn sandbox(
+        &self,
+        ctx: &ToolContext,
+        escalation: Option<Escalation>,
+    ) -> Result<Sandbox, ToolError> {
+        let mut slot = self.sandbox.lock().unwrap_or_else(PoisonError::into_inner);
+        let sandbox = match slot.as_ref().filter(|s| s.workspace() == ctx.workspace) {
+            Some(sandbox) => sandbox.clone(),
+            None => {
+                let created = Sandbox::temporary(ctx.approvals.configured(), &ctx.workspace)
+                    .map_err(|e| ToolError::Failed(e.to_string()))?;
+                slot.insert(created).clone()
+            }
+        };
+        let config = ctx.approvals.adjust(sandbox.config(), escalation);
+        Ok(sandbox.with_config(config))
     }
 }
 
@@ -91,46 +95,17 @@ impl TypedTool for Shell {
         args: ShellArgs,
         ctx: &ToolContext,
     ) -> Result<ApprovalAction, ToolError> {
-        Ok(preview(args, ctx))
+        let sandbox = self.sandbox(ctx, args.escalation)?;
+        Ok(ApprovalAction::Command {
+            sandbox: sandbox.config().describe(),
+            command: args.command,
+            escalation: args.escalation,
+        })
     }
 
     async fn run(&self, args: ShellArgs, ctx: &ToolContext) -> Result<String, ToolError> {
-        let config = ctx.approvals.sandbox_for(args.escalation);
-        let sandbox = self.sandbox(&ctx.workspace)?.with_config(config);
+        let sandbox = self.sandbox(ctx, args.escalation)?;
         run_command(&sandbox, args, ctx).await
-    }
-}
-
-impl TypedTool for SandboxedShell {
-    type Args = ShellArgs;
-    const NAME: &'static str = <Shell as TypedTool>::NAME;
-    const DESCRIPTION: &'static str = <Shell as TypedTool>::DESCRIPTION;
-    const MUTATES: bool = true;
-
-    fn action(&self, args: &ShellArgs) -> Option<Action> {
-        Some(Action::Command(args.escalation))
-    }
-
-    async fn preview(
-        &self,
-        args: ShellArgs,
-        ctx: &ToolContext,
-    ) -> Result<ApprovalAction, ToolError> {
-        Ok(preview(args, ctx))
-    }
-
-    async fn run(&self, args: ShellArgs, ctx: &ToolContext) -> Result<String, ToolError> {
-        let config = ctx.approvals.adjust(self.sandbox.config(), args.escalation);
-        let sandbox = self.sandbox.with_config(config);
-        run_command(&sandbox, args, ctx).await
-    }
-}
-
-fn preview(args: ShellArgs, ctx: &ToolContext) -> ApprovalAction {
-    ApprovalAction::Command {
-        sandbox: ctx.approvals.sandbox_for(args.escalation).describe(),
-        command: args.command,
-        escalation: args.escalation,
     }
 }
 
