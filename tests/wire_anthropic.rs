@@ -5,7 +5,10 @@ mod common;
 
 use std::time::Duration;
 
-use common::{Drained, Reply, TestResult, TestServer, completed, drain, reasoning, text_deltas};
+use common::{
+    Drained, Reply, TestResult, TestServer, complete, completed, drain, reasoning, run_provider,
+    simple_request, text_deltas,
+};
 use mnemo::llm::anthropic::AnthropicProvider;
 use mnemo::llm::{
     ContentBlock, Message, ModelRequest, Provider, ProviderError, Role, StopReason, ToolSpec, Usage,
@@ -23,30 +26,15 @@ const REFUSAL: &str = include_str!("fixtures/anthropic/refusal.sse");
 const MODEL: &str = "claude-sonnet-4-5";
 const KEY: &str = "sk-ant-api03-test-key";
 
-fn simple_request() -> ModelRequest {
-    ModelRequest {
-        system: "You are mnemo, a coding assistant.".into(),
-        messages: vec![Message::user_text("Does the build pass?")]
-            .into_iter()
-            .map(std::sync::Arc::new)
-            .collect(),
-        tools: Vec::new().into(),
-        max_output_tokens: 4096,
-    }
-}
-
 /// Runs one request against a server playing `reply`.
 async fn run(
     reply: Reply,
     request: ModelRequest,
 ) -> Result<(TestServer, Result<Drained, ProviderError>), Box<dyn std::error::Error>> {
-    let server = TestServer::start(vec![reply]).await?;
-    let provider = AnthropicProvider::new(server.settings(MODEL, Some(KEY)));
-    let outcome = match provider.stream(request).await {
-        Ok(stream) => Ok(drain(stream).await),
-        Err(err) => Err(err),
-    };
-    Ok((server, outcome))
+    run_provider(reply, request, |server| {
+        AnthropicProvider::new(server.settings(MODEL, Some(KEY)))
+    })
+    .await
 }
 
 #[tokio::test]
@@ -86,9 +74,7 @@ async fn tool_arguments_arriving_in_many_pieces_are_assembled() -> TestResult {
         simple_request(),
     )
     .await?;
-    let (events, error) = outcome?;
-    assert_eq!(error, None);
-    let response = completed(&events).ok_or("no Completed event")?;
+    let (_, response) = complete(outcome)?;
     assert_eq!(
         response.message.text(),
         "I'll look at the config file first."
@@ -125,9 +111,7 @@ async fn usage_reports_cache_reads_and_writes() -> TestResult {
 #[tokio::test]
 async fn two_parallel_tool_calls_are_kept_apart() -> TestResult {
     let (_server, outcome) = run(Reply::sse(PARALLEL_TOOLS), simple_request()).await?;
-    let (events, error) = outcome?;
-    assert_eq!(error, None);
-    let response = completed(&events).ok_or("no Completed event")?;
+    let (events, response) = complete(outcome)?;
     let calls: Vec<_> = response
         .message
         .tool_calls()
@@ -155,9 +139,7 @@ async fn two_parallel_tool_calls_are_kept_apart() -> TestResult {
 #[tokio::test]
 async fn invalid_tool_json_is_kept_as_raw_text() -> TestResult {
     let (_server, outcome) = run(Reply::sse(INVALID_TOOL_JSON), simple_request()).await?;
-    let (events, error) = outcome?;
-    assert_eq!(error, None);
-    let response = completed(&events).ok_or("no Completed event")?;
+    let (_, response) = complete(outcome)?;
     let call = response.message.tool_calls().next().ok_or("no tool call")?;
     assert_eq!(
         call.input,

@@ -6,7 +6,10 @@ mod common;
 
 use std::time::Duration;
 
-use common::{Drained, Reply, TestResult, TestServer, completed, drain, reasoning, text_deltas};
+use common::{
+    Drained, Reply, TestResult, TestServer, complete, completed, drain, reasoning, run_provider,
+    simple_request, text_deltas,
+};
 use mnemo::llm::openai::OpenAiProvider;
 use mnemo::llm::{
     ContentBlock, Message, ModelRequest, Provider, ProviderError, Role, StopReason, ToolSpec, Usage,
@@ -25,33 +28,18 @@ const CONTENT_FILTER_NO_DONE: &str = include_str!("fixtures/openai/content_filte
 const MODEL: &str = "gpt-4.1";
 const KEY: &str = "sk-proj-test-key";
 
-fn simple_request() -> ModelRequest {
-    ModelRequest {
-        system: "You are mnemo, a coding assistant.".into(),
-        messages: vec![Message::user_text("Does the build pass?")]
-            .into_iter()
-            .map(std::sync::Arc::new)
-            .collect(),
-        tools: Vec::new().into(),
-        max_output_tokens: 4096,
-    }
-}
-
 /// Runs one request against a server playing `reply`. The server's base URL ends in `/v1`
 /// like the real ones.
 async fn run(
     reply: Reply,
     request: ModelRequest,
 ) -> Result<(TestServer, Result<Drained, ProviderError>), Box<dyn std::error::Error>> {
-    let server = TestServer::start(vec![reply]).await?;
-    let mut settings = server.settings(MODEL, Some(KEY));
-    settings.base_url.push_str("/v1");
-    let provider = OpenAiProvider::new(settings);
-    let outcome = match provider.stream(request).await {
-        Ok(stream) => Ok(drain(stream).await),
-        Err(err) => Err(err),
-    };
-    Ok((server, outcome))
+    run_provider(reply, request, |server| {
+        let mut settings = server.settings(MODEL, Some(KEY));
+        settings.base_url.push_str("/v1");
+        OpenAiProvider::new(settings)
+    })
+    .await
 }
 
 #[tokio::test]
@@ -103,9 +91,7 @@ async fn the_usage_chunk_splits_cached_prompt_tokens_out() -> TestResult {
 async fn tool_arguments_arriving_in_many_pieces_are_assembled() -> TestResult {
     let reply = Reply::sse(TOOL_CALL).in_pieces(17, Duration::ZERO);
     let (_server, outcome) = run(reply, simple_request()).await?;
-    let (events, error) = outcome?;
-    assert_eq!(error, None);
-    let response = completed(&events).ok_or("no Completed event")?;
+    let (events, response) = complete(outcome)?;
     let calls: Vec<_> = response.message.tool_calls().collect();
     assert_eq!(calls.len(), 1);
     assert_eq!(calls[0].id, "call_Kq3mTz7RwLpX2vNbYc9sD1fE");
@@ -122,9 +108,7 @@ async fn tool_arguments_arriving_in_many_pieces_are_assembled() -> TestResult {
 #[tokio::test]
 async fn two_parallel_tool_calls_are_kept_apart() -> TestResult {
     let (_server, outcome) = run(Reply::sse(PARALLEL_TOOLS), simple_request()).await?;
-    let (events, error) = outcome?;
-    assert_eq!(error, None);
-    let response = completed(&events).ok_or("no Completed event")?;
+    let (_, response) = complete(outcome)?;
     let calls: Vec<_> = response
         .message
         .tool_calls()
@@ -152,9 +136,7 @@ async fn two_parallel_tool_calls_are_kept_apart() -> TestResult {
 #[tokio::test]
 async fn invalid_tool_arguments_are_kept_as_raw_text() -> TestResult {
     let (_server, outcome) = run(Reply::sse(INVALID_ARGUMENTS), simple_request()).await?;
-    let (events, error) = outcome?;
-    assert_eq!(error, None);
-    let response = completed(&events).ok_or("no Completed event")?;
+    let (_, response) = complete(outcome)?;
     let call = response.message.tool_calls().next().ok_or("no tool call")?;
     assert_eq!(
         call.input,
@@ -221,9 +203,7 @@ async fn a_local_server_without_tool_call_ids_gets_generated_ones() -> TestResul
 #[tokio::test]
 async fn a_finish_reason_without_done_is_a_complete_response() -> TestResult {
     let (_server, outcome) = run(Reply::sse(CONTENT_FILTER_NO_DONE), simple_request()).await?;
-    let (events, error) = outcome?;
-    assert_eq!(error, None);
-    let response = completed(&events).ok_or("no Completed event")?;
+    let (_, response) = complete(outcome)?;
     assert_eq!(response.message.text(), "I can");
     assert_eq!(response.stop_reason, StopReason::Refusal);
     Ok(())

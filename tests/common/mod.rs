@@ -9,7 +9,10 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use mnemo::llm::{EventStream, ProviderError, ProviderSettings, StreamEvent};
+use mnemo::llm::{
+    EventStream, Message, ModelRequest, ModelResponse, Provider, ProviderError, ProviderSettings,
+    StreamEvent,
+};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinHandle;
@@ -317,9 +320,46 @@ pub fn reasoning(events: &[StreamEvent]) -> String {
 }
 
 /// The final response, which must be the last event.
-pub fn completed(events: &[StreamEvent]) -> Option<&mnemo::llm::ModelResponse> {
+pub fn completed(events: &[StreamEvent]) -> Option<&ModelResponse> {
     match events.last() {
         Some(StreamEvent::Completed(response)) => Some(response),
         _ => None,
     }
+}
+
+/// One user question, no tools.
+pub fn simple_request() -> ModelRequest {
+    ModelRequest {
+        system: "You are mnemo, a coding assistant.".into(),
+        messages: vec![Arc::new(Message::user_text("Does the build pass?"))],
+        tools: Vec::new().into(),
+        max_output_tokens: 4096,
+    }
+}
+
+/// Runs one request through the provider that `provider` builds for a server playing `reply`.
+pub async fn run_provider<P: Provider>(
+    reply: Reply,
+    request: ModelRequest,
+    provider: impl FnOnce(&TestServer) -> P,
+) -> Result<(TestServer, Result<Drained, ProviderError>), Box<dyn std::error::Error>> {
+    let server = TestServer::start(vec![reply]).await?;
+    let provider = provider(&server);
+    let outcome = match provider.stream(request).await {
+        Ok(stream) => Ok(drain(stream).await),
+        Err(err) => Err(err),
+    };
+    Ok((server, outcome))
+}
+
+/// The events and final response of a stream that must end cleanly.
+pub fn complete(
+    outcome: Result<Drained, ProviderError>,
+) -> Result<(Vec<StreamEvent>, ModelResponse), Box<dyn std::error::Error>> {
+    let (events, error) = outcome?;
+    if let Some(error) = error {
+        return Err(format!("the stream ended with an error: {error:?}").into());
+    }
+    let response = completed(&events).ok_or("no Completed event")?.clone();
+    Ok((events, response))
 }
