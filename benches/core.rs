@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use mnemo::agent::{Session, SessionSettings};
-use mnemo::config::Price;
+use mnemo::config::{Config, Price};
 use mnemo::llm::WireDecoder;
 use mnemo::llm::anthropic::AnthropicDecoder;
 use mnemo::llm::fallback::{ChainModel, FallbackChain, RetryPolicy};
@@ -110,15 +110,8 @@ fn compaction_bookkeeping() {
             RetryPolicy::default(),
         ));
         let settings = SessionSettings {
-            workspace,
-            system_prompt: "bench".into(),
-            max_steps: 10,
-            repeat_limit: 3,
-            tool_timeout: Duration::from_secs(60),
             max_active_messages: 1000,
-            compact_threshold: 0.8,
-            approvals: mnemo::tools::approvals::detached(),
-            max_agent_depth: 3,
+            ..SessionSettings::from_config(workspace, "bench".into(), &Config::default())
         };
         let session = Session::resume(settings, chain, ToolRegistry::new(), store, "bench")
             .await
@@ -285,15 +278,8 @@ fn agent_step_overhead(persistence: Persistence) {
         let mut tools = ToolRegistry::new();
         tools.register(Noop);
         let settings = SessionSettings {
-            workspace: dir,
-            system_prompt: "bench".into(),
             max_steps: 1000,
-            repeat_limit: 3,
-            tool_timeout: Duration::from_secs(60),
-            max_active_messages: 200,
-            compact_threshold: 0.8,
-            approvals: mnemo::tools::approvals::detached(),
-            max_agent_depth: 3,
+            ..SessionSettings::from_config(dir, "bench".into(), &Config::default())
         };
         let provider = Arc::new(ScriptedProvider::new(Script { turns }));
         let db = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));

@@ -3,10 +3,10 @@
 //! on its own task, its answer returned), and how fast an interrupt reaches three levels.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use mnemo::agent::{Session, SessionSettings};
-use mnemo::config::Price;
+use mnemo::config::{Config, Price};
 use mnemo::llm::fallback::{ChainModel, FallbackChain, RetryPolicy};
 use mnemo::llm::scripted::{Script, ScriptedProvider};
 use mnemo::memory::Store;
@@ -50,15 +50,11 @@ async fn session(turns: Vec<Value>, store: Store) -> mnemo::agent::AgentHandle {
         RetryPolicy::default(),
     ));
     let settings = SessionSettings {
-        workspace: std::env::temp_dir(),
-        system_prompt: "bench".into(),
         max_steps: 1000,
         repeat_limit: 1000,
-        tool_timeout: Duration::from_secs(60),
         max_active_messages: 100_000,
         compact_threshold: 0.99,
-        approvals: mnemo::tools::approvals::detached(),
-        max_agent_depth: 3,
+        ..SessionSettings::from_config(std::env::temp_dir(), "bench".into(), &Config::default())
     };
     let session = Session::create(settings, chain, ToolRegistry::new(), store, None)
         .await

@@ -4,7 +4,6 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
-use std::time::Duration;
 
 use crate::agent::subagents::ModelResolver;
 use crate::agent::{Session, SessionSettings, prompt};
@@ -17,8 +16,8 @@ use crate::llm::scripted::ScriptLoadError;
 use crate::memory::embed::EmbeddingClient;
 use crate::memory::{Store, StoreError};
 use crate::sandbox::Sandbox;
+use crate::tools::ToolRegistry;
 use crate::tools::builtin::builtin_tools;
-use crate::tools::{Approvals, ToolRegistry};
 
 #[derive(Debug, thiserror::Error)]
 pub enum LaunchError {
@@ -174,21 +173,9 @@ pub async fn prepare_session_with(
 ) -> Result<Session, LaunchError> {
     let chain = loaded.chain(cli)?;
     let store = loaded.store()?;
-    let agent = &loaded.config.agent;
-    let settings = SessionSettings {
-        workspace: loaded.workspace.clone(),
-        system_prompt: prompt::system_prompt(&loaded.workspace).await,
-        max_steps: agent.max_steps,
-        repeat_limit: agent.repeat_limit,
-        tool_timeout: Duration::from_secs(agent.tool_timeout_secs),
-        max_active_messages: loaded.config.memory.max_active_messages,
-        compact_threshold: agent.compact_threshold,
-        max_agent_depth: agent.max_agent_depth,
-        approvals: Arc::new(Approvals::new(
-            loaded.config.sandbox,
-            loaded.config.approval,
-        )),
-    };
+    let system_prompt = prompt::system_prompt(&loaded.workspace).await;
+    let settings =
+        SessionSettings::from_config(loaded.workspace.clone(), system_prompt, &loaded.config);
     let tools = loaded.tools(&store);
     let mut session = match choice {
         SessionChoice::New => Session::create(settings, chain, tools, store, None).await?,

@@ -8,6 +8,7 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 
 use super::subagents::{AgentRuns, Mailbox, ModelResolver, agent_tool_specs};
+use crate::config::Config;
 use crate::llm::ToolSpec;
 use crate::llm::fallback::{ChainModel, FallbackChain};
 use crate::llm::tokens::Calibration;
@@ -36,6 +37,24 @@ pub struct SessionSettings {
     pub approvals: Arc<Approvals>,
     /// How deep sub-agents may nest (a sub-agent of a sub-agent is depth 2).
     pub max_agent_depth: u32,
+}
+
+impl SessionSettings {
+    /// The settings `config` gives a session in `workspace`.
+    pub fn from_config(workspace: PathBuf, system_prompt: String, config: &Config) -> Self {
+        let agent = &config.agent;
+        Self {
+            workspace,
+            system_prompt,
+            max_steps: agent.max_steps,
+            repeat_limit: agent.repeat_limit,
+            tool_timeout: Duration::from_secs(agent.tool_timeout_secs),
+            max_active_messages: config.memory.max_active_messages,
+            compact_threshold: agent.compact_threshold,
+            max_agent_depth: agent.max_agent_depth,
+            approvals: Arc::new(Approvals::new(config.sandbox, config.approval)),
+        }
+    }
 }
 
 /// Where a working-set message sits in the store, and when it was written.

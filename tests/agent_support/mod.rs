@@ -65,17 +65,7 @@ pub fn chain(provider: Arc<ScriptedProvider>) -> Arc<FallbackChain> {
 }
 
 pub fn settings(workspace: &std::path::Path) -> SessionSettings {
-    SessionSettings {
-        workspace: workspace.to_path_buf(),
-        system_prompt: "test".into(),
-        max_steps: 50,
-        repeat_limit: 3,
-        tool_timeout: Duration::from_secs(120),
-        max_active_messages: 200,
-        compact_threshold: 0.8,
-        approvals: mnemo::tools::approvals::detached(),
-        max_agent_depth: 3,
-    }
+    SessionSettings::from_config(workspace.to_path_buf(), "test".into(), &Default::default())
 }
 
 pub async fn start(script: serde_json::Value, tweak: impl FnOnce(&mut SessionSettings)) -> Harness {
