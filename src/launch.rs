@@ -192,6 +192,11 @@ pub async fn prepare_session_with(
     };
     session.set_embedder(loaded.embedder());
     session.set_model_resolver(loaded.model_resolver());
+    if let Some(name) = &loaded.config.agent.compressor_model {
+        let model = config::select::named(&loaded.config, name)?;
+        let key = api_key(&model)?;
+        session.set_compressor(Some(chain_model(&model, key)?));
+    }
     // Said at once, not at the first refused command.
     let sandbox = session.settings.approvals.sandbox_for(None);
     if let Err(error) = crate::sandbox::preflight(&sandbox).await {

@@ -58,23 +58,6 @@ impl ApprovalMode {
             ApprovalMode::Full => "full: no sandbox, nothing asks",
         }
     }
-
-    /// The stricter of the two, so a sub-agent is never more permissive than its parent.
-    pub fn at_most(self, other: ApprovalMode) -> ApprovalMode {
-        match self.rank() <= other.rank() {
-            true => self,
-            false => other,
-        }
-    }
-
-    fn rank(self) -> u8 {
-        match self {
-            ApprovalMode::ReadOnly => 0,
-            ApprovalMode::Ask => 1,
-            ApprovalMode::Auto => 2,
-            ApprovalMode::Full => 3,
-        }
-    }
 }
 
 impl fmt::Display for ApprovalMode {
@@ -348,7 +331,7 @@ mod tests {
     }
 
     #[test]
-    fn modes_parse_both_spellings_and_cap_each_other() {
+    fn modes_parse_both_spellings() {
         assert_eq!(
             ApprovalMode::parse("read_only"),
             Some(ApprovalMode::ReadOnly)
@@ -359,8 +342,5 @@ mod tests {
         );
         assert_eq!(ApprovalMode::parse("full"), Some(ApprovalMode::Full));
         assert_eq!(ApprovalMode::parse("yolo"), None);
-        let full = ApprovalMode::Full;
-        assert_eq!(full.at_most(ApprovalMode::Auto), ApprovalMode::Auto);
-        assert_eq!(ApprovalMode::Ask.at_most(full), ApprovalMode::Ask);
     }
 }

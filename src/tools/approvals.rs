@@ -186,7 +186,8 @@ impl Approvals {
         let mode = self.mode();
         if self.offline && matches!(action, Action::Command(Some(_))) {
             return Err(ToolError::Denied(
-                "this sub-agent was started without network access, so its commands cannot                  leave the sandbox; report what you need instead"
+                "this sub-agent was started without network access, so its commands cannot \
+                 leave the sandbox; report what you need instead"
                     .into(),
             ));
         }
