@@ -48,6 +48,10 @@ impl Fixture {
 }
 
 fn context(ws: &Path, session: &str) -> ToolContext {
+    context_with(ws, session, mnemo::tools::approvals::detached())
+}
+
+fn context_with(ws: &Path, session: &str, approvals: Arc<Approvals>) -> ToolContext {
     let timeout = Duration::from_secs(30);
     ToolContext::new(
         ws.to_path_buf(),
@@ -56,6 +60,7 @@ fn context(ws: &Path, session: &str) -> ToolContext {
         CancellationToken::new(),
         timeout,
         None,
+        approvals,
     )
 }
 
@@ -343,7 +348,7 @@ async fn an_approved_network_escalation_reaches_the_listener_through_bwrap() -> 
     let connect = format!("exec 3<>/dev/tcp/127.0.0.1/{port} && echo connected");
     let shell = fx.shell(SandboxPolicy::WorkspaceWrite, false)?;
     let approvals = Arc::new(Approvals::new(SandboxConfig::default(), ApprovalMode::Auto));
-    let ctx = context(&fx.ws, "sandbox-test").with_approvals(approvals);
+    let ctx = context_with(&fx.ws, "sandbox-test", approvals);
     let input = json!({"command": connect, "escalation": "network"});
     // The gate has approved the escalation; the command then runs with the network on.
     let out = shell.call(input, &ctx).await?;

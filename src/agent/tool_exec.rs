@@ -140,8 +140,8 @@ impl Session {
             cancel.child_token(),
             timeout,
             self.event_sender(),
-        )
-        .with_approvals(self.settings.approvals.clone());
+            self.settings.approvals.clone(),
+        );
         if is_agent_tool(&call.name) {
             // These keep within the tool timeout themselves (the elastic timeout).
             return tokio::select! {

@@ -47,6 +47,7 @@ pub(crate) mod test_support {
             CancellationToken::new(),
             Duration::from_secs(30),
             None,
+            crate::tools::approvals::detached(),
         )
     }
 

@@ -57,6 +57,7 @@ impl ToolContext {
         cancel: CancellationToken,
         timeout: Duration,
         events: Option<mpsc::Sender<Event>>,
+        approvals: Arc<Approvals>,
     ) -> Self {
         Self {
             workspace,
@@ -64,14 +65,9 @@ impl ToolContext {
             call_id: call_id.into(),
             cancel,
             timeout,
-            approvals: approvals::detached(),
+            approvals,
             events,
         }
-    }
-
-    pub fn with_approvals(mut self, approvals: Arc<Approvals>) -> Self {
-        self.approvals = approvals;
-        self
     }
 
     /// Streams a piece of live output (for example a shell line) to the front end.

@@ -20,17 +20,23 @@ impl ToolRegistry {
         Self::default()
     }
 
+    /// Adds `tool`, replacing one of the same name.
     pub fn register(&mut self, tool: impl Tool + 'static) {
-        self.tools.retain(|t| t.name() != tool.name());
+        let spec = ToolSpec {
+            name: tool.name().to_string(),
+            description: tool.description().to_string(),
+            input_schema: tool.input_schema(),
+        };
+        let name = tool.name();
+        self.tools.retain(|t| t.name() != name);
         self.tools.push(Arc::new(tool));
+        // Schemas are generated once per tool; the others are kept as they are.
         self.specs = self
-            .tools
+            .specs
             .iter()
-            .map(|t| ToolSpec {
-                name: t.name().to_string(),
-                description: t.description().to_string(),
-                input_schema: t.input_schema(),
-            })
+            .filter(|s| s.name != name)
+            .cloned()
+            .chain([spec])
             .collect();
     }
 

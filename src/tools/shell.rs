@@ -358,7 +358,15 @@ mod tests {
         let (_dir, ws) = workspace()?;
         let (tx, mut rx) = mpsc::channel(16);
         let cancel = CancellationToken::new();
-        let ctx = ToolContext::new(ws, "s", "c", cancel, Duration::from_secs(30), Some(tx));
+        let ctx = ToolContext::new(
+            ws,
+            "s",
+            "c",
+            cancel,
+            Duration::from_secs(30),
+            Some(tx),
+            crate::tools::approvals::detached(),
+        );
         let input = json!({"command": "echo first; sleep 1; echo second"});
         let run = tokio::spawn(async move { Shell::default().call(input, &ctx).await });
         let Some(Event::ToolOutput { call_id, chunk }) = rx.recv().await else {
