@@ -161,6 +161,7 @@ fn print_event(
             };
             writeln!(err, "… waiting for {count} {agents} in the background")?;
         }
+        Event::ApprovalModeChanged { mode } => writeln!(err, "note: approval {}", mode.explain())?,
         Event::Error { message } => writeln!(err, "error: {message}")?,
         Event::Notice { message } => writeln!(err, "note: {message}")?,
         Event::Compacted {

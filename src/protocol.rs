@@ -176,6 +176,10 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         session_grant: Option<String>,
     },
+    /// `Op::SetApprovalMode` took effect.
+    ApprovalModeChanged {
+        mode: ApprovalMode,
+    },
     /// The request `id` was answered (a request dropped by an interrupt counts as denied).
     ApprovalResolved {
         id: String,

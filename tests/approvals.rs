@@ -291,8 +291,15 @@ async fn the_mode_can_change_mid_session() {
         mode: ApprovalMode::Auto,
     })
     .await;
-    h.until(|e| matches!(e, Event::Notice { message } if message.contains("approval mode auto")))
-        .await;
+    h.until(|e| {
+        matches!(
+            e,
+            Event::ApprovalModeChanged {
+                mode: ApprovalMode::Auto
+            }
+        )
+    })
+    .await;
     h.send(Op::UserInput { text: "go".into() }).await;
     let events = h.until_turn_finished().await;
     assert_eq!(results(&events)[0].0, ToolStatus::Ok);

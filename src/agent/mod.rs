@@ -20,8 +20,9 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::protocol::{Event, Op, UserMessageKind};
+use crate::protocol::{ApprovalDecision, Event, Op, UserMessageKind};
 use crate::sandbox::ApprovalMode;
+use crate::tools::Approvals;
 
 pub use session::{Session, SessionSettings};
 
@@ -68,11 +69,13 @@ async fn drive(
     mut ops: mpsc::Receiver<Op>,
     events: mpsc::Sender<Event>,
 ) -> Session {
-    let approvals = session.settings.approvals.clone();
-    approvals.attach(events.clone());
+    let control = Control {
+        approvals: session.settings.approvals.clone(),
+        events: events.clone(),
+    };
+    control.approvals.attach(events.clone());
     let runs = session.runs.clone();
     runs.attach(events.clone());
-    let notices = events.clone();
     session.attach(events);
     session.announce().await;
     let mailbox = session.mailbox.clone();
@@ -98,13 +101,8 @@ async fn drive(
                 }
                 Some(Op::Interrupt) => runs.cancel_all(),
                 Some(Op::Compact) => session.compact_now().await,
-                Some(Op::Approval { id, decision }) => {
-                    approvals.resolve(&id, decision);
-                }
-                Some(Op::SetApprovalMode { mode }) => {
-                    approvals.set_mode(mode);
-                    let _ = notices.send(mode_notice(mode)).await;
-                }
+                Some(Op::Approval { id, decision }) => control.answer(&id, decision),
+                Some(Op::SetApprovalMode { mode }) => control.set_mode(mode).await,
                 Some(Op::Shutdown) | None => break,
             }
             continue;
@@ -125,13 +123,8 @@ async fn drive(
                         cancel.cancel();
                         runs.cancel_all();
                     }
-                    Some(Op::Approval { id, decision }) => {
-                        approvals.resolve(&id, decision);
-                    }
-                    Some(Op::SetApprovalMode { mode }) => {
-                        approvals.set_mode(mode);
-                        let _ = notices.send(mode_notice(mode)).await;
-                    }
+                    Some(Op::Approval { id, decision }) => control.answer(&id, decision),
+                    Some(Op::SetApprovalMode { mode }) => control.set_mode(mode).await,
                     Some(Op::Compact) => {
                         if let Ok(mut pending) = mailbox.inbox.lock() {
                             pending.compact = true;
@@ -152,8 +145,19 @@ async fn drive(
     session
 }
 
-fn mode_notice(mode: ApprovalMode) -> Event {
-    Event::Notice {
-        message: format!("approval mode {}", mode.explain()),
+/// The ops that act the same whether a turn runs or not.
+struct Control {
+    approvals: Arc<Approvals>,
+    events: mpsc::Sender<Event>,
+}
+
+impl Control {
+    fn answer(&self, id: &str, decision: ApprovalDecision) {
+        self.approvals.resolve(id, decision);
+    }
+
+    async fn set_mode(&self, mode: ApprovalMode) {
+        self.approvals.set_mode(mode);
+        let _ = self.events.send(Event::ApprovalModeChanged { mode }).await;
     }
 }

@@ -211,6 +211,10 @@ impl AppState {
                     self.status.activity = Activity::AwaitingApproval;
                 }
             }
+            Event::ApprovalModeChanged { mode } => {
+                self.status.approval_mode = mode;
+                self.notice(NoticeLevel::Info, &format!("Approval {}", mode.explain()));
+            }
             Event::ApprovalResolved { id, .. } => {
                 self.approvals.retain(|prompt| prompt.id != id);
                 if let Some(next) = self.approvals.first_mut() {
