@@ -16,6 +16,7 @@ use crate::llm::{Message, ModelRequest, StreamEvent};
 use crate::memory::types::{NewArchiveEntry, Scope};
 use crate::memory::{StoreError, importance, summary};
 use crate::protocol::{CompactionKind, Event};
+use crate::tools::truncate::{clip, first_line};
 
 const COMPRESSOR_PROMPT: &str = include_str!("../../assets/compressor.md");
 /// The recent messages a compaction always keeps.
@@ -147,7 +148,7 @@ impl Session {
             CompactionKind::Mechanical
         };
         let (topic, text) = match &written {
-            Some(s) if !s.goal.trim().is_empty() => (shorten(&s.goal, 80), s.render()),
+            Some(s) if !s.goal.trim().is_empty() => (clip(first_line(&s.goal), 80), s.render()),
             Some(s) => (mechanical_topic.clone(), s.render()),
             None => (mechanical_topic, mechanical_summary),
         };
@@ -257,14 +258,6 @@ fn parse_summary(text: &str) -> Option<StructuredSummary> {
     let start = text.find('{')?;
     let end = text.rfind('}')?;
     serde_json::from_str(text.get(start..=end)?).ok()
-}
-
-fn shorten(text: &str, max: usize) -> String {
-    let line = text.lines().next().unwrap_or("").trim();
-    match line.char_indices().nth(max) {
-        Some((cut, _)) => format!("{}…", &line[..cut]),
-        None => line.to_string(),
-    }
 }
 
 #[cfg(test)]

@@ -4,6 +4,11 @@
 
 use tokio_util::sync::CancellationToken;
 
+use crate::tools::truncate::{clip, first_line};
+
+/// A session's title: the first line of its first message, cut to this many characters.
+const TITLE_CHARS: usize = 60;
+
 use super::compaction::CompactReason;
 use super::guards::RepeatGuard;
 use super::model_call::StepFailure;
@@ -108,7 +113,7 @@ impl Session {
         }
         let first = seq == 0;
         if first {
-            let (id, title) = (self.id.clone(), title_from(&text));
+            let (id, title) = (self.id.clone(), clip(first_line(&text), TITLE_CHARS));
             self.store
                 .call(move |db| db.rename_session(&id, &title))
                 .await?;
@@ -254,19 +259,5 @@ fn usage_since(now: &Usage, before: &Usage) -> Usage {
         output_tokens: now.output_tokens - before.output_tokens,
         cache_read_tokens: now.cache_read_tokens - before.cache_read_tokens,
         cache_write_tokens: now.cache_write_tokens - before.cache_write_tokens,
-    }
-}
-
-/// The session title: the first line of the first message, shortened.
-fn title_from(text: &str) -> String {
-    const MAX_CHARS: usize = 60;
-    let line = text
-        .lines()
-        .map(str::trim)
-        .find(|l| !l.is_empty())
-        .unwrap_or("");
-    match line.char_indices().nth(MAX_CHARS) {
-        Some((cut, _)) => format!("{}…", line[..cut].trim_end()),
-        None => line.to_string(),
     }
 }

@@ -2,6 +2,8 @@
 
 use serde_json::Value;
 
+use super::truncate::clip;
+
 /// The argument that says what a call does: the path, the command or the pattern.
 pub fn key_argument(name: &str, arguments: &Value) -> String {
     let field = |key: &str| arguments.get(key).and_then(Value::as_str);
@@ -24,9 +26,9 @@ pub fn key_argument(name: &str, arguments: &Value) -> String {
         Value::Null => String::new(),
         other => other.to_string(),
     });
-    let first_line = shown.lines().next().unwrap_or_default();
-    let mut out: String = first_line.chars().take(120).collect();
-    if out.len() < shown.len() {
+    let first = shown.lines().next().unwrap_or_default();
+    let mut out = clip(first, 120);
+    if first.len() < shown.len() && !out.ends_with('…') {
         out.push('…');
     }
     out

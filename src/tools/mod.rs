@@ -177,12 +177,7 @@ impl<T: TypedTool> Tool for T {
     }
 
     fn input_schema(&self) -> Value {
-        let mut schema = serde_json::to_value(schemars::schema_for!(T::Args)).unwrap_or_default();
-        if let Some(obj) = schema.as_object_mut() {
-            obj.remove("$schema");
-            obj.remove("title");
-        }
-        schema
+        schema_of::<T::Args>()
     }
 
     fn mutates(&self) -> bool {
@@ -221,26 +216,36 @@ impl<T: TypedTool> Tool for T {
     }
 }
 
-fn decode_args<A: DeserializeOwned>(tool: &str, input: Value) -> Result<A, ToolError> {
+/// The JSON schema of an argument type, as the model is shown it.
+pub(crate) fn schema_of<A: JsonSchema>() -> Value {
+    let mut schema = serde_json::to_value(schemars::schema_for!(A)).unwrap_or_default();
+    if let Some(obj) = schema.as_object_mut() {
+        obj.remove("$schema");
+        obj.remove("title");
+        // A tool without arguments still declares an (empty) object of them.
+        obj.entry("properties")
+            .or_insert_with(|| Value::Object(Default::default()));
+    }
+    schema
+}
+
+/// Decodes a call's arguments, with a message the model can act on when they do not fit.
+/// `null` counts as no arguments.
+pub(crate) fn decode_args<A: DeserializeOwned>(tool: &str, input: Value) -> Result<A, ToolError> {
     let invalid = |message: String| ToolError::InvalidArguments {
         tool: tool.to_string(),
         message,
     };
     match input {
+        Value::Null => serde_json::from_value(Value::Object(Default::default()))
+            .map_err(|e| invalid(e.to_string())),
         Value::Object(_) => serde_json::from_value(input).map_err(|e| invalid(e.to_string())),
         Value::String(raw) => Err(invalid(format!(
             "the arguments are not valid JSON; send one JSON object. Received: {}",
-            truncate_chars(&raw, 200)
+            truncate::clip(&raw, 200)
         ))),
         other => Err(invalid(format!(
             "the arguments must be a JSON object, not {other}"
         ))),
-    }
-}
-
-fn truncate_chars(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        Some((cut, _)) => format!("{}…", &text[..cut]),
-        None => text.to_string(),
     }
 }

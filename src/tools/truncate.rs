@@ -1,6 +1,22 @@
 //! Bounds every text that enters the model's context: keep the head and the tail, and say
 //! plainly what was cut.
 
+/// The first line of `text` that is not blank, trimmed.
+pub fn first_line(text: &str) -> &str {
+    text.lines()
+        .map(str::trim)
+        .find(|line| !line.is_empty())
+        .unwrap_or("")
+}
+
+/// `text` cut to `max` characters, with "…" when something was cut.
+pub fn clip(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((cut, _)) => format!("{}…", text[..cut].trim_end()),
+        None => text.to_string(),
+    }
+}
+
 /// Output larger than this is cut to its head and tail before the model sees it.
 pub const MAX_OUTPUT_BYTES: usize = 32 * 1024;
 

@@ -4,9 +4,9 @@ use std::sync::{Arc, OnceLock};
 
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::Value;
 
 use crate::llm::ToolSpec;
+use crate::tools::schema_of;
 
 pub const SPAWN_AGENT: &str = "spawn_agent";
 pub const READ_AGENT_OUTPUT: &str = "read_agent_output";
@@ -134,26 +134,9 @@ pub fn agent_tool_specs() -> Arc<[ToolSpec]> {
 }
 
 fn spec<A: JsonSchema>(name: &str, description: &str) -> ToolSpec {
-    let mut schema: Value = serde_json::to_value(schemars::schema_for!(A)).unwrap_or_default();
-    if let Some(object) = schema.as_object_mut() {
-        object.remove("$schema");
-        object.remove("title");
-        object
-            .entry("properties")
-            .or_insert_with(|| Value::Object(Default::default()));
-    }
     ToolSpec {
         name: name.to_string(),
         description: description.to_string(),
-        input_schema: schema,
+        input_schema: schema_of::<A>(),
     }
-}
-
-/// Decodes arguments, with the same kind of message the other tools give.
-pub fn decode<A: serde::de::DeserializeOwned>(tool: &str, input: &Value) -> Result<A, String> {
-    let input = match input {
-        Value::Null => Value::Object(Default::default()),
-        other => other.clone(),
-    };
-    serde_json::from_value(input).map_err(|e| format!("invalid arguments for {tool}: {e}"))
 }

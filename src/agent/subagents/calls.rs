@@ -14,8 +14,11 @@ use super::child::{RunSpec, run_json};
 use super::{Run, Waited};
 use crate::agent::Session;
 use crate::protocol::{AgentKind, AgentStatus};
-use crate::tools::{ToolContext, ToolError};
+use crate::tools::truncate::{clip, first_line};
+use crate::tools::{ToolContext, ToolError, decode_args};
 
+/// A run's label: the first line of its task, cut to this many characters.
+const LABEL_CHARS: usize = 80;
 /// How long `cancel_agent` waits for the run to wind down before it answers.
 const CANCEL_WAIT: Duration = Duration::from_secs(2);
 
@@ -27,29 +30,25 @@ impl Session {
         input: &Value,
         ctx: &ToolContext,
     ) -> Result<String, ToolError> {
-        let invalid = |message: String| ToolError::InvalidArguments {
-            tool: name.to_string(),
-            message,
-        };
         match name {
             SPAWN_AGENT => {
-                let args: SpawnArgs = args::decode(name, input).map_err(invalid)?;
+                let args: SpawnArgs = decode_args(name, input.clone())?;
                 self.spawn_agent(args, ctx).await
             }
             FORK => {
-                let args: ForkArgs = args::decode(name, input).map_err(invalid)?;
+                let args: ForkArgs = decode_args(name, input.clone())?;
                 self.fork(args).await
             }
             GATHER_ALL => {
-                let _: NoArgs = args::decode(name, input).map_err(invalid)?;
+                let _: NoArgs = decode_args(name, input.clone())?;
                 self.gather_all(ctx).await
             }
             LIST_AGENTS => {
-                let _: NoArgs = args::decode(name, input).map_err(invalid)?;
+                let _: NoArgs = decode_args(name, input.clone())?;
                 Ok(self.list_agents())
             }
             READ_AGENT_OUTPUT | CANCEL_AGENT => {
-                let args: RunIdArgs = args::decode(name, input).map_err(invalid)?;
+                let args: RunIdArgs = decode_args(name, input.clone())?;
                 let run = self.find_run(&args.run_id)?;
                 if name == CANCEL_AGENT {
                     run.cancel.cancel();
@@ -66,7 +65,7 @@ impl Session {
     async fn spawn_agent(&self, args: SpawnArgs, ctx: &ToolContext) -> Result<String, ToolError> {
         let spec = RunSpec {
             kind: AgentKind::Spawn,
-            label: label_of(&args.prompt),
+            label: clip(first_line(&args.prompt), LABEL_CHARS),
             prompt: args.prompt,
             model: args.model,
             context: args.context_mode,
@@ -120,7 +119,7 @@ impl Session {
         );
         let spec = RunSpec {
             kind: AgentKind::Fork,
-            label: label_of(&args.task),
+            label: clip(first_line(&args.task), LABEL_CHARS),
             prompt,
             model: None,
             context: args::ContextMode::Full,
@@ -186,18 +185,5 @@ impl Session {
                 "no sub-agent run `{id}` was started here; known runs: {known}"
             ))
         })
-    }
-}
-
-/// The first line of a task, short enough for a pane.
-fn label_of(text: &str) -> String {
-    let line = text
-        .lines()
-        .find(|l| !l.trim().is_empty())
-        .unwrap_or_default()
-        .trim();
-    match line.char_indices().nth(80) {
-        Some((cut, _)) => format!("{}…", &line[..cut]),
-        None => line.to_string(),
     }
 }
