@@ -11,7 +11,7 @@ use crate::config::{
     self, CliOverrides, Config, ConfigError, ConfigSources, Dirs, KeyStatus, ResolvedModel,
 };
 use crate::llm::factory::build_provider;
-use crate::llm::fallback::{ChainModel, FallbackChain};
+use crate::llm::fallback::{ChainModel, Cooldowns, FallbackChain};
 use crate::llm::scripted::ScriptLoadError;
 use crate::memory::embed::EmbeddingClient;
 use crate::memory::{Store, StoreError};
@@ -62,6 +62,9 @@ pub struct Loaded {
     pub workspace: PathBuf,
     pub db_path: Option<PathBuf>,
     store: OnceLock<Store>,
+    embedder: OnceLock<Option<Arc<EmbeddingClient>>>,
+    /// Shared by every chain this launch builds, so a model that failed rests everywhere.
+    cooldowns: Cooldowns,
 }
 
 pub fn load_config(workspace: &Path, cli: &CliOverrides) -> Result<Loaded, LaunchError> {
@@ -85,6 +88,8 @@ pub fn load_config(workspace: &Path, cli: &CliOverrides) -> Result<Loaded, Launc
         workspace,
         db_path,
         store: OnceLock::new(),
+        embedder: OnceLock::new(),
+        cooldowns: Cooldowns::default(),
     })
 }
 
@@ -105,12 +110,16 @@ impl Loaded {
 
     /// The embedding client for semantic archive search, when one is configured.
     pub fn embedder(&self) -> Option<Arc<EmbeddingClient>> {
-        let config = self.config.memory.embedding.clone()?;
-        Some(Arc::new(EmbeddingClient::new(config)))
+        self.embedder
+            .get_or_init(|| {
+                let config = self.config.memory.embedding.clone()?;
+                Some(Arc::new(EmbeddingClient::new(config)))
+            })
+            .clone()
     }
 
     /// The chosen model followed by the configured fallbacks that have a key (or need none).
-    /// Built once per process, so sessions and sub-agents share its cooldowns.
+    /// Every chain of the launch shares its cooldowns.
     pub fn chain(&self, cli: &CliOverrides) -> Result<Arc<FallbackChain>, LaunchError> {
         let primary = config::resolve_model(&self.config, cli)?;
         let key = api_key(&primary)?;
@@ -125,16 +134,18 @@ impl Loaded {
                 models.push(chain_model(&model, key)?);
             }
         }
-        Ok(Arc::new(FallbackChain::new(
+        Ok(Arc::new(FallbackChain::sharing(
             models,
             self.config.retry.policy(),
+            self.cooldowns.clone(),
         )))
     }
 
     /// Chains for sub-agents that ask for a configured model by name; one chain per model for
-    /// the whole launch, so sub-agents share its retries and cooldowns.
+    /// the whole launch, sharing the launch's cooldowns.
     pub fn model_resolver(&self) -> ModelResolver {
         let config = self.config.clone();
+        let cooldowns = self.cooldowns.clone();
         let chains: Mutex<HashMap<String, Arc<FallbackChain>>> = Mutex::default();
         Arc::new(move |name: &str| {
             let mut chains = chains.lock().unwrap_or_else(PoisonError::into_inner);
@@ -144,7 +155,12 @@ impl Loaded {
             let model = config::select::named(&config, name).map_err(|e| e.to_string())?;
             let key = api_key(&model).map_err(|e| e.to_string())?;
             let model = chain_model(&model, key).map_err(|e| e.to_string())?;
-            let chain = Arc::new(FallbackChain::new(vec![model], config.retry.policy()));
+            let policy = config.retry.policy();
+            let chain = Arc::new(FallbackChain::sharing(
+                vec![model],
+                policy,
+                cooldowns.clone(),
+            ));
             chains.insert(name.to_string(), chain.clone());
             Ok(chain)
         })

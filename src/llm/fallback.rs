@@ -86,28 +86,34 @@ pub enum ChainError {
     Exhausted { causes: Vec<String> },
 }
 
+/// Until when each model rests after a failure, by model name. Chains built from one
+/// `Cooldowns` (every chain of a process: the sessions', the sub-agents') share what they learn.
+pub type Cooldowns = Arc<Mutex<HashMap<String, Instant>>>;
+
 pub struct FallbackChain {
     models: Vec<ChainModel>,
     policy: RetryPolicy,
-    cooling_until: Mutex<HashMap<String, Instant>>,
+    cooling_until: Cooldowns,
 }
 
 impl FallbackChain {
+    /// A chain with cooldowns of its own.
     pub fn new(models: Vec<ChainModel>, policy: RetryPolicy) -> Self {
+        Self::sharing(models, policy, Cooldowns::default())
+    }
+
+    /// A chain that shares `cooldowns` with the other chains built from them.
+    pub fn sharing(models: Vec<ChainModel>, policy: RetryPolicy, cooldowns: Cooldowns) -> Self {
         Self {
             models,
             policy,
-            cooling_until: Mutex::new(HashMap::new()),
+            cooling_until: cooldowns,
         }
     }
 
     /// The session's own model.
     pub fn primary(&self) -> Option<&ChainModel> {
         self.models.first()
-    }
-
-    pub fn models(&self) -> &[ChainModel] {
-        &self.models
     }
 
     fn cooling(&self, name: &str) -> Option<Duration> {

@@ -200,3 +200,27 @@ async fn context_too_long_is_handed_back_for_compaction() {
     assert!(matches!(result, Err(ChainError::ContextTooLong { .. })));
     assert_eq!(tried, ["a"]);
 }
+
+#[tokio::test(start_paused = true)]
+async fn chains_built_from_the_same_cooldowns_skip_a_model_that_failed_in_either() {
+    let cooldowns = Cooldowns::default();
+    let policy = RetryPolicy::default();
+    let main = FallbackChain::sharing(vec![model("a"), model("b")], policy, cooldowns.clone());
+    let auth = ProviderError::Auth {
+        status: 401,
+        message: "invalid x-api-key".into(),
+    };
+    let (_, tried, _) = run_script(&main, vec![Err(auth), Ok("b works")]).await;
+    assert_eq!(tried, ["a", "b"]);
+    // A sub-agent's chain naming `a` alone learns that it rests, without calling it.
+    let other = FallbackChain::sharing(vec![model("a")], policy, cooldowns);
+    let (result, tried, _) = run_script(&other, vec![Ok("a works")]).await;
+    assert!(tried.is_empty(), "{tried:?}");
+    assert!(
+        matches!(result, Err(ChainError::Exhausted { causes }) if causes[0].contains("cooling down"))
+    );
+    // A chain of its own knows nothing of it.
+    let own = FallbackChain::new(vec![model("a")], policy);
+    let (_, tried, _) = run_script(&own, vec![Ok("a works")]).await;
+    assert_eq!(tried, ["a"]);
+}
