@@ -145,14 +145,10 @@ impl ResolvedModel {
 
     /// Whether a missing key is fatal: local servers (localhost) usually need none.
     pub fn is_local(&self) -> bool {
-        let host = self
-            .base_url
-            .split("://")
-            .nth(1)
-            .unwrap_or(&self.base_url)
-            .split(['/', ':'])
-            .next()
-            .unwrap_or("");
-        matches!(host, "localhost" | "127.0.0.1" | "[::1]" | "0.0.0.0")
+        let host = crate::llm::http::host_of(&self.base_url);
+        matches!(
+            host.as_deref(),
+            Some("localhost" | "127.0.0.1" | "[::1]" | "0.0.0.0")
+        )
     }
 }

@@ -2,6 +2,7 @@
 //! and the mapping of HTTP failures to typed errors.
 
 use std::collections::VecDeque;
+use std::sync::LazyLock;
 use std::time::Duration;
 
 use futures_util::StreamExt;
@@ -12,13 +13,24 @@ use super::sse::SseParser;
 use super::types::StreamEvent;
 use super::{EventStream, WireDecoder};
 
+/// The process's HTTP client: one connection pool and TLS setup for every provider (clones
+/// share it).
 pub fn client() -> reqwest::Client {
-    reqwest::Client::builder()
-        .connect_timeout(Duration::from_secs(15))
-        // A stream may think quietly for a while, but minutes of silence mean a dead peer.
-        .read_timeout(Duration::from_secs(300))
-        .build()
-        .unwrap_or_else(|_| reqwest::Client::new())
+    static CLIENT: LazyLock<reqwest::Client> = LazyLock::new(|| {
+        reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(15))
+            // A stream may think quietly for a while, but minutes of silence mean a dead peer.
+            .read_timeout(Duration::from_secs(300))
+            .build()
+            .unwrap_or_else(|_| reqwest::Client::new())
+    });
+    CLIENT.clone()
+}
+
+/// The host of a base URL, lower case (`[::1]` for IPv6), or `None` when it has none.
+pub fn host_of(base_url: &str) -> Option<String> {
+    let url = reqwest::Url::parse(base_url).ok()?;
+    url.host_str().map(str::to_ascii_lowercase)
 }
 
 /// A header value for a credential, marked sensitive so that it never shows in debug output.
@@ -187,4 +199,23 @@ fn retry_after(headers: &HeaderMap) -> Option<Duration> {
     let when = chrono::DateTime::parse_from_rfc2822(value.trim()).ok()?;
     let delta = when.signed_duration_since(chrono::Utc::now());
     delta.to_std().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::host_of;
+
+    #[test]
+    fn hosts_come_from_parsed_urls() {
+        assert_eq!(
+            host_of("http://LOCALHOST:11434/v1").as_deref(),
+            Some("localhost")
+        );
+        assert_eq!(host_of("http://[::1]:8080/v1").as_deref(), Some("[::1]"));
+        assert_eq!(
+            host_of("https://api.openai.com/v1").as_deref(),
+            Some("api.openai.com")
+        );
+        assert_eq!(host_of("not a url"), None);
+    }
 }

@@ -27,10 +27,7 @@ enum Dialect {
 
 impl Dialect {
     fn from_base_url(base_url: &str) -> Self {
-        let host = reqwest::Url::parse(base_url)
-            .ok()
-            .and_then(|url| url.host_str().map(str::to_ascii_lowercase));
-        match host.as_deref() {
+        match http::host_of(base_url).as_deref() {
             Some(host) if host == "api.openai.com" || host.ends_with(".openai.azure.com") => {
                 Self::OpenAi
             }
