@@ -21,7 +21,7 @@ use futures_util::future::BoxFuture;
 pub use error::ProviderError;
 pub use types::{
     ContentBlock, Message, ModelRequest, ModelResponse, Role, StopReason, StreamEvent, ToolSpec,
-    Usage,
+    Usage, tool_input,
 };
 
 /// Deltas as they arrive, ending with `StreamEvent::Completed` or an error. Dropping the

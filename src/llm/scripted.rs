@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use super::{
     ContentBlock, EventStream, Message, ModelRequest, ModelResponse, Provider, ProviderError, Role,
-    StopReason, StreamEvent, Usage,
+    StopReason, StreamEvent, Usage, tool_input,
 };
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -245,7 +245,7 @@ fn response(turn: &ScriptTurn, chunks: &[String], index: usize) -> ModelResponse
     }
     for (n, call) in turn.tool_calls.iter().enumerate() {
         let input = match &call.arguments_raw {
-            Some(raw) => serde_json::from_str(raw).unwrap_or_else(|_| Value::String(raw.clone())),
+            Some(raw) => tool_input(raw.clone()),
             None if call.arguments.is_null() => Value::Object(Default::default()),
             None => call.arguments.clone(),
         };

@@ -156,3 +156,31 @@ pub enum StreamEvent {
     ReasoningDelta(String),
     Completed(ModelResponse),
 }
+
+/// A tool call's arguments from the text a provider streamed: `{}` when none came, the raw
+/// text when it is not valid JSON, so a model's broken call reaches the executor (which
+/// answers with an error) instead of failing the stream.
+pub fn tool_input(text: String) -> Value {
+    if text.trim().is_empty() {
+        return Value::Object(serde_json::Map::new());
+    }
+    serde_json::from_str(&text).unwrap_or(Value::String(text))
+}
+
+#[cfg(test)]
+mod tool_input_tests {
+    use super::*;
+
+    #[test]
+    fn tool_input_keeps_invalid_json_as_raw_text() {
+        assert_eq!(
+            tool_input(String::new()),
+            Value::Object(serde_json::Map::new())
+        );
+        assert_eq!(tool_input("{\"a\":1}".into()), serde_json::json!({"a": 1}));
+        assert_eq!(
+            tool_input("{\"a\":".into()),
+            Value::String("{\"a\":".into())
+        );
+    }
+}

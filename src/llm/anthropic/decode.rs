@@ -2,7 +2,6 @@
 //! This runs once per token, so it works on the borrowed event structs of `events`.
 
 use serde::Deserialize;
-use serde_json::{Map, Value};
 
 use super::events::{
     BlockDelta, BlockStart, ErrorEvent, MessageDelta, MessageStart, TypeTag, WireUsage,
@@ -12,6 +11,7 @@ use crate::llm::WireDecoder;
 use crate::llm::error::ProviderError;
 use crate::llm::http;
 use crate::llm::sse::SseEvent;
+use crate::llm::tool_input;
 use crate::llm::types::{ContentBlock, Message, ModelResponse, StopReason, StreamEvent, Usage};
 
 /// Assembles one streamed response. Create one per request.
@@ -212,16 +212,6 @@ impl Block {
     }
 }
 
-/// The assembled arguments: `{}` when none came, the raw text when it is not valid JSON, so
-/// a model's broken call reaches the executor (which answers with an error) instead of
-/// failing the stream.
-fn tool_input(json: String) -> Value {
-    if json.trim().is_empty() {
-        return Value::Object(Map::new());
-    }
-    serde_json::from_str(&json).unwrap_or(Value::String(json))
-}
-
 fn parse<'a, T: Deserialize<'a>>(event: SseEvent<'a>) -> Result<T, ProviderError> {
     serde_json::from_str(event.data).map_err(|err| {
         ProviderError::Protocol(format!("unreadable `{}` event: {err}", event.event))
@@ -379,15 +369,5 @@ mod tests {
             ),
             ProviderError::ContextTooLong { .. }
         ));
-    }
-
-    #[test]
-    fn tool_input_keeps_invalid_json_as_raw_text() {
-        assert_eq!(tool_input(String::new()), Value::Object(Map::new()));
-        assert_eq!(tool_input("{\"a\":1}".into()), serde_json::json!({"a": 1}));
-        assert_eq!(
-            tool_input("{\"a\":".into()),
-            Value::String("{\"a\":".into())
-        );
     }
 }

@@ -4,7 +4,7 @@
 //! chunk structs of `chunk`.
 
 use reqwest::header::HeaderMap;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::chunk::{Choice, Chunk, ToolCallDelta, WireStr};
 
@@ -12,6 +12,7 @@ use crate::llm::WireDecoder;
 use crate::llm::error::ProviderError;
 use crate::llm::http;
 use crate::llm::sse::SseEvent;
+use crate::llm::tool_input;
 use crate::llm::types::{ContentBlock, Message, ModelResponse, StopReason, StreamEvent, Usage};
 
 /// Assembles one streamed response. Create one per request.
@@ -184,16 +185,6 @@ fn generated_call_id() -> String {
     format!("call_{}", uuid::Uuid::new_v4().simple())
 }
 
-/// The assembled arguments: `{}` when none came, the raw text when it is not valid JSON, so
-/// a model's broken call reaches the executor (which answers with an error) instead of
-/// failing the stream.
-fn tool_input(arguments: String) -> Value {
-    if arguments.trim().is_empty() {
-        return Value::Object(Map::new());
-    }
-    serde_json::from_str(&arguments).unwrap_or(Value::String(arguments))
-}
-
 fn stop_reason(reason: &str) -> StopReason {
     match reason {
         "stop" => StopReason::EndTurn,
@@ -348,7 +339,10 @@ mod tests {
             .map(|c| (c.id.to_string(), c.input.clone()))
             .collect();
         assert_eq!(calls.len(), 2);
-        assert_eq!(calls[1], ("b".to_string(), Value::Object(Map::new())));
+        assert_eq!(
+            calls[1],
+            ("b".to_string(), Value::Object(serde_json::Map::new()))
+        );
         assert_eq!(response.stop_reason, StopReason::ToolUse);
     }
 }
