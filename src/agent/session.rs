@@ -14,7 +14,7 @@ use crate::llm::fallback::{ChainModel, FallbackChain};
 use crate::llm::tokens::Calibration;
 use crate::llm::{ContentBlock, Message, Role, Usage};
 use crate::memory::StoreError;
-use crate::memory::types::{NewSession, StoredMessage};
+use crate::memory::types::{Experience, NewSession, StoredMessage};
 use crate::memory::{EmbeddingClient, Store};
 use crate::protocol::Event;
 use crate::tools::{Approvals, ToolRegistry};
@@ -91,6 +91,8 @@ pub struct Session {
     pub(super) compressor: Option<ChainModel>,
     /// Tokens the provider counted per token we estimated, learned from usage reports.
     pub(super) calibration: Calibration,
+    /// The experiences last rendered into the prompt, with the store's version of them.
+    pub(super) experiences: Option<(u64, Vec<Experience>)>,
     /// Gives archive entries an embedding for semantic search, when configured.
     pub(super) embedder: Option<Arc<EmbeddingClient>>,
     /// Told to the front end right after `SessionStarted` (for example a sandbox that cannot
@@ -211,6 +213,7 @@ impl Session {
             compressor: None,
             calibration: Calibration::new(),
             embedder: None,
+            experiences: None,
             startup_notices: Vec::new(),
             tool_specs,
             runs,

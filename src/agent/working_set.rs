@@ -38,21 +38,30 @@ impl Session {
         }
     }
 
-    /// Rebuilds the system prompt from the base prompt and the current experiences.
+    /// Rebuilds the system prompt from the base prompt and the current experiences; the
+    /// experiences are read again only when they changed (in any process) since last time.
     pub(super) async fn refresh_system_prompt(&mut self) -> Result<(), StoreError> {
         let project = self.settings.workspace.display().to_string();
-        let experiences = self
+        let known = self.experiences.as_ref().map(|(version, _)| *version);
+        let changed = self
             .store
-            .call(move |db| db.experiences(Some(&project)))
+            .call(move |db| {
+                let version = db.experiences_version()?;
+                match known == Some(version) {
+                    true => Ok(None),
+                    false => Ok(Some((version, db.experiences(Some(&project))?))),
+                }
+            })
             .await?;
+        if changed.is_some() {
+            self.experiences = changed;
+        }
+        let experiences = self.experiences.as_ref().map_or(&[][..], |(_, e)| e);
         let summary = self
             .summary_message()
             .map_or(0, |m| crate::llm::tokens::estimate_message(&m));
-        self.system_prompt = render_prompt(
-            &self.settings.system_prompt,
-            &experiences,
-            self.archived_any,
-        );
+        self.system_prompt =
+            render_prompt(&self.settings.system_prompt, experiences, self.archived_any);
         self.prompt_tokens =
             u64::from(summary) + u64::from(crate::llm::tokens::estimate_text(&self.system_prompt));
         Ok(())

@@ -116,7 +116,7 @@ where
     }))
 }
 
-pub fn transport_error(err: reqwest::Error) -> ProviderError {
+fn transport_error(err: reqwest::Error) -> ProviderError {
     if err.is_timeout() {
         ProviderError::Timeout(err.to_string())
     } else {

@@ -45,6 +45,7 @@ impl Db {
         Ok(written.into_iter().map(|(id, _)| id).collect())
     }
 
+    #[cfg(test)]
     /// Stores (or replaces) the embedding of an entry, normalized to unit length.
     pub fn set_archive_embedding(&mut self, id: i64, embedding: &[f32]) -> Result<(), StoreError> {
         let mut vector = embedding.to_vec();
@@ -60,6 +61,7 @@ impl Db {
         Ok(())
     }
 
+    #[cfg(test)]
     /// Replaces topic and summary (after a model-written summary arrives); the FTS index
     /// follows through the update trigger.
     pub fn update_archive_summary(
@@ -75,6 +77,7 @@ impl Db {
         )
     }
 
+    #[cfg(test)]
     /// Deletes an entry. Its messages stay inactive: the working set never grows back.
     pub fn delete_archive(&mut self, id: i64) -> Result<(), StoreError> {
         self.update_archive("DELETE FROM archive WHERE id = ?1", params![id], id)?;
@@ -84,6 +87,7 @@ impl Db {
         Ok(())
     }
 
+    #[cfg(test)]
     fn update_archive(
         &mut self,
         sql: &str,
@@ -130,6 +134,7 @@ impl Db {
         Ok(entry)
     }
 
+    #[cfg(test)]
     pub fn archive_count(&self) -> Result<u64, StoreError> {
         let mut stmt = self.conn.prepare_cached("SELECT count(*) FROM archive")?;
         Ok(from_sql_int(stmt.query_row([], |row| row.get(0))?))

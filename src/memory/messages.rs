@@ -184,6 +184,7 @@ impl Db {
         Ok(stmt.query_row([session_id], |row| row.get(0))?)
     }
 
+    #[cfg(test)]
     pub fn count_active(&self, session_id: &str) -> Result<u64, StoreError> {
         let mut stmt = self
             .conn

@@ -173,6 +173,7 @@ impl Db {
         )
     }
 
+    #[cfg(test)]
     pub fn set_status(&mut self, id: &str, status: &str) -> Result<(), StoreError> {
         self.update_session(
             "UPDATE sessions SET status = ?2 WHERE id = ?1",
