@@ -4,6 +4,7 @@ use std::io::Write;
 
 use super::{CommandError, local_time};
 use crate::launch::Loaded;
+use crate::memory::search_archive;
 use crate::memory::types::Scope;
 use crate::tools::memory::format_hits;
 
@@ -13,24 +14,15 @@ pub async fn search(
     limit: usize,
     out: &mut impl Write,
 ) -> Result<(), CommandError> {
-    let query_embedding = match loaded.embedder() {
-        Some(embedder) => match embedder.embed(&[query.to_string()]).await {
-            Ok(mut vectors) => vectors.pop(),
-            Err(err) => {
-                writeln!(
-                    out,
-                    "(semantic search unavailable: {err}; keyword results only)"
-                )?;
-                None
-            }
-        },
-        None => None,
-    };
-    let wanted = query.to_string();
-    let hits = loaded
-        .store()?
-        .call(move |db| db.search_archive(&wanted, query_embedding.as_deref(), limit))
-        .await?;
+    let embedder = loaded.embedder();
+    let found = search_archive(&loaded.store()?, embedder.as_deref(), query, limit).await?;
+    if let Some(err) = &found.semantic_error {
+        writeln!(
+            out,
+            "(semantic search unavailable: {err}; keyword results only)"
+        )?;
+    }
+    let hits = found.hits;
     if hits.is_empty() {
         writeln!(out, "no archived conversation matches `{query}`")?;
     } else {

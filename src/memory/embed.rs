@@ -7,6 +7,9 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
+use super::error::StoreError;
+use super::store::Store;
+use super::types::SearchHit;
 use super::vectors::normalize;
 
 const TIMEOUT: Duration = Duration::from_secs(60);
@@ -152,6 +155,37 @@ impl EmbeddingClient {
         }
         Ok(vectors)
     }
+}
+
+/// What an archive search found, and why it was keyword-only when semantic search failed.
+pub struct ArchiveSearch {
+    pub hits: Vec<SearchHit>,
+    pub semantic_error: Option<EmbedError>,
+}
+
+/// Searches the archive for `query`: by keyword, and by meaning too when `embedder` can embed
+/// the query (when it cannot, the keyword hits still come, with the reason).
+pub async fn search_archive(
+    store: &Store,
+    embedder: Option<&EmbeddingClient>,
+    query: &str,
+    limit: usize,
+) -> Result<ArchiveSearch, StoreError> {
+    let (embedding, semantic_error) = match embedder {
+        Some(embedder) => match embedder.embed(&[query.to_string()]).await {
+            Ok(mut vectors) => (vectors.pop(), None),
+            Err(err) => (None, Some(err)),
+        },
+        None => (None, None),
+    };
+    let query = query.to_string();
+    let hits = store
+        .call(move |db| db.search_archive(&query, embedding.as_deref(), limit))
+        .await?;
+    Ok(ArchiveSearch {
+        hits,
+        semantic_error,
+    })
 }
 
 #[cfg(test)]

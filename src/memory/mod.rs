@@ -26,7 +26,9 @@ mod test_server;
 mod test_support;
 
 pub use db::Db;
-pub use embed::{EmbedError, EmbeddingClient, EmbeddingConfig, EmbeddingKind};
+pub use embed::{
+    ArchiveSearch, EmbedError, EmbeddingClient, EmbeddingConfig, EmbeddingKind, search_archive,
+};
 pub use error::StoreError;
 pub use importance::importance;
 pub use store::Store;

@@ -8,6 +8,7 @@ use serde::Deserialize;
 
 use super::{ToolContext, ToolError, TypedTool};
 use crate::memory::embed::EmbeddingClient;
+use crate::memory::search_archive;
 use crate::memory::types::{Scope, SearchHit};
 use crate::memory::{Store, StoreError};
 
@@ -59,23 +60,14 @@ impl TypedTool for MemorySearch {
 
     async fn run(&self, args: MemorySearchArgs, _ctx: &ToolContext) -> Result<String, ToolError> {
         let limit = args.limit.unwrap_or(10).clamp(1, 50);
-        let mut note = String::new();
-        let query_embedding = match &self.embedder {
-            Some(embedder) => match embedder.embed(std::slice::from_ref(&args.query)).await {
-                Ok(mut vectors) => vectors.pop(),
-                Err(err) => {
-                    note = format!("(semantic search unavailable: {err}; keyword results only)\n");
-                    None
-                }
-            },
-            None => None,
-        };
-        let query = args.query.clone();
-        let hits = self
-            .store
-            .call(move |db| db.search_archive(&query, query_embedding.as_deref(), limit))
+        let found = search_archive(&self.store, self.embedder.as_deref(), &args.query, limit)
             .await
             .map_err(failed)?;
+        let note = match &found.semantic_error {
+            Some(err) => format!("(semantic search unavailable: {err}; keyword results only)\n"),
+            None => String::new(),
+        };
+        let hits = found.hits;
         if hits.is_empty() {
             return Ok(format!(
                 "{note}no archived conversation matches `{}`",

@@ -17,8 +17,8 @@ use super::picker::{PickerCancel, SessionPicker};
 use crate::agent;
 use crate::config::CliOverrides;
 use crate::launch::{self, LaunchError, SessionChoice};
-use crate::memory::StoreError;
 use crate::memory::types::{SessionRow, StoredMessage};
+use crate::memory::{ArchiveSearch, StoreError, search_archive};
 use crate::tools::memory::format_hits;
 
 /// Sessions the picker lists.
@@ -215,11 +215,22 @@ impl<W: Write> App<W> {
 
     /// `/memory QUERY`: the best archive entries, as a note.
     pub(super) async fn search_memory(&mut self, query: String) {
-        let wanted = query.clone();
-        let hits = self
-            .with_store(move |db| db.search_archive(&wanted, None, MEMORY_HITS))
-            .await;
-        match hits {
+        let embedder = self.loaded.embedder();
+        let found = match self.loaded.store() {
+            Ok(store) => search_archive(&store, embedder.as_deref(), &query, MEMORY_HITS)
+                .await
+                .map_err(LaunchError::from),
+            Err(error) => Err(error),
+        };
+        if let Ok(ArchiveSearch {
+            semantic_error: Some(err),
+            ..
+        }) = &found
+        {
+            let text = format!("Semantic search unavailable ({err}); keyword results only");
+            self.state.notice(NoticeLevel::Warning, &text);
+        }
+        match found.map(|found| found.hits) {
             Ok(hits) if hits.is_empty() => {
                 let text = format!("Nothing in the archive matches “{query}”");
                 self.state.notice(NoticeLevel::Info, &text);
