@@ -105,9 +105,23 @@ fn reasoning_lines(text: &str, detail: Detail) -> Vec<Line<'static>> {
 
 /// "✻ Thinking: first words…", one line.
 pub fn reasoning_summary(text: &str) -> String {
-    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    let mut summary: String = flat.chars().take(REASONING_SUMMARY_CHARS).collect();
-    if summary.len() < flat.len() {
+    // Drawn every frame while reasoning streams: read only as many words as are shown.
+    let mut words = text.split_whitespace();
+    let mut summary = String::new();
+    for word in words.by_ref() {
+        if !summary.is_empty() {
+            summary.push(' ');
+        }
+        summary.push_str(word);
+        if summary.chars().count() >= REASONING_SUMMARY_CHARS {
+            break;
+        }
+    }
+    let cut = summary.char_indices().nth(REASONING_SUMMARY_CHARS);
+    if let Some((end, _)) = cut {
+        summary.truncate(end);
+    }
+    if cut.is_some() || words.next().is_some() {
         summary.push('…');
     }
     format!("✻ Thinking: {summary}")

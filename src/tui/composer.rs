@@ -12,7 +12,7 @@ use ratatui::widgets::Widget;
 use ratatui_textarea::{CursorMove, TextArea, WrapMode};
 
 use super::slash::SlashCommand;
-use super::wrap::wrap_lines;
+use super::wrap::wrap_line;
 
 /// Most rows the box grows to before it scrolls.
 const MAX_ROWS: u16 = 10;
@@ -206,13 +206,15 @@ impl Composer {
     /// Rows the box needs at `width` (the prompt column included).
     pub fn height(&self, width: u16) -> u16 {
         let inner = width.saturating_sub(PROMPT.len() as u16 + 1).max(1);
-        let lines: Vec<Line<'static>> = self
-            .textarea
-            .lines()
-            .iter()
-            .map(|l| Line::from(format!("{l} ")))
-            .collect();
-        (wrap_lines(&lines, inner).len() as u16).clamp(1, MAX_ROWS)
+        // Asked every frame: a large paste is wrapped only as far as the box can grow.
+        let mut rows = Vec::new();
+        for line in self.textarea.lines() {
+            wrap_line(&Line::from(format!("{line} ")), inner, &mut rows);
+            if rows.len() >= usize::from(MAX_ROWS) {
+                break;
+            }
+        }
+        (rows.len() as u16).clamp(1, MAX_ROWS)
     }
 
     /// Draws the prompt and the text; returns where the terminal cursor belongs.
