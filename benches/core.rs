@@ -7,18 +7,19 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use mnemo::agent::{Session, SessionSettings};
-use mnemo::config::{Config, Price};
+use mnemo::config::Config;
 use mnemo::llm::WireDecoder;
 use mnemo::llm::anthropic::AnthropicDecoder;
-use mnemo::llm::fallback::{ChainModel, FallbackChain, RetryPolicy};
 use mnemo::llm::openai::OpenAiDecoder;
-use mnemo::llm::scripted::{Script, ScriptToolCall, ScriptTurn, ScriptedProvider};
+use mnemo::llm::scripted::{Script, ScriptToolCall, ScriptTurn};
 use mnemo::llm::sse::SseParser;
 use mnemo::memory::Store;
 use mnemo::protocol::{Event, Op};
 use mnemo::tools::{ToolContext, ToolError, ToolRegistry, TypedTool};
 use schemars::JsonSchema;
 use serde::Deserialize;
+
+mod scripted;
 
 const BIN: &str = env!("CARGO_BIN_EXE_mnemo");
 
@@ -99,16 +100,7 @@ fn compaction_bookkeeping() {
             {"error": {"kind": "bad_request", "message": "no compressor in benchmarks"}}
         ]}))
         .unwrap_or_else(|e| panic!("{e}"));
-        let chain = Arc::new(FallbackChain::new(
-            vec![ChainModel {
-                name: "scripted".into(),
-                provider: Arc::new(ScriptedProvider::new(failing)),
-                context_window: 1_000_000,
-                max_output_tokens: 1024,
-                price: Price::default(),
-            }],
-            RetryPolicy::default(),
-        ));
+        let chain = scripted::chain(failing, 1_000_000);
         let settings = SessionSettings {
             max_active_messages: 1000,
             ..SessionSettings::from_config(workspace, "bench".into(), &Config::default())
@@ -281,23 +273,13 @@ fn agent_step_overhead(persistence: Persistence) {
             max_steps: 1000,
             ..SessionSettings::from_config(dir, "bench".into(), &Config::default())
         };
-        let provider = Arc::new(ScriptedProvider::new(Script { turns }));
         let db = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
         let store = match persistence {
             Persistence::Memory => Store::open_in_memory(),
             Persistence::File => Store::open(&db.path().join("bench.db")),
         }
         .unwrap_or_else(|e| panic!("{e}"));
-        let chain = Arc::new(FallbackChain::new(
-            vec![ChainModel {
-                name: "scripted".into(),
-                provider,
-                context_window: 100_000,
-                max_output_tokens: 1024,
-                price: Price::default(),
-            }],
-            RetryPolicy::default(),
-        ));
+        let chain = scripted::chain(Script { turns }, 100_000);
         let session = Session::create(settings, chain, tools, store, None)
             .await
             .unwrap_or_else(|e| panic!("{e}"));

@@ -2,17 +2,17 @@
 //! `spawn_agent` costs beyond the model (the child session created in the store, its turn run
 //! on its own task, its answer returned), and how fast an interrupt reaches three levels.
 
-use std::sync::Arc;
 use std::time::Instant;
 
 use mnemo::agent::{Session, SessionSettings};
-use mnemo::config::{Config, Price};
-use mnemo::llm::fallback::{ChainModel, FallbackChain, RetryPolicy};
-use mnemo::llm::scripted::{Script, ScriptedProvider};
+use mnemo::config::Config;
+use mnemo::llm::scripted::Script;
 use mnemo::memory::Store;
 use mnemo::protocol::{AgentStatus, Event, Op};
 use mnemo::tools::ToolRegistry;
 use serde_json::{Value, json};
+
+mod scripted;
 
 const SPAWNS: usize = 200;
 
@@ -39,16 +39,7 @@ fn when(key: &str, mut turn: Value) -> Value {
 async fn session(turns: Vec<Value>, store: Store) -> mnemo::agent::AgentHandle {
     let script: Script =
         serde_json::from_value(json!({ "turns": turns })).unwrap_or_else(|e| panic!("{e}"));
-    let chain = Arc::new(FallbackChain::new(
-        vec![ChainModel {
-            name: "scripted".into(),
-            provider: Arc::new(ScriptedProvider::new(script)),
-            context_window: 100_000,
-            max_output_tokens: 1024,
-            price: Price::default(),
-        }],
-        RetryPolicy::default(),
-    ));
+    let chain = scripted::chain(script, 100_000);
     let settings = SessionSettings {
         max_steps: 1000,
         repeat_limit: 1000,
