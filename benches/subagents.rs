@@ -8,7 +8,7 @@ use mnemo::agent::{Session, SessionSettings};
 use mnemo::config::Config;
 use mnemo::llm::scripted::Script;
 use mnemo::memory::Store;
-use mnemo::protocol::{AgentStatus, Event, Op};
+use mnemo::protocol::{AgentActivity, AgentStatus, Event, Op};
 use mnemo::tools::ToolRegistry;
 use serde_json::{Value, json};
 
@@ -106,7 +106,7 @@ async fn cancel_three_levels() {
         let text = "ROOT".to_string();
         assert!(handle.ops.send(Op::UserInput { text }).await.is_ok());
         while let Some(event) = handle.events.recv().await {
-            if matches!(&event, Event::AgentActivity { run_id, activity } if run_id == "a1.a1.a1" && activity == "responding")
+            if matches!(&event, Event::AgentActivity { run_id, activity } if run_id == "a1.a1.a1" && *activity == AgentActivity::Responding)
             {
                 break;
             }

@@ -80,6 +80,16 @@ pub enum ApprovalAction {
     },
 }
 
+/// What a running sub-agent does now.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum AgentActivity {
+    Thinking,
+    Responding,
+    Retrying,
+    Tool { name: String, arguments: Value },
+}
+
 /// How a sub-agent was started.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -200,10 +210,10 @@ pub enum Event {
         label: String,
         model: String,
     },
-    /// What a running sub-agent does now ("thinking", "shell cargo test", ...).
+    /// What a running sub-agent does now.
     AgentActivity {
         run_id: String,
-        activity: String,
+        activity: AgentActivity,
     },
     AgentFinished {
         run_id: String,

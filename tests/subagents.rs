@@ -10,7 +10,9 @@ use std::time::{Duration, Instant};
 use agent_support::{Harness, start};
 use mnemo::llm::{ContentBlock, Message, Role};
 use mnemo::memory::types::SessionRow;
-use mnemo::protocol::{AgentStatus, Event, Op, ToolStatus, TurnStatus, UserMessageKind};
+use mnemo::protocol::{
+    AgentActivity, AgentStatus, Event, Op, ToolStatus, TurnStatus, UserMessageKind,
+};
 use serde_json::{Value, json};
 
 fn call(name: &str, arguments: Value) -> Value {
@@ -214,7 +216,7 @@ async fn interrupting_the_parent_cancels_three_levels_within_200_ms() {
         text: "ROOT: go".into(),
     })
     .await;
-    h.until(|e| matches!(e, Event::AgentActivity { run_id, activity } if run_id == "a1.a1.a1" && activity == "responding"))
+    h.until(|e| matches!(e, Event::AgentActivity { run_id, activity } if run_id == "a1.a1.a1" && *activity == AgentActivity::Responding))
         .await;
     let interrupted = Instant::now();
     h.send(Op::Interrupt).await;
@@ -265,7 +267,7 @@ async fn cancel_agent_cancels_a_background_run_and_its_subtree() {
     let mut h = start(script, |_| {}).await;
     let events = run_prompt(&mut h, "ROOT: start in the background").await;
     assert_eq!(output_json(&events, "spawn_agent")["status"], "running");
-    h.until(|e| matches!(e, Event::AgentActivity { run_id, activity } if run_id == "a1.a1" && activity == "responding"))
+    h.until(|e| matches!(e, Event::AgentActivity { run_id, activity } if run_id == "a1.a1" && *activity == AgentActivity::Responding))
         .await;
     let events = run_prompt(&mut h, "STOP it").await;
     let listed = output_json(&events, "list_agents");

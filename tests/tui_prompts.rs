@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use mnemo::protocol::{
-    AgentKind, AgentStatus, ApprovalAction, ApprovalDecision, Event, Op, TurnStatus,
+    AgentActivity, AgentKind, AgentStatus, ApprovalAction, ApprovalDecision, Event, Op, TurnStatus,
 };
 use mnemo::sandbox::{ApprovalMode, Escalation};
 use mnemo::tui::state::Effect;
@@ -150,15 +150,24 @@ fn sub_agents_show_as_nested_panes_with_live_status() {
         started("a1.a1", Some("a1"), 2, "Read src/llm/sse.rs"),
         Event::AgentActivity {
             run_id: "a1".into(),
-            activity: "spawn_agent".into(),
+            activity: AgentActivity::Tool {
+                name: "spawn_agent".into(),
+                arguments: json!({}),
+            },
         },
         Event::AgentActivity {
             run_id: "a1.a1".into(),
-            activity: "read_file src/llm/sse.rs".into(),
+            activity: AgentActivity::Tool {
+                name: "read_file".into(),
+                arguments: json!({"path": "src/llm/sse.rs"}),
+            },
         },
         Event::AgentActivity {
             run_id: "a2".into(),
-            activity: "shell cargo run --release -- --help".into(),
+            activity: AgentActivity::Tool {
+                name: "shell".into(),
+                arguments: json!({"command": "cargo run --release -- --help"}),
+            },
         },
     ]);
     let running = harness.screen(80, 16);

@@ -3,6 +3,21 @@
 use serde_json::Value;
 
 use super::truncate::clip;
+use crate::protocol::AgentActivity;
+
+/// A sub-agent's activity in a few words: "thinking", "shell cargo test".
+pub fn activity(activity: &AgentActivity) -> String {
+    match activity {
+        AgentActivity::Thinking => "thinking".into(),
+        AgentActivity::Responding => "responding".into(),
+        AgentActivity::Retrying => "retrying".into(),
+        AgentActivity::Tool { name, arguments } => {
+            format!("{name} {}", key_argument(name, arguments))
+                .trim_end()
+                .to_string()
+        }
+    }
+}
 
 /// The argument that says what a call does: the path, the command or the pattern.
 pub fn key_argument(name: &str, arguments: &Value) -> String {

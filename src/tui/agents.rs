@@ -6,13 +6,16 @@ use std::time::Instant;
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 
+use crate::protocol::AgentActivity;
+use crate::tools::describe;
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct AgentPane {
     pub run_id: String,
     pub parent_run: Option<String>,
     pub depth: u32,
     pub label: String,
-    pub activity: String,
+    pub activity: AgentActivity,
     pub started: Instant,
 }
 
@@ -31,7 +34,10 @@ impl AgentPane {
                     .add_modifier(Modifier::BOLD),
             ),
             Span::raw(format!("  {}", self.label)),
-            Span::styled(format!("  · {} · {secs:.1}s", self.activity), dim),
+            Span::styled(
+                format!("  · {} · {secs:.1}s", describe::activity(&self.activity)),
+                dim,
+            ),
         ])
     }
 }

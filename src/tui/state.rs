@@ -19,7 +19,7 @@ use super::status::{Activity, Status, compact_count};
 use super::stream::StreamCollector;
 use super::tool_pane::{RunningTool, ToolCell};
 use crate::protocol::{
-    AgentStatus, CompactionKind, Event, Op, ToolStatus, TurnStatus, UserMessageKind,
+    AgentActivity, AgentStatus, CompactionKind, Event, Op, ToolStatus, TurnStatus, UserMessageKind,
 };
 
 /// How long a first Ctrl+C waits for the second one.
@@ -238,7 +238,7 @@ impl AppState {
                 parent_run,
                 depth,
                 label,
-                activity: "starting".into(),
+                activity: AgentActivity::Thinking,
                 started: now,
             }),
             Event::AgentActivity { run_id, activity } => {

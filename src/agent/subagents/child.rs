@@ -14,8 +14,8 @@ use super::{AgentRuns, Mailbox, Run};
 use crate::agent::Session;
 use crate::llm::fallback::FallbackChain;
 use crate::llm::{Message, Role};
-use crate::protocol::{AgentKind, AgentStatus, Event, TurnStatus, UserMessageKind};
-use crate::tools::describe::key_argument;
+use crate::protocol::{AgentActivity, AgentKind, AgentStatus, Event, TurnStatus, UserMessageKind};
+use crate::tools::describe;
 
 /// How long a finished run waits for the runs it started to wind down.
 const SUBTREE_WAIT: Duration = Duration::from_secs(2);
@@ -225,21 +225,21 @@ async fn drive_run(
     let forward_run = run.clone();
     let forward_runs = parent_runs.clone();
     let forwarder = tokio::spawn(async move {
-        let mut last = String::new();
+        let mut last = None;
         while let Some(event) = events_rx.recv().await {
             let Some(activity) = activity_of(&event) else {
                 continue;
             };
-            if activity == last {
+            if last.as_ref() == Some(&activity) {
                 continue;
             }
-            forward_run.set_activity(activity.clone());
+            forward_run.set_activity(describe::activity(&activity));
             let event = Event::AgentActivity {
                 run_id: forward_run.id.clone(),
                 activity: activity.clone(),
             };
             forward_runs.emit(event).await;
-            last = activity;
+            last = Some(activity);
         }
     });
     let (status, message) = child_turns(&mut child, prompt, &run).await;
@@ -325,18 +325,18 @@ async fn child_turns(
     }
 }
 
-/// A short description of what a sub-agent's event says it is doing.
-fn activity_of(event: &Event) -> Option<String> {
+/// What a sub-agent's event says it is doing.
+fn activity_of(event: &Event) -> Option<AgentActivity> {
     match event {
-        Event::TurnStarted { .. } | Event::ToolCallFinished { .. } => Some("thinking".into()),
-        Event::TextDelta { .. } => Some("responding".into()),
-        Event::Retry { .. } => Some("retrying".into()),
+        Event::TurnStarted { .. } | Event::ToolCallFinished { .. } => Some(AgentActivity::Thinking),
+        Event::TextDelta { .. } => Some(AgentActivity::Responding),
+        Event::Retry { .. } => Some(AgentActivity::Retrying),
         Event::ToolCallStarted {
             name, arguments, ..
-        } => {
-            let key = key_argument(name, arguments);
-            Some(format!("{name} {key}").trim().to_string())
-        }
+        } => Some(AgentActivity::Tool {
+            name: name.clone(),
+            arguments: arguments.clone(),
+        }),
         _ => None,
     }
 }
