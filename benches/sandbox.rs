@@ -63,12 +63,8 @@ async fn through_the_shell_path(workspace: &Path, scratch: &Path) -> BenchResult
             (&sandboxed, &mut sandboxed_times),
         ] {
             let started = Instant::now();
-            let status = which
-                .command("true")
-                .await?
-                .stdout(Stdio::null())
-                .status()
-                .await?;
+            let mut prepared = which.command("true").await?;
+            let status = prepared.command.stdout(Stdio::null()).status().await?;
             if !status.success() {
                 return Err(format!("`true` failed: {status}").into());
             }
@@ -89,7 +85,17 @@ async fn through_the_shell_path(workspace: &Path, scratch: &Path) -> BenchResult
 fn bare(workspace: &Path) -> BenchResult {
     let config = SandboxConfig::default();
     let masks = bwrap::present_masks();
-    let mut args: Vec<OsString> = bwrap::args(&config, workspace, workspace, &masks, "true");
+    let spec = bwrap::Spec {
+        config: &config,
+        workspace,
+        scratch: workspace,
+        masks: &masks,
+        protected: &[],
+        hidden: &[],
+        seccomp_fd: None,
+        script: "true",
+    };
+    let mut args: Vec<OsString> = bwrap::args(&spec);
     // Run `true` itself rather than `bash -c true`.
     args.truncate(args.len() - 3);
     args.push("true".into());

@@ -15,7 +15,8 @@ use crate::llm::fallback::{ChainModel, Cooldowns, FallbackChain};
 use crate::llm::scripted::ScriptLoadError;
 use crate::memory::embed::EmbeddingClient;
 use crate::memory::{Store, StoreError};
-use crate::sandbox::Sandbox;
+use crate::sandbox::workspace_check::{self, Broad};
+use crate::sandbox::{Confinement, Sandbox};
 use crate::tools::ToolRegistry;
 use crate::tools::builtin::builtin_tools;
 
@@ -43,6 +44,11 @@ pub enum LaunchError {
     Session(#[from] StoreError),
     #[error("there is no earlier session in {0}; start one with `mnemo run` or `mnemo`")]
     NothingToContinue(String),
+    #[error("refusing to start: {reason}. {advice}")]
+    BroadWorkspace {
+        reason: String,
+        advice: &'static str,
+    },
 }
 
 /// Which session a front end works in.
@@ -124,7 +130,7 @@ impl Loaded {
         let primary = config::resolve_model(&self.config, cli)?;
         let key = api_key(&primary)?;
         let mut models = vec![chain_model(&primary, key)?];
-        for name in &self.config.fallbacks {
+        for name in self.fallbacks(cli) {
             if *name == primary.name {
                 continue;
             }
@@ -139,6 +145,27 @@ impl Loaded {
             self.config.retry.policy(),
             self.cooldowns.clone(),
         )))
+    }
+
+    /// The fallbacks of the chosen model. A model chosen on the command line has none but the
+    /// ones named for this run (`--fallback`, `MNEMO_FALLBACKS`): a conversation never goes to
+    /// a provider the person did not choose for it.
+    fn fallbacks<'a>(&'a self, cli: &'a CliOverrides) -> &'a [String] {
+        match (cli.chooses_model(), cli.fallbacks.is_empty()) {
+            (_, false) => &cli.fallbacks,
+            (true, true) if !self.sources.fallbacks_from_env => &[],
+            _ => &self.config.fallbacks,
+        }
+    }
+
+    /// Why the workspace is too broad for the agent, if it is.
+    pub fn broad_workspace(&self) -> Option<Broad> {
+        let home = std::env::var_os("HOME").map(PathBuf::from);
+        workspace_check::check(
+            &self.workspace,
+            home.as_deref(),
+            &self.config.sandbox.own_dirs,
+        )
     }
 
     /// Chains for sub-agents that ask for a configured model by name; one chain per model for
@@ -167,12 +194,14 @@ impl Loaded {
     }
 
     /// Every tool a session gets: the built-ins and the memory tools.
-    pub fn tools(&self, store: &Store) -> ToolRegistry {
+    pub fn tools(&self, store: &Store, confinement: Arc<Confinement>) -> ToolRegistry {
         let mut tools = builtin_tools();
         // Shell commands run in this launch's sandbox (its own scratch dir, removed when the
         // session's tools go) when it can be set up; otherwise the built-in shell builds a
         // default one per call.
-        if let Ok(sandbox) = Sandbox::temporary(self.config.sandbox, &self.workspace) {
+        let config = self.config.sandbox.config();
+        if let Ok(sandbox) = Sandbox::temporary(config, &self.workspace) {
+            let sandbox = sandbox.confined(confinement);
             tools.register(crate::tools::shell::Shell::in_sandbox(sandbox));
         }
         crate::tools::memory::register(&mut tools, store, self.embedder());
@@ -187,12 +216,27 @@ pub async fn prepare_session_with(
     cli: &CliOverrides,
     choice: SessionChoice,
 ) -> Result<Session, LaunchError> {
+    if let Some(broad) = loaded.broad_workspace()
+        && !(cli.broad_workspace && broad.can_confirm())
+    {
+        let advice = match broad.can_confirm() {
+            true => {
+                "Start mnemo in a project directory, or pass --broad-workspace if you really \
+                 mean to let the agent work here"
+            }
+            false => "Start mnemo in a project directory",
+        };
+        return Err(LaunchError::BroadWorkspace {
+            reason: broad.describe(&loaded.workspace),
+            advice,
+        });
+    }
     let chain = loaded.chain(cli)?;
     let store = loaded.store()?;
     let system_prompt = prompt::system_prompt(&loaded.workspace).await;
     let settings =
         SessionSettings::from_config(loaded.workspace.clone(), system_prompt, &loaded.config);
-    let tools = loaded.tools(&store);
+    let tools = loaded.tools(&store, settings.approvals.confinement().clone());
     let mut session = match choice {
         SessionChoice::New => Session::create(settings, chain, tools, store, None).await?,
         SessionChoice::Resume(id) => Session::resume(settings, chain, tools, store, &id).await?,
@@ -212,6 +256,9 @@ pub async fn prepare_session_with(
         let model = config::select::named(&loaded.config, name)?;
         let key = api_key(&model)?;
         session.set_compressor(Some(chain_model(&model, key)?));
+    }
+    if let Some(warning) = loaded.sources.ignored_warning() {
+        session.notify_at_start(warning);
     }
     // Said at once, not at the first refused command.
     let sandbox = session.settings.approvals.sandbox_for(None);

@@ -10,6 +10,7 @@ use mnemo::commands::{self, sessions::ExportFormat};
 use mnemo::config::{CliOverrides, ProviderKind};
 use mnemo::headless::{OutputMode, run_prompt};
 use mnemo::launch::{self, SessionChoice};
+use mnemo::tui::start_questions;
 
 #[derive(Parser)]
 #[command(name = "mnemo", version, about = "A terminal coding and ops assistant")]
@@ -44,6 +45,13 @@ struct Cli {
     /// When to ask before acting: read-only, ask, auto or full.
     #[arg(long, global = true, value_enum)]
     approval: Option<mnemo::sandbox::ApprovalMode>,
+    /// A fallback for the model chosen on the command line (repeat for more). Without it, such
+    /// a model has none.
+    #[arg(long = "fallback", global = true, value_name = "NAME")]
+    fallbacks: Vec<String>,
+    /// Let the agent work in a workspace as broad as `/` or your home directory.
+    #[arg(long, global = true)]
+    broad_workspace: bool,
     #[command(flatten)]
     resume: ResumeArgs,
     #[command(subcommand)]
@@ -96,6 +104,16 @@ enum Command {
     Memory {
         #[command(subcommand)]
         action: MemoryAction,
+    },
+    /// Let this workspace's .mnemo/config.toml lower safety or choose model endpoints, as the
+    /// file is now (a changed file needs trusting again).
+    Trust {
+        /// Take the trust back.
+        #[arg(long, conflicts_with = "list")]
+        revoke: bool,
+        /// List the trusted workspaces.
+        #[arg(long)]
+        list: bool,
     },
 }
 
@@ -179,6 +197,8 @@ fn real_main(cli: Cli) -> anyhow::Result<ExitCode> {
         sandbox: cli.sandbox,
         network: cli.network,
         approval: cli.approval,
+        fallbacks: cli.fallbacks.clone(),
+        broad_workspace: cli.broad_workspace,
     };
     let choice = match (&cli.resume.resume, cli.resume.continue_last) {
         (Some(id), _) if !id.is_empty() => SessionChoice::Resume(id.clone()),
@@ -236,6 +256,17 @@ fn real_main(cli: Cli) -> anyhow::Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
+        Some(Command::Trust { revoke, list }) => {
+            let dirs = mnemo::config::Dirs::from_env();
+            if list {
+                commands::trust::list(&dirs, &mut out)?;
+            } else if revoke {
+                commands::trust::revoke(&dirs, &loaded.workspace, &mut out)?;
+            } else {
+                commands::trust::trust(&dirs, &loaded.workspace, &loaded.sources, &mut out)?;
+            }
+            Ok(ExitCode::SUCCESS)
+        }
         Some(Command::Run { prompt, json }) => {
             let prompt = match prompt {
                 Some(prompt) => prompt,
@@ -275,6 +306,16 @@ fn real_main(cli: Cli) -> anyhow::Result<ExitCode> {
             let start = match cli.resume.resume.as_deref() {
                 Some("") => mnemo::tui::TuiStart::Pick,
                 _ => mnemo::tui::TuiStart::Session(choice),
+            };
+            let mut overrides = overrides;
+            let dirs = mnemo::config::Dirs::from_env();
+            let mut input = std::io::stdin().lock();
+            let mut err = std::io::stderr();
+            let questions =
+                start_questions::ask(loaded, &mut overrides, &dirs, &mut input, &mut err)?;
+            let loaded = match questions {
+                start_questions::Outcome::Start(loaded) => *loaded,
+                start_questions::Outcome::Quit => return Ok(ExitCode::from(2)),
             };
             runtime()?.block_on(mnemo::tui::run(loaded, overrides, start))?;
             Ok(ExitCode::SUCCESS)

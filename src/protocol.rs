@@ -78,6 +78,11 @@ pub enum ApprovalAction {
         /// Unified diff of the change.
         diff: String,
     },
+    /// A remembered experience added or removed (later sessions see it).
+    Memory {
+        /// "remember for this project: …", "forget #12: …".
+        change: String,
+    },
 }
 
 /// What a running sub-agent does now.

@@ -142,24 +142,49 @@ async fn read_only_refuses_writes_in_the_workspace_but_keeps_scratch() -> TestRe
 }
 
 #[tokio::test]
-async fn secrets_are_absent_from_the_child_environment() -> TestResult {
+async fn commands_see_only_allowed_variables_and_never_model_keys() -> TestResult {
     let fx = Fixture::new()?;
     let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/bin:/bin".into());
+    let section = mnemo::sandbox::SandboxSection {
+        env_allow: vec!["MYAPP_*".into(), "LLM_KEY".into()],
+        key_vars: vec!["LLM_KEY".into()],
+        ..Default::default()
+    };
+    let confinement = Arc::new(mnemo::sandbox::Confinement::from_section(&section));
     for policy in [SandboxPolicy::WorkspaceWrite, SandboxPolicy::FullAccess] {
-        let sandbox = fx.sandbox(policy, false)?;
+        let sandbox = fx.sandbox(policy, false)?.confined(confinement.clone());
         let env: Vec<(OsString, OsString)> = vec![
             ("PATH".into(), path.clone()),
+            ("LANG".into(), "C.UTF-8".into()),
+            ("MYAPP_MODE".into(), "dev".into()),
+            ("LLM_KEY".into(), "sk-model-key".into()),
             ("OPENAI_API_KEY".into(), "sk-fake-openai".into()),
-            ("AWS_SECRET_ACCESS_KEY".into(), "fake-aws".into()),
-            ("GITHUB_TOKEN".into(), "ghp_fake".into()),
-            ("MNEMO_VISIBLE".into(), "yes".into()),
+            ("STRIPE_KEY".into(), "sk_live_fake".into()),
+            ("PGPASSWORD".into(), "fake-pg".into()),
+            ("DATABASE_URL".into(), "postgres://u:fake@db/x".into()),
+            ("GH_PAT".into(), "ghp_fake".into()),
+            ("UNLISTED".into(), "x".into()),
         ];
-        let output = sandbox.command_with_env("env", env).await?.output().await?;
+        let output = sandbox
+            .command_with_env("env", env)
+            .await?
+            .command
+            .output()
+            .await?;
         let env = String::from_utf8_lossy(&output.stdout);
-        assert!(env.contains("MNEMO_VISIBLE=yes"), "{policy}: {env}");
-        for secret in ["OPENAI_API_KEY", "sk-fake", "AWS_SECRET", "GITHUB_TOKEN"] {
+        assert!(env.contains("LANG=C.UTF-8"), "{policy}: {env}");
+        assert!(env.contains("MYAPP_MODE=dev"), "{policy}: {env}");
+        for secret in [
+            "sk-model-key",
+            "sk-fake",
+            "sk_live",
+            "fake-pg",
+            "u:fake",
+            "ghp_",
+        ] {
             assert!(!env.contains(secret), "{policy}: {secret} leaked: {env}");
         }
+        assert!(!env.contains("UNLISTED"), "{policy}: {env}");
     }
     Ok(())
 }

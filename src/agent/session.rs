@@ -17,6 +17,7 @@ use crate::memory::StoreError;
 use crate::memory::types::{Experience, NewSession, StoredMessage};
 use crate::memory::{EmbeddingClient, Store};
 use crate::protocol::Event;
+use crate::sandbox::Confinement;
 use crate::tools::{Approvals, ToolRegistry};
 
 /// Fixed for the life of a session.
@@ -52,7 +53,11 @@ impl SessionSettings {
             max_active_messages: config.memory.max_active_messages,
             compact_threshold: agent.compact_threshold,
             max_agent_depth: agent.max_agent_depth,
-            approvals: Arc::new(Approvals::new(config.sandbox, config.approval)),
+            approvals: Arc::new(Approvals::confined(
+                config.sandbox.config(),
+                config.approval,
+                Arc::new(Confinement::from_section(&config.sandbox)),
+            )),
         }
     }
 }

@@ -1,8 +1,9 @@
-//! The non-interactive subcommands (`mnemo sessions …`, `mnemo memory …`). Each writes its
+//! The non-interactive subcommands (`mnemo sessions …`, `mnemo memory …`, `mnemo trust`). Each writes its
 //! answer to a writer so that it can be tested without a process.
 
 pub mod memory;
 pub mod sessions;
+pub mod trust;
 
 use crate::launch::LaunchError;
 use crate::memory::StoreError;

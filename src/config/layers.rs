@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use toml::{Table, Value};
 
-use super::{CliOverrides, Config, DEFAULT_TOML, Dirs};
+use super::trust::{self, Ignored, Trust};
+use super::{CliOverrides, Config, DEFAULT_TOML, Dirs, ProviderKind};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -33,11 +34,43 @@ pub enum ConfigError {
     UnknownModel { name: String, known: String },
 }
 
-/// Which layers were read, and which layer last defined each model entry.
+/// Which layers were read, which layer last defined each model entry, and what the workspace
+/// file asked for that its trust did not allow.
 #[derive(Debug, Clone, Default)]
 pub struct ConfigSources {
     pub files: Vec<PathBuf>,
     pub model_origins: BTreeMap<String, String>,
+    /// The workspace's config file, when it has one.
+    pub workspace_file: Option<PathBuf>,
+    pub workspace_trust: Option<Trust>,
+    /// Settings of the workspace file dropped because the workspace is not trusted.
+    pub ignored: Vec<Ignored>,
+    /// Whether `MNEMO_FALLBACKS` named the fallbacks (the person chose them for this run).
+    pub fallbacks_from_env: bool,
+}
+
+impl ConfigSources {
+    /// The warning for what the workspace file asked for and did not get; `None` when nothing
+    /// was dropped.
+    pub fn ignored_warning(&self) -> Option<String> {
+        if self.ignored.is_empty() {
+            return None;
+        }
+        let file = self.workspace_file.as_ref().map_or_else(
+            || ".mnemo/config.toml".to_string(),
+            |f| f.display().to_string(),
+        );
+        let why = match self.workspace_trust {
+            Some(Trust::Changed) => "it changed since you trusted this workspace",
+            _ => "this workspace is not trusted",
+        };
+        let settings: Vec<String> = self.ignored.iter().map(ToString::to_string).collect();
+        Some(format!(
+            "ignored settings of {file} ({why}): {}. Review the file, then run `mnemo trust` \
+             to apply them",
+            settings.join(", ")
+        ))
+    }
 }
 
 const DEFAULTS_ORIGIN: &str = "built-in defaults";
@@ -54,9 +87,11 @@ pub fn load(
     let mut merged = parse_layer(DEFAULT_TOML, DEFAULTS_ORIGIN)?;
     note_models(&merged, DEFAULTS_ORIGIN, &mut sources);
 
-    let files = dirs.user_config_file().into_iter().chain(std::iter::once(
-        workspace.join(".mnemo").join("config.toml"),
-    ));
+    let workspace_file = workspace.join(".mnemo").join("config.toml");
+    let files = dirs
+        .user_config_file()
+        .into_iter()
+        .chain(std::iter::once(workspace_file.clone()));
     for file in files {
         let text = match std::fs::read_to_string(&file) {
             Ok(text) => text,
@@ -64,11 +99,23 @@ pub fn load(
             Err(source) => return Err(ConfigError::Read { file, source }),
         };
         let origin = file.display().to_string();
-        let layer = parse_layer(&text, &origin)?;
+        let mut layer = parse_layer(&text, &origin)?;
+        if file == workspace_file {
+            let fingerprint = trust::fingerprint(text.as_bytes());
+            let state = trust::status(dirs, workspace, Some(&fingerprint));
+            if state != Trust::Trusted {
+                let (kept, ignored) = trust::restrict(&merged, layer);
+                layer = kept;
+                sources.ignored = ignored;
+            }
+            sources.workspace_trust = Some(state);
+            sources.workspace_file = Some(file.clone());
+        }
         note_models(&layer, &origin, &mut sources);
         merge(&mut merged, layer);
         sources.files.push(file);
     }
+    sources.fallbacks_from_env = env("MNEMO_FALLBACKS").is_some();
 
     merge(&mut merged, env_layer(env)?);
     let mut config =
@@ -79,7 +126,38 @@ pub fn load(
         })?;
     apply_cli(&mut config, cli);
     validate(&config, &sources)?;
+    config.sandbox.key_vars = key_vars(&config, cli);
+    config.sandbox.own_dirs = dirs.config.iter().chain(&dirs.data).cloned().collect();
+    if let Some(db) = cli.db.as_ref().or(config.memory.db_path.as_ref()) {
+        config.sandbox.own_dirs.push(db.clone());
+    }
     Ok((config, sources))
+}
+
+/// The variables that hold keys: every configured model's, the providers' usual ones, the
+/// embedding endpoint's and the one named on the command line. They never reach a command.
+fn key_vars(config: &Config, cli: &CliOverrides) -> Vec<String> {
+    let mut vars: Vec<String> = config
+        .models
+        .values()
+        .filter_map(|m| m.api_key_env.clone())
+        .chain(
+            [ProviderKind::Anthropic, ProviderKind::OpenAi]
+                .map(|p| p.default_key_env().to_string()),
+        )
+        .chain(
+            config
+                .memory
+                .embedding
+                .as_ref()
+                .and_then(|e| e.api_key_env.clone()),
+        )
+        .chain(cli.api_key_env.clone())
+        .filter(|v| !v.is_empty())
+        .collect();
+    vars.sort();
+    vars.dedup();
+    vars
 }
 
 fn parse_layer(text: &str, origin: &str) -> Result<Table, ConfigError> {

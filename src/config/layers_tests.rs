@@ -114,8 +114,11 @@ fn an_unknown_key_is_an_error_not_silently_ignored() {
 #[test]
 fn layers_apply_in_order_user_project_env_flags() {
     let fx = fixture(
-        Some("default_model = \"gpt\"\n[agent]\nmax_steps = 10\ntool_timeout_secs = 5\n"),
-        Some("[agent]\nmax_steps = 20\n[models.gpt]\nbase_url = \"http://proxy.local/v1\"\n"),
+        Some(
+            "default_model = \"gpt\"\n[agent]\nmax_steps = 10\ntool_timeout_secs = 5\n\
+             [models.gpt]\nbase_url = \"http://proxy.local/v1\"\n",
+        ),
+        Some("[agent]\nmax_steps = 20\n[models.gpt]\nmodel = \"gpt-proxy\"\n"),
     );
     let (config, sources) = load_with(&fx, &[("MNEMO_MAX_STEPS", "30")], &CliOverrides::default())
         .unwrap_or_else(|e| panic!("{e}"));
@@ -123,10 +126,11 @@ fn layers_apply_in_order_user_project_env_flags() {
     assert_eq!(config.agent.tool_timeout_secs, 5);
     assert_eq!(config.default_model, "gpt");
     assert_eq!(sources.files.len(), 2);
-    // A partial override keeps the rest of the shipped entry.
+    // Partial overrides keep the rest of the shipped entry.
     let gpt = &config.models["gpt"];
     assert_eq!(gpt.base_url.as_deref(), Some("http://proxy.local/v1"));
-    assert_eq!(gpt.model, "gpt-5.1");
+    assert_eq!(gpt.model, "gpt-proxy");
+    assert_eq!(gpt.api_key_env.as_deref(), Some("OPENAI_API_KEY"));
 
     let cli = CliOverrides {
         max_steps: Some(40),

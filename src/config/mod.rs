@@ -4,6 +4,7 @@
 mod layers;
 pub mod select;
 pub mod show;
+pub mod trust;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -23,7 +24,7 @@ pub struct Config {
     pub agent: AgentConfig,
     pub memory: MemoryConfig,
     pub retry: RetryConfig,
-    pub sandbox: crate::sandbox::SandboxConfig,
+    pub sandbox: crate::sandbox::SandboxSection,
     /// When the agent asks before acting: read_only, ask, auto or full.
     pub approval: crate::sandbox::ApprovalMode,
     pub models: BTreeMap<String, ModelConfig>,
@@ -202,6 +203,18 @@ pub struct CliOverrides {
     pub network: bool,
     /// `--approval MODE`.
     pub approval: Option<crate::sandbox::ApprovalMode>,
+    /// `--fallback NAME` (repeatable): the fallbacks of a model chosen on the command line.
+    pub fallbacks: Vec<String>,
+    /// `--broad-workspace`: the person confirmed a workspace as broad as `/` or home.
+    pub broad_workspace: bool,
+}
+
+impl CliOverrides {
+    /// Whether the command line chose the model (by name, by provider or by URL). Such a model
+    /// gets no fallbacks from the config files: only the ones named with it.
+    pub fn chooses_model(&self) -> bool {
+        self.model.is_some() || self.provider.is_some() || self.base_url.is_some()
+    }
 }
 
 /// Where mnemo keeps its files; `MNEMO_CONFIG_DIR` and `MNEMO_DATA_DIR` override them.

@@ -96,6 +96,18 @@ impl Db {
         Ok(deleted > 0)
     }
 
+    /// The text of one experience, `None` when no experience has this id.
+    pub fn experience_text(&self, id: i64) -> Result<Option<String>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT text FROM experiences WHERE id = ?1")?;
+        let mut rows = stmt.query([id])?;
+        Ok(match rows.next()? {
+            Some(row) => Some(row.get(0)?),
+            None => None,
+        })
+    }
+
     /// The global experiences plus those of `project`, oldest first.
     pub fn experiences(&self, project: Option<&str>) -> Result<Vec<Experience>, StoreError> {
         let mut stmt = self.conn.prepare_cached(

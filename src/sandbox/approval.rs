@@ -90,6 +90,8 @@ impl Escalation {
 pub enum Action {
     /// A file tool writes a file in the workspace.
     Write,
+    /// A remembered experience is added or removed: every later session sees it.
+    Memory,
     /// A shell command, maybe with more than the sandbox allows.
     Command(Option<Escalation>),
 }
@@ -113,12 +115,15 @@ pub fn verdict(mode: ApprovalMode, base: &SandboxConfig, action: Action) -> Verd
     match (mode, action) {
         (ApprovalMode::Full, _) => Verdict::Allow,
         (ApprovalMode::ReadOnly, Action::Write) => read_only("writing files"),
+        (ApprovalMode::ReadOnly, Action::Memory) => read_only("changing remembered experiences"),
         (ApprovalMode::ReadOnly, Action::Command(None)) => Verdict::Allow,
         (ApprovalMode::ReadOnly, Action::Command(Some(escalation))) => {
             read_only(escalation.label())
         }
         (ApprovalMode::Ask, _) => Verdict::Ask,
-        (ApprovalMode::Auto, Action::Write | Action::Command(None)) => Verdict::Allow,
+        (ApprovalMode::Auto, Action::Write | Action::Memory | Action::Command(None)) => {
+            Verdict::Allow
+        }
         (ApprovalMode::Auto, Action::Command(Some(escalation))) => {
             match already_granted(base, escalation) {
                 true => Verdict::Allow,

@@ -75,6 +75,12 @@ fn base_args(network_allowed: bool, masks: &[Mask]) -> Vec<OsString> {
     ] {
         args.push(arg.into());
     }
+    push_masks(&mut args, masks);
+    args.extend(["--tmpfs".into(), "/tmp".into()]);
+    args
+}
+
+fn push_masks(args: &mut Vec<OsString>, masks: &[Mask]) {
     for mask in masks {
         match mask {
             Mask::File(path) => {
@@ -83,32 +89,50 @@ fn base_args(network_allowed: bool, masks: &[Mask]) -> Vec<OsString> {
             Mask::Dir(path) => args.extend(["--tmpfs".into(), path.into()]),
         }
     }
-    args.extend(["--tmpfs".into(), "/tmp".into()]);
-    args
+}
+
+/// Everything one sandboxed command is run with.
+pub struct Spec<'a> {
+    pub config: &'a SandboxConfig,
+    pub workspace: &'a Path,
+    pub scratch: &'a Path,
+    /// Daemon sockets, hidden first (a workspace below them stays visible).
+    pub masks: &'a [Mask],
+    /// Entries of the workspace bound read-only over its writable bind (`.git`, `.mnemo`).
+    pub protected: &'a [PathBuf],
+    /// Secret locations and mnemo's own directories, hidden last so that they stay hidden
+    /// inside the workspace too.
+    pub hidden: &'a [Mask],
+    /// The file descriptor bwrap reads a seccomp program from.
+    pub seccomp_fd: Option<i32>,
+    /// The script bash runs: the command, with the process limit set before it.
+    pub script: &'a str,
 }
 
 /// The full argument list for `bwrap` running `bash -c <script>` in the workspace. Binds come
 /// after the private `/tmp` so a workspace or scratch directory under `/tmp` stays visible;
 /// `/dev` and `/proc` come last so nothing covers them.
-pub fn args(
-    config: &SandboxConfig,
-    workspace: &Path,
-    scratch: &Path,
-    masks: &[Mask],
-    script: &str,
-) -> Vec<OsString> {
-    let mut args = base_args(config.network_allowed(), masks);
-    let workspace_bind = match config.policy {
+pub fn args(spec: &Spec) -> Vec<OsString> {
+    let mut args = base_args(spec.config.network_allowed(), spec.masks);
+    let workspace_bind = match spec.config.policy {
         SandboxPolicy::ReadOnly => "--ro-bind",
         SandboxPolicy::WorkspaceWrite | SandboxPolicy::FullAccess => "--bind",
     };
+    let workspace = spec.workspace;
     args.extend([workspace_bind.into(), workspace.into(), workspace.into()]);
-    args.extend(["--bind".into(), scratch.into(), scratch.into()]);
-    for arg in ["--dev", "/dev", "--proc", "/proc", "--chdir"] {
+    for path in spec.protected {
+        args.extend(["--ro-bind".into(), path.into(), path.into()]);
+    }
+    args.extend(["--bind".into(), spec.scratch.into(), spec.scratch.into()]);
+    push_masks(&mut args, spec.hidden);
+    for arg in ["--dev", "/dev", "--proc", "/proc"] {
         args.push(arg.into());
     }
-    args.push(workspace.into());
-    for arg in ["--", "bash", "-c", script] {
+    if let Some(fd) = spec.seccomp_fd {
+        args.extend(["--seccomp".into(), fd.to_string().into()]);
+    }
+    args.extend(["--chdir".into(), workspace.into()]);
+    for arg in ["--", "bash", "-c", spec.script] {
         args.push(arg.into());
     }
     args
@@ -162,14 +186,17 @@ mod tests {
 
     fn run(policy: SandboxPolicy, network: bool, masks: &[Mask]) -> Vec<String> {
         let config = SandboxConfig { policy, network };
-        let args = args(
-            &config,
-            Path::new("/w"),
-            Path::new("/tmp/s"),
+        let spec = Spec {
+            config: &config,
+            workspace: Path::new("/w"),
+            scratch: Path::new("/tmp/s"),
             masks,
-            "echo hi",
-        );
-        strings(&args)
+            protected: &[],
+            hidden: &[],
+            seccomp_fd: None,
+            script: "echo hi",
+        };
+        strings(&args(&spec))
     }
 
     #[test]
@@ -196,6 +223,34 @@ mod tests {
         assert!(args.contains("--ro-bind /w /w"), "{args}");
         assert!(!args.contains("--bind /w"), "{args}");
         assert!(args.contains("--bind /tmp/s /tmp/s"), "{args}");
+    }
+
+    #[test]
+    fn protected_entries_are_read_only_over_the_workspace_and_hidden_paths_come_last() {
+        let config = SandboxConfig::default();
+        let hidden = [
+            Mask::Dir("/home/u/.ssh".into()),
+            Mask::File("/home/u/.netrc".into()),
+        ];
+        let spec = Spec {
+            config: &config,
+            workspace: Path::new("/w"),
+            scratch: Path::new("/tmp/s"),
+            masks: &[],
+            protected: &[PathBuf::from("/w/.git"), PathBuf::from("/w/.mnemo")],
+            hidden: &hidden,
+            seccomp_fd: Some(3),
+            script: "echo hi",
+        };
+        let args = strings(&args(&spec)).join(" ");
+        let workspace = args.find("--bind /w /w");
+        let git = args.find("--ro-bind /w/.git /w/.git");
+        let mnemo = args.find("--ro-bind /w/.mnemo /w/.mnemo");
+        let ssh = args.find("--tmpfs /home/u/.ssh");
+        let netrc = args.find("--ro-bind /dev/null /home/u/.netrc");
+        let seccomp = args.find("--seccomp 3 --chdir /w -- bash -c echo hi");
+        assert!(workspace < git && git < mnemo && mnemo < ssh, "{args}");
+        assert!(ssh < netrc && netrc < seccomp, "{args}");
     }
 
     #[test]

@@ -1,7 +1,57 @@
 //! Recognising a command that failed because the sandbox stopped it, so the model is told so
 //! plainly instead of guessing at permissions, retrying the same thing or working around it.
 
+use super::cgroup::LimitHit;
+use super::confinement::Limits;
 use super::policy::{SandboxConfig, SandboxPolicy};
+
+/// What a command that could not start another process prints.
+const PROCESS_LIMIT_SIGNS: &[&str] = &[
+    "fork: retry: Resource temporarily unavailable",
+    "fork: Resource temporarily unavailable",
+    "Cannot fork",
+    "can't start new thread",
+    "failed to spawn thread",
+];
+
+/// What a command that could not get memory prints.
+const MEMORY_LIMIT_SIGNS: &[&str] = &[
+    "Cannot allocate memory",
+    "memory allocation of",
+    "MemoryError",
+    "out of memory",
+    "Out of memory",
+];
+
+/// The note for a command that ran into a limit of its sandbox: `hit` is what its cgroup
+/// recorded, if it had one; otherwise the output tells.
+pub fn explain_limit(limits: &Limits, hit: Option<LimitHit>, output: &str) -> Option<String> {
+    let seen = |signs: &[&str]| signs.iter().any(|sign| output.contains(sign));
+    let hit = hit.or_else(|| {
+        if seen(PROCESS_LIMIT_SIGNS) {
+            Some(LimitHit::Processes)
+        } else if seen(MEMORY_LIMIT_SIGNS) {
+            Some(LimitHit::Memory)
+        } else {
+            None
+        }
+    })?;
+    Some(match hit {
+        LimitHit::Processes => format!(
+            "[limit] The command reached the process limit of its sandbox ({} processes and \
+             threads per command, `[sandbox] max_processes`) and was stopped from starting \
+             more. Run fewer things at once (for example a lower `-j`); only the user can \
+             raise the limit.",
+            limits.max_processes
+        ),
+        LimitHit::Memory => format!(
+            "[limit] The command ran out of the memory its sandbox allows ({} MiB per command, \
+             `[sandbox] max_memory_mb`). Use less memory at once (smaller inputs, fewer \
+             parallel jobs); only the user can raise the limit.",
+            limits.memory_mb()
+        ),
+    })
+}
 
 /// Error texts that a blocked write or a blocked system call produce (EROFS, EPERM, bwrap's own
 /// errors).
@@ -67,6 +117,23 @@ mod tests {
 
     fn config(policy: SandboxPolicy, network: bool) -> SandboxConfig {
         SandboxConfig { policy, network }
+    }
+
+    #[test]
+    fn limits_are_named_from_the_cgroup_or_the_output() {
+        let limits = Limits {
+            max_processes: 64,
+            max_memory_bytes: 256 << 20,
+        };
+        let fork = "bash: fork: retry: Resource temporarily unavailable\nexit code: 254";
+        let note = explain_limit(&limits, None, fork).unwrap_or_default();
+        assert!(
+            note.contains("process limit") && note.contains("64 processes"),
+            "{note}"
+        );
+        let note = explain_limit(&limits, Some(LimitHit::Memory), "Killed").unwrap_or_default();
+        assert!(note.contains("256 MiB"), "{note}");
+        assert_eq!(explain_limit(&limits, None, "exit code: 1"), None);
     }
 
     #[test]

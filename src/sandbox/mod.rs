@@ -1,15 +1,23 @@
 //! Keeps what the agent runs inside the workspace. Shell commands (and later the agent's own
 //! scripts) run under bubblewrap on Linux and `sandbox-exec` on macOS: the rest of the disk
-//! read-only, the network off unless allowed, secrets scrubbed from the environment. When no
-//! sandbox works, commands are refused (fail closed) unless the user chose full access.
+//! read-only, `.git` and `.mnemo` read-only inside the workspace, secret locations hidden, the
+//! network off unless allowed, an environment built from an allow-list, and processes and
+//! memory capped. When no sandbox works, commands are refused (fail closed) unless the user
+//! chose full access. `docs/security.md` states the whole model.
 
 pub mod approval;
 pub mod bwrap;
+pub mod cgroup;
+pub mod confinement;
 pub mod denial;
-pub mod env_scrub;
+pub mod env_allow;
+pub mod handles;
 pub mod path_guard;
 pub mod policy;
+pub mod process_tree;
 pub mod seatbelt;
+pub mod seccomp;
+pub mod workspace_check;
 
 use std::ffi::OsString;
 use std::fs::{self, DirBuilder};
@@ -22,7 +30,12 @@ use tokio::process::Command;
 use tokio::sync::OnceCell;
 
 pub use approval::{ApprovalMode, Escalation};
+pub use confinement::{Confinement, Limits, SandboxSection};
 pub use policy::{SandboxConfig, SandboxPolicy};
+
+/// Entries of the workspace that commands may read but never write: hooks and config in `.git`
+/// run code on the user's next git command, and `.mnemo` holds mnemo's own configuration.
+pub const PROTECTED_ENTRIES: &[&str] = &[".git", ".mnemo"];
 
 /// Why no sandbox can run here; cached for the whole process.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -51,6 +64,8 @@ pub enum SandboxError {
     Unavailable(SandboxUnavailable),
     #[error("cannot prepare the sandbox directory {}: {source}", .path.display())]
     Directory { path: PathBuf, source: io::Error },
+    #[error("cannot pass the system call filter to the sandbox: {source}")]
+    Seccomp { source: io::Error },
 }
 
 static AVAILABILITY: OnceCell<Result<(), SandboxUnavailable>> = OnceCell::const_new();
@@ -90,6 +105,7 @@ async fn probe() -> Result<(), SandboxUnavailable> {
 #[derive(Clone, Debug)]
 pub struct Sandbox {
     config: SandboxConfig,
+    confinement: Arc<Confinement>,
     workspace: PathBuf,
     scratch: PathBuf,
     /// Removes a scratch directory this sandbox created for itself when the last clone goes.
@@ -122,6 +138,7 @@ impl Sandbox {
         let scratch = prepare_scratch(scratch).map_err(directory_error(scratch))?;
         Ok(Self {
             config,
+            confinement: Arc::new(Confinement::default()),
             workspace,
             scratch,
             _owned_scratch: None,
@@ -153,8 +170,20 @@ impl Sandbox {
         }
     }
 
+    /// The same sandbox with `confinement` (hidden paths, environment, limits).
+    pub fn confined(self, confinement: Arc<Confinement>) -> Sandbox {
+        Sandbox {
+            confinement,
+            ..self
+        }
+    }
+
     pub fn config(&self) -> &SandboxConfig {
         &self.config
+    }
+
+    pub fn confinement(&self) -> &Confinement {
+        &self.confinement
     }
 
     pub fn workspace(&self) -> &Path {
@@ -165,73 +194,153 @@ impl Sandbox {
         &self.scratch
     }
 
-    /// `bash -c <script>` in the workspace, sandboxed as the policy says, with mnemo's own
-    /// environment minus secrets. Refused when the policy needs a sandbox that cannot run.
-    pub async fn command(&self, script: &str) -> Result<Command, SandboxError> {
+    /// `bash -c <script>` in the workspace, sandboxed as the policy says, with the allowed part
+    /// of mnemo's own environment. Refused when the policy needs a sandbox that cannot run.
+    pub async fn command(&self, script: &str) -> Result<Prepared, SandboxError> {
         let env: Vec<(OsString, OsString)> = std::env::vars_os().collect();
         self.command_with_env(script, env).await
     }
 
-    /// Like [`Sandbox::command`], with `env` in place of mnemo's own environment (scrubbed the
-    /// same way). The child also gets `MNEMO_SCRATCH` and a `TMPDIR` it may write to.
+    /// Like [`Sandbox::command`], with `env` in place of mnemo's own environment (filtered the
+    /// same way). The child also gets `MNEMO_SCRATCH` and a `TMPDIR` it may write to. Keep the
+    /// returned guard until the command has ended: it holds the command's cgroup.
     pub async fn command_with_env(
         &self,
         script: &str,
         env: impl IntoIterator<Item = (OsString, OsString)>,
-    ) -> Result<Command, SandboxError> {
-        let mut command = match self.config.policy {
+    ) -> Result<Prepared, SandboxError> {
+        let (mut command, guard) = match self.config.policy {
             SandboxPolicy::FullAccess => {
                 let mut command = Command::new("bash");
                 command.arg("-c").arg(script);
-                command
+                // SAFETY: become_subreaper only calls prctl(2), which is async-signal-safe.
+                unsafe {
+                    command.pre_exec(process_tree::become_subreaper);
+                }
+                let guard = RunGuard {
+                    config: self.config,
+                    limits: self.confinement.limits,
+                    cgroup: None,
+                };
+                (command, guard)
             }
             SandboxPolicy::ReadOnly | SandboxPolicy::WorkspaceWrite => {
                 availability().await.map_err(SandboxError::Unavailable)?;
                 self.wrapped(script)?
             }
         };
-        let mut env = env_scrub::scrub_env(env);
+        let mut env = self.confinement.env.filter(env);
         env.push(("MNEMO_SCRATCH".into(), self.scratch.clone().into()));
         if let Some(tmpdir) = self.tmpdir() {
             env.push(("TMPDIR".into(), tmpdir.into()));
         }
         command.current_dir(&self.workspace).env_clear().envs(env);
-        Ok(command)
+        Ok(Prepared { command, guard })
     }
 
-    /// The note for a failed command's output when the sandbox seems to have blocked it.
-    pub fn explain_denial(&self, output: &str) -> Option<String> {
-        denial::explain(&self.config, output)
+    /// The entries of [`PROTECTED_ENTRIES`] that exist in the workspace now (a file or a
+    /// directory, not a symlink: a link would be bound to its target).
+    fn protected(&self) -> Vec<PathBuf> {
+        PROTECTED_ENTRIES
+            .iter()
+            .map(|name| self.workspace.join(name))
+            .filter(|path| fs::symlink_metadata(path).is_ok_and(|m| !m.file_type().is_symlink()))
+            .collect()
+    }
+
+    /// The hidden paths that exist now, except those that hold the workspace or the scratch
+    /// directory (hiding them would hide the workspace the person chose).
+    #[cfg(target_os = "linux")]
+    fn hidden_masks(&self) -> Vec<bwrap::Mask> {
+        self.confinement
+            .hidden()
+            .iter()
+            .filter_map(|path| {
+                let real = fs::canonicalize(path).ok()?;
+                if self.workspace.starts_with(&real) || self.scratch.starts_with(&real) {
+                    return None;
+                }
+                let meta = fs::metadata(&real).ok()?;
+                Some(match meta.is_dir() {
+                    true => bwrap::Mask::Dir(real),
+                    false => bwrap::Mask::File(real),
+                })
+            })
+            .collect()
     }
 
     #[cfg(target_os = "linux")]
-    fn wrapped(&self, script: &str) -> Result<Command, SandboxError> {
+    fn wrapped(&self, script: &str) -> Result<(Command, RunGuard), SandboxError> {
+        use std::os::fd::AsRawFd;
+        let limits = self.confinement.limits;
         let masks = bwrap::present_masks();
+        let protected = match self.config.policy {
+            SandboxPolicy::ReadOnly => Vec::new(),
+            SandboxPolicy::WorkspaceWrite | SandboxPolicy::FullAccess => self.protected(),
+        };
+        let hidden = self.hidden_masks();
+        let seccomp = seccomp::program(self.config.network_allowed())
+            .map(seccomp::pipe_with)
+            .transpose()
+            .map_err(|source| SandboxError::Seccomp { source })?;
+        let limited = limited_script(&limits);
+        let spec = bwrap::Spec {
+            config: &self.config,
+            workspace: &self.workspace,
+            scratch: &self.scratch,
+            masks: &masks,
+            protected: &protected,
+            hidden: &hidden,
+            seccomp_fd: seccomp.as_ref().map(|_| SECCOMP_FD),
+            script: &limited,
+        };
         let mut command = Command::new(bwrap::BWRAP);
-        command.args(bwrap::args(
-            &self.config,
-            &self.workspace,
-            &self.scratch,
-            &masks,
-            script,
-        ));
-        Ok(command)
+        command.args(bwrap::args(&spec)).args(["bash", script]);
+        let cgroup = cgroup::CommandCgroup::create(&limits);
+        let joins = cgroup.as_ref().map(|c| c.join_fds()).unwrap_or_default();
+        let seccomp_fd = seccomp.as_ref().map(AsRawFd::as_raw_fd);
+        // SAFETY: the closure only calls async-signal-safe functions (write, dup2, fcntl). The
+        // descriptors it uses stay open until the command is spawned: the cgroup lives in the
+        // guard, the pipe in the closure itself.
+        unsafe {
+            command.pre_exec(move || {
+                let _keep = &seccomp;
+                cgroup::join(&joins)?;
+                if let Some(fd) = seccomp_fd {
+                    give_fd(fd, SECCOMP_FD)?;
+                }
+                Ok(())
+            });
+        }
+        let guard = RunGuard {
+            config: self.config,
+            limits,
+            cgroup,
+        };
+        Ok((command, guard))
     }
 
     #[cfg(target_os = "macos")]
-    fn wrapped(&self, script: &str) -> Result<Command, SandboxError> {
+    fn wrapped(&self, script: &str) -> Result<(Command, RunGuard), SandboxError> {
         let mut command = Command::new(seatbelt::SANDBOX_EXEC);
         command.args(seatbelt::args(
             &self.config,
             &self.workspace,
             &self.scratch,
+            &self.protected(),
+            self.confinement.hidden(),
             script,
         ));
-        Ok(command)
+        let guard = RunGuard {
+            config: self.config,
+            limits: self.confinement.limits,
+            cgroup: None,
+        };
+        Ok((command, guard))
     }
 
     #[cfg(not(any(target_os = "linux", target_os = "macos")))]
-    fn wrapped(&self, _script: &str) -> Result<Command, SandboxError> {
+    fn wrapped(&self, _script: &str) -> Result<(Command, RunGuard), SandboxError> {
         Err(SandboxError::Unavailable(SandboxUnavailable::Unsupported))
     }
 
@@ -249,6 +358,80 @@ impl Sandbox {
 }
 
 const SCRATCH_PREFIX: &str = "mnemo-scratch-";
+
+/// The descriptor bwrap reads the seccomp program from.
+#[cfg(target_os = "linux")]
+const SECCOMP_FD: i32 = 3;
+
+/// The script bash runs inside the sandbox: it sets the process and memory limits, then runs
+/// the command (its first argument) as if it were the script itself. The process limit is set
+/// inside the sandbox's user namespace, where it counts only the command's own processes.
+#[cfg(target_os = "linux")]
+fn limited_script(limits: &Limits) -> String {
+    format!(
+        "ulimit -u {} -d {} 2>/dev/null\n__mnemo_command=$1; set --\neval \"unset __mnemo_command\n$__mnemo_command\"",
+        limits.max_processes,
+        limits.max_memory_bytes / 1024,
+    )
+}
+
+/// Duplicates `fd` onto `target` without close-on-exec, for the child. Async-signal-safe.
+#[cfg(target_os = "linux")]
+fn give_fd(fd: i32, target: i32) -> io::Result<()> {
+    // SAFETY: dup2 and fcntl on descriptors this process owns.
+    let result = unsafe {
+        match fd == target {
+            true => libc::fcntl(fd, libc::F_SETFD, 0),
+            false => libc::dup2(fd, target),
+        }
+    };
+    match result {
+        -1 => Err(io::Error::last_os_error()),
+        _ => Ok(()),
+    }
+}
+
+/// A command ready to spawn, and what must live as long as it runs.
+pub struct Prepared {
+    pub command: Command,
+    pub guard: RunGuard,
+}
+
+/// Held while a command runs: its cgroup (if any) and what is needed to explain its failure
+/// or kill all it started.
+pub struct RunGuard {
+    config: SandboxConfig,
+    limits: Limits,
+    cgroup: Option<cgroup::CommandCgroup>,
+}
+
+impl RunGuard {
+    /// Kills everything the command started. `pid` is the spawned process, leader of its own
+    /// process group. Unsandboxed and not yet reaped, its whole tree is walked (it is a
+    /// subreaper); sandboxed, bwrap's PID namespace and the cgroup end everything once bwrap
+    /// is killed.
+    pub fn kill(&self, pid: libc::pid_t, reaped: bool) {
+        if !self.config.is_sandboxed() && !reaped {
+            process_tree::kill_tree(pid);
+        }
+        // SAFETY: killpg has no memory-safety preconditions; the group is the one the command
+        // was spawned into, which lives as long as any member does.
+        unsafe {
+            libc::killpg(pid, libc::SIGKILL);
+        }
+        if let Some(cgroup) = &self.cgroup {
+            cgroup.kill_all();
+        }
+    }
+
+    /// The note for a failed command's output: a limit it ran into, or the sandbox that
+    /// seems to have blocked it.
+    pub fn explain(&self, output: &str) -> Option<String> {
+        let hit = self.cgroup.as_ref().and_then(cgroup::CommandCgroup::hit);
+        denial::explain_limit(&self.limits, hit, output)
+            .or_else(|| denial::explain(&self.config, output))
+    }
+}
 
 /// Removes our scratch directories in `temp` whose process no longer runs.
 fn sweep_orphaned_scratch(temp: &Path) {
@@ -373,6 +556,7 @@ mod tests {
         let output = sandbox
             .command_with_env("echo $TMPDIR $MNEMO_SCRATCH", env)
             .await?
+            .command
             .output()
             .await?;
         let expected = format!("/var/tmp {}\n", sandbox.scratch().display());

@@ -1,14 +1,18 @@
 //! The one place where a path from the model becomes a real path on disk. File tools must
 //! never touch anything outside the workspace, so every requested path is resolved with
 //! `realpath` (symlinks included) before it is checked, even when it does not exist yet.
-//! Writes are checked against the sandbox policy too: none under read-only, and none into a
-//! `.git/` directory (hooks and config run code) unless the user chose full access.
+//! Paths the confinement hides (secret locations, mnemo's own data) are refused even inside the
+//! workspace. Writes are checked against the sandbox policy too: none under read-only, none into
+//! `.mnemo/` (mnemo's own configuration, which only the person edits), and none into a `.git/`
+//! directory (hooks and config run code) unless the user chose full access. The checked path is
+//! then opened through [`super::handles`], which never follows a symlink, so the check cannot be
+//! raced.
 
 use std::fs;
 use std::io;
 use std::path::{Component, Path, PathBuf};
 
-use super::SandboxPolicy;
+use super::{Confinement, SandboxPolicy};
 use crate::tools::ToolError;
 
 /// How many dangling symlinks may be followed while resolving one path.
@@ -18,7 +22,27 @@ const MAX_LINK_HOPS: usize = 40;
 /// lies inside `workspace`. The path need not exist: its longest existing ancestor is
 /// canonicalized and the rest appended, so a new file in a new directory is fine while `..`
 /// or a symlink leading out of the workspace is refused.
-pub fn resolve(workspace: &Path, requested: &str) -> Result<PathBuf, ToolError> {
+pub fn resolve(
+    workspace: &Path,
+    requested: &str,
+    confinement: &Confinement,
+) -> Result<PathBuf, ToolError> {
+    let path = resolve_inside(workspace, requested)?;
+    match confinement.hiding(&path) {
+        Some(hidden) => Err(ToolError::Path {
+            path: requested.to_string(),
+            message: format!(
+                "{} is hidden from the agent (a secret location or mnemo's own data, see \
+                 `[sandbox] deny_read`); it cannot be read or written",
+                hidden.display()
+            ),
+        }),
+        None => Ok(path),
+    }
+}
+
+/// The real path of `requested` when it lies inside the workspace.
+fn resolve_inside(workspace: &Path, requested: &str) -> Result<PathBuf, ToolError> {
     let root = canonical_root(workspace);
     let error = |message: String| ToolError::Path {
         path: requested.to_string(),
@@ -49,24 +73,32 @@ pub fn resolve(workspace: &Path, requested: &str) -> Result<PathBuf, ToolError> 
     Err(error(message))
 }
 
-/// Like [`resolve`], for a path about to be written: refused under the read-only policy, and
-/// inside any `.git/` directory of the workspace unless the policy is full access.
+/// Like [`resolve`], for a path about to be written: refused under the read-only policy, inside
+/// `.mnemo/` always, and inside any `.git/` directory of the workspace unless the policy is full
+/// access.
 pub fn resolve_for_write(
     workspace: &Path,
     requested: &str,
     policy: SandboxPolicy,
+    confinement: &Confinement,
 ) -> Result<PathBuf, ToolError> {
-    let path = resolve(workspace, requested)?;
+    let path = resolve(workspace, requested, confinement)?;
     let refuse = |message: &str| ToolError::Path {
         path: requested.to_string(),
         message: message.to_string(),
     };
+    if in_entry(&canonical_root(workspace), &path, ".mnemo") {
+        return Err(refuse(
+            ".mnemo/ holds mnemo's own configuration, which only the user edits; the agent \
+             cannot write it in any approval mode. Tell the user what to change instead",
+        ));
+    }
     match policy {
         SandboxPolicy::ReadOnly => Err(refuse(
             "the session is read-only (sandbox policy read-only), so files cannot be written; \
              tell the user what you would change, or ask them to allow workspace writes",
         )),
-        SandboxPolicy::WorkspaceWrite if in_git_dir(&canonical_root(workspace), &path) => {
+        SandboxPolicy::WorkspaceWrite if in_entry(&canonical_root(workspace), &path, ".git") => {
             Err(refuse(
                 "writing inside .git/ needs full access (hooks and config there run code); \
                  use git commands through the shell instead, or ask the user for full access",
@@ -76,13 +108,22 @@ pub fn resolve_for_write(
     }
 }
 
-/// Whether `path` (inside `root`) lies in, or is, a `.git` entry at any depth.
-fn in_git_dir(root: &Path, path: &Path) -> bool {
+/// Whether `path` (inside `root`) lies in, or is, an entry called `name` at any depth.
+fn in_entry(root: &Path, path: &Path, name: &str) -> bool {
     path.strip_prefix(root).is_ok_and(|relative| {
         relative
             .components()
-            .any(|c| c.as_os_str().eq_ignore_ascii_case(".git"))
+            .any(|c| c.as_os_str().eq_ignore_ascii_case(name))
     })
+}
+
+/// `path` (a real path inside `workspace`) relative to the workspace root.
+pub fn relative<'a>(workspace: &Path, path: &'a Path) -> &'a Path {
+    let root = canonical_root(workspace);
+    match path.strip_prefix(&root) {
+        Ok(relative) => relative,
+        Err(_) => path.strip_prefix(workspace).unwrap_or(Path::new("")),
+    }
 }
 
 fn canonical_root(workspace: &Path) -> PathBuf {
@@ -156,6 +197,18 @@ mod tests {
     use super::*;
     use crate::tools::builtin::test_support::{TestResult, error_text, workspace};
     use std::os::unix::fs::symlink;
+
+    fn resolve(ws: &Path, requested: &str) -> Result<PathBuf, ToolError> {
+        super::resolve(ws, requested, &Confinement::default())
+    }
+
+    fn resolve_for_write(
+        ws: &Path,
+        requested: &str,
+        policy: SandboxPolicy,
+    ) -> Result<PathBuf, ToolError> {
+        super::resolve_for_write(ws, requested, policy, &Confinement::default())
+    }
 
     fn assert_outside(result: Result<PathBuf, ToolError>) {
         let message = error_text(result);
@@ -262,6 +315,33 @@ mod tests {
         let message = error_text(resolve_for_write(&ws, "a.txt", SandboxPolicy::ReadOnly));
         assert!(message.contains("read-only"), "{message}");
         assert_outside(resolve_for_write(&ws, "../x", SandboxPolicy::FullAccess));
+        Ok(())
+    }
+
+    #[test]
+    fn mnemo_config_is_never_writable_and_hidden_paths_never_readable() -> TestResult {
+        let (_dir, ws) = workspace()?;
+        fs::create_dir_all(ws.join("keys"))?;
+        for mode in [SandboxPolicy::WorkspaceWrite, SandboxPolicy::FullAccess] {
+            for path in [".mnemo/config.toml", ".mnemo", "sub/.MNEMO/x"] {
+                let message = error_text(resolve_for_write(&ws, path, mode));
+                assert!(message.contains("mnemo's own configuration"), "{message}");
+            }
+        }
+        assert_eq!(
+            resolve(&ws, ".mnemo/config.toml")?,
+            ws.join(".mnemo/config.toml")
+        );
+        let section = crate::sandbox::SandboxSection {
+            deny_read: vec![ws.join("keys").display().to_string()],
+            ..Default::default()
+        };
+        let confinement = Confinement::from_section(&section);
+        for path in ["keys", "keys/id_rsa"] {
+            let message = error_text(super::resolve(&ws, path, &confinement));
+            assert!(message.contains("hidden from the agent"), "{message}");
+        }
+        assert!(super::resolve(&ws, "keyset", &confinement).is_ok());
         Ok(())
     }
 

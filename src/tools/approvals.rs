@@ -15,7 +15,7 @@ use tokio::sync::{mpsc, oneshot};
 use super::{Tool, ToolContext, ToolError};
 use crate::protocol::{ApprovalAction, ApprovalDecision, Event};
 use crate::sandbox::approval::{self, Action, CommandGrant, Verdict, command_grant};
-use crate::sandbox::{ApprovalMode, Escalation, SandboxConfig, SandboxPolicy};
+use crate::sandbox::{ApprovalMode, Confinement, Escalation, SandboxConfig, SandboxPolicy};
 
 /// What "allow for this session" remembers.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -27,6 +27,7 @@ enum Allowance {
     Write {
         path: String,
     },
+    Memory,
 }
 
 impl Allowance {
@@ -34,6 +35,7 @@ impl Allowance {
         match self {
             Allowance::Command { grant, .. } => grant.describe(),
             Allowance::Write { path } => format!("writes to {path}"),
+            Allowance::Memory => "changes to remembered experiences".to_string(),
         }
     }
 }
@@ -54,6 +56,8 @@ struct Shared {
     /// Makes question ids unique across sessions, so a stale answer never fits a new question.
     tag: String,
     base: SandboxConfig,
+    /// Hidden paths, environment and limits of the session's commands and file tools.
+    confinement: Arc<Confinement>,
     state: Mutex<State>,
     next_id: AtomicU64,
 }
@@ -71,10 +75,20 @@ impl Approvals {
     /// Approvals in `mode` for commands whose configured sandbox is `base`. Questions are
     /// denied until a front end attaches.
     pub fn new(base: SandboxConfig, mode: ApprovalMode) -> Self {
+        Self::confined(base, mode, Arc::new(Confinement::default()))
+    }
+
+    /// Like [`Approvals::new`], with the launch's confinement.
+    pub fn confined(
+        base: SandboxConfig,
+        mode: ApprovalMode,
+        confinement: Arc<Confinement>,
+    ) -> Self {
         Self {
             shared: Arc::new(Shared {
                 tag: uuid::Uuid::new_v4().simple().to_string()[..8].to_string(),
                 base,
+                confinement,
                 state: Mutex::new(State {
                     mode,
                     ..State::default()
@@ -103,6 +117,11 @@ impl Approvals {
 
     fn base(&self) -> &SandboxConfig {
         &self.shared.base
+    }
+
+    /// What confines the session's commands and file tools.
+    pub fn confinement(&self) -> &Arc<Confinement> {
+        &self.shared.confinement
     }
 
     /// The configured sandbox, before the mode and escalations change it.
@@ -329,6 +348,7 @@ fn allowance(request: &ApprovalAction) -> Option<Allowance> {
             escalation: *escalation,
         }),
         ApprovalAction::Write { path, .. } => Some(Allowance::Write { path: path.clone() }),
+        ApprovalAction::Memory { .. } => Some(Allowance::Memory),
     }
 }
 

@@ -2,7 +2,7 @@
 //! directory. Both read with bounded memory so a huge file or directory cannot flood the
 //! context or the process.
 
-use std::fs::{self, File};
+use std::fs;
 use std::io::{self, BufRead, BufReader, Read};
 use std::path::Path;
 
@@ -10,6 +10,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::{ToolContext, ToolError, TypedTool};
+use crate::sandbox::handles::{self, EntryKind};
 use crate::sandbox::path_guard;
 
 const DEFAULT_LIMIT: usize = 2000;
@@ -38,18 +39,25 @@ impl TypedTool for ReadFile {
     const MUTATES: bool = false;
 
     async fn run(&self, args: ReadFileArgs, ctx: &ToolContext) -> Result<String, ToolError> {
-        let path = path_guard::resolve(&ctx.workspace, &args.path)?;
-        let shown = path_guard::display(&ctx.workspace, &path);
+        let (path, shown) = ctx.resolve_read(&args.path)?;
+        let relative = path_guard::relative(&ctx.workspace, &path).to_path_buf();
+        let workspace = ctx.workspace.clone();
         let offset = args.offset.unwrap_or(1).max(1);
         let limit = args.limit.unwrap_or(DEFAULT_LIMIT).max(1);
-        let task = move || read_window(&path, &shown, offset, limit);
+        let task = move || read_window(&workspace, &relative, &shown, offset, limit);
         tokio::task::spawn_blocking(task)
             .await
             .map_err(|e| ToolError::Failed(format!("reading the file failed: {e}")))?
     }
 }
 
-fn read_window(path: &Path, shown: &str, offset: usize, limit: usize) -> Result<String, ToolError> {
+fn read_window(
+    workspace: &Path,
+    relative: &Path,
+    shown: &str,
+    offset: usize,
+    limit: usize,
+) -> Result<String, ToolError> {
     let path_error = |message: String| ToolError::Path {
         path: shown.to_string(),
         message,
@@ -58,14 +66,12 @@ fn read_window(path: &Path, shown: &str, offset: usize, limit: usize) -> Result<
         io::ErrorKind::NotFound => {
             path_error("file not found; use list_dir or glob to find the right path".into())
         }
+        io::ErrorKind::IsADirectory => {
+            path_error("is a directory, not a file; use list_dir to see its contents".into())
+        }
         _ => path_error(e.to_string()),
     };
-    if fs::metadata(path).map_err(io_error)?.is_dir() {
-        return Err(path_error(
-            "is a directory, not a file; use list_dir to see its contents".into(),
-        ));
-    }
-    let mut file = File::open(path).map_err(io_error)?;
+    let mut file = handles::open_read(workspace, relative).map_err(io_error)?;
     let mut probe = Vec::with_capacity(BINARY_PROBE_BYTES);
     (&mut file)
         .take(BINARY_PROBE_BYTES as u64)
@@ -178,47 +184,44 @@ impl TypedTool for ListDir {
 
     async fn run(&self, args: ListDirArgs, ctx: &ToolContext) -> Result<String, ToolError> {
         let requested = args.path.unwrap_or_else(|| ".".to_string());
-        let path = path_guard::resolve(&ctx.workspace, &requested)?;
-        let shown = path_guard::display(&ctx.workspace, &path);
-        tokio::task::spawn_blocking(move || list(&path, &shown))
+        let (path, shown) = ctx.resolve_read(&requested)?;
+        let relative = path_guard::relative(&ctx.workspace, &path).to_path_buf();
+        let workspace = ctx.workspace.clone();
+        tokio::task::spawn_blocking(move || list(&workspace, &relative, &shown))
             .await
             .map_err(|e| ToolError::Failed(format!("listing the directory failed: {e}")))?
     }
 }
 
-fn list(path: &Path, shown: &str) -> Result<String, ToolError> {
+fn list(workspace: &Path, relative: &Path, shown: &str) -> Result<String, ToolError> {
     let path_error = |message: String| ToolError::Path {
         path: shown.to_string(),
         message,
     };
-    let metadata = fs::metadata(path).map_err(|e| match e.kind() {
-        io::ErrorKind::NotFound => path_error("directory not found".into()),
-        _ => path_error(e.to_string()),
-    })?;
-    if !metadata.is_dir() {
-        return Err(path_error(
-            "is a file, not a directory; use read_file to read it".into(),
-        ));
-    }
-    if Path::new(shown)
+    if relative
         .components()
-        .any(|c| c.as_os_str() == ".git")
+        .any(|c| c.as_os_str().eq_ignore_ascii_case(".git"))
     {
         return Ok(format!(
             "{shown} is git's internal data and is not listed; use git commands through shell"
         ));
     }
+    let entries = handles::list(workspace, relative).map_err(|e| match e.raw_os_error() {
+        Some(libc::ENOENT) => path_error("directory not found".into()),
+        Some(libc::ENOTDIR) => {
+            path_error("is a file, not a directory; use read_file to read it".into())
+        }
+        _ => path_error(e.to_string()),
+    })?;
     let mut dirs = Vec::new();
     let mut files = Vec::new();
-    for entry in fs::read_dir(path).map_err(|e| path_error(e.to_string()))? {
-        let Ok(entry) = entry else { continue };
-        let name = entry.file_name().to_string_lossy().into_owned();
-        match entry.file_type() {
-            Ok(kind) if kind.is_dir() => dirs.push(format!("{name}/")),
-            Ok(kind) if kind.is_symlink() => files.push(describe_link(&entry.path(), &name)),
-            _ => {
-                let size = entry.metadata().map(|m| m.len()).unwrap_or(0);
-                files.push(format!("{name}  ({})", human_size(size)));
+    for entry in entries {
+        let name = entry.name;
+        match entry.kind {
+            EntryKind::Dir => dirs.push(format!("{name}/")),
+            EntryKind::Symlink => files.push(describe_link(&workspace.join(relative), &name)),
+            EntryKind::File | EntryKind::Other => {
+                files.push(format!("{name}  ({})", human_size(entry.size)));
             }
         }
     }
@@ -242,12 +245,12 @@ fn list(path: &Path, shown: &str) -> Result<String, ToolError> {
     Ok(out)
 }
 
-fn describe_link(path: &Path, name: &str) -> String {
-    let target = fs::read_link(path)
+/// `name -> target` for a symlink in `dir`; the target is read, never followed.
+fn describe_link(dir: &Path, name: &str) -> String {
+    let target = fs::read_link(dir.join(name))
         .map(|t| t.display().to_string())
         .unwrap_or_default();
-    let slash = if path.is_dir() { "/" } else { "" };
-    format!("{name}{slash} -> {target}")
+    format!("{name} -> {target}")
 }
 
 fn human_size(bytes: u64) -> String {

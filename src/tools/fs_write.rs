@@ -12,7 +12,7 @@ use similar::{ChangeTag, TextDiff};
 use super::{ToolContext, ToolError, TypedTool};
 use crate::protocol::ApprovalAction;
 use crate::sandbox::approval::Action;
-use crate::sandbox::path_guard;
+use crate::sandbox::{handles, path_guard};
 
 pub struct WriteFile;
 
@@ -41,7 +41,7 @@ impl TypedTool for WriteFile {
         ctx: &ToolContext,
     ) -> Result<ApprovalAction, ToolError> {
         let (path, shown) = resolve(&args.path, ctx)?;
-        let old = read_text(&path).await.unwrap_or_default();
+        let old = read_text(&path, ctx).await.unwrap_or_default();
         Ok(ApprovalAction::Write {
             diff: unified(&shown, &old, &args.content),
             path: shown,
@@ -50,37 +50,21 @@ impl TypedTool for WriteFile {
 
     async fn run(&self, args: WriteFileArgs, ctx: &ToolContext) -> Result<String, ToolError> {
         let (path, shown) = resolve(&args.path, ctx)?;
-        let path_error = |message: String| ToolError::Path {
-            path: shown.clone(),
-            message,
-        };
-        let previous = match tokio::fs::read(&path).await {
-            Ok(bytes) => Some(String::from_utf8(bytes).ok()),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => None,
-            Err(e) if path.is_dir() => {
-                return Err(path_error(format!("is a directory, not a file ({e})")));
-            }
-            Err(e) => return Err(path_error(e.to_string())),
-        };
-        if let Some(parent) = path.parent() {
-            tokio::fs::create_dir_all(parent)
-                .await
-                .map_err(|e| path_error(format!("cannot create the parent directory: {e}")))?;
-        }
-        tokio::fs::write(&path, &args.content)
-            .await
-            .map_err(|e| path_error(e.to_string()))?;
-        let lines = args.content.lines().count();
-        Ok(match previous {
-            None => format!(
-                "created {shown} ({lines} lines, {} bytes)",
-                args.content.len()
-            ),
-            Some(None) => format!("replaced {shown} (it was not UTF-8 text; now {lines} lines)"),
-            Some(Some(old)) if old == args.content => {
+        let relative = path_guard::relative(&ctx.workspace, &path).to_path_buf();
+        let workspace = ctx.workspace.clone();
+        let (content, previous) = blocking(&shown, move || {
+            let previous = handles::replace(&workspace, &relative, args.content.as_bytes())?;
+            Ok((args.content, previous))
+        })
+        .await?;
+        let lines = content.lines().count();
+        Ok(match previous.map(String::from_utf8) {
+            None => format!("created {shown} ({lines} lines, {} bytes)", content.len()),
+            Some(Err(_)) => format!("replaced {shown} (it was not UTF-8 text; now {lines} lines)"),
+            Some(Ok(old)) if old == content => {
                 format!("{shown} already had this content; nothing changed")
             }
-            Some(Some(old)) => change_report("wrote", &shown, &old, &args.content),
+            Some(Ok(old)) => change_report("wrote", &shown, &old, &content),
         })
     }
 }
@@ -120,7 +104,7 @@ impl TypedTool for EditFile {
             path: shown.clone(),
             message,
         };
-        let old = read_text(&path).await.map_err(path_error)?;
+        let old = read_text(&path, ctx).await.map_err(path_error)?;
         let new = replace_unique(&old, &args.old_string, &args.new_string).map_err(path_error)?;
         Ok(ApprovalAction::Write {
             diff: unified(&shown, &old, &new),
@@ -146,31 +130,54 @@ impl TypedTool for EditFile {
                 "old_string and new_string are identical; nothing would change".into(),
             ));
         }
-        let old = read_text(&path).await.map_err(path_error)?;
+        let old = read_text(&path, ctx).await.map_err(path_error)?;
         let new = replace_unique(&old, &args.old_string, &args.new_string).map_err(path_error)?;
-        tokio::fs::write(&path, &new)
-            .await
-            .map_err(|e| path_error(e.to_string()))?;
+        let relative = path_guard::relative(&ctx.workspace, &path).to_path_buf();
+        let workspace = ctx.workspace.clone();
+        let new = blocking(&shown, move || {
+            handles::replace(&workspace, &relative, new.as_bytes())?;
+            Ok(new)
+        })
+        .await?;
         Ok(change_report("edited", &shown, &old, &new))
     }
 }
 
 /// The real path to write and how it is shown, under the session's write policy.
 fn resolve(requested: &str, ctx: &ToolContext) -> Result<(PathBuf, String), ToolError> {
-    let policy = ctx.approvals.write_policy();
-    let path = path_guard::resolve_for_write(&ctx.workspace, requested, policy)?;
-    let shown = path_guard::display(&ctx.workspace, &path);
-    Ok((path, shown))
+    ctx.resolve_write(requested)
 }
 
-async fn read_text(path: &Path) -> Result<String, String> {
-    if path.is_dir() {
-        return Err("is a directory, not a file".into());
-    }
-    let bytes = tokio::fs::read(path).await.map_err(|e| match e.kind() {
-        io::ErrorKind::NotFound => "file not found; use write_file to create a new file".into(),
-        _ => e.to_string(),
-    })?;
+/// Runs file work on a blocking thread; an IO error becomes a path error for `shown`.
+async fn blocking<T: Send + 'static>(
+    shown: &str,
+    work: impl FnOnce() -> io::Result<T> + Send + 'static,
+) -> Result<T, ToolError> {
+    let path_error = |message: String| ToolError::Path {
+        path: shown.to_string(),
+        message,
+    };
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|e| ToolError::Failed(format!("writing the file failed: {e}")))?
+        .map_err(|e| match e.kind() {
+            io::ErrorKind::IsADirectory => path_error("is a directory, not a file".into()),
+            _ => path_error(e.to_string()),
+        })
+}
+
+/// The text of the file at `path` (real, checked), read through the workspace's handles.
+async fn read_text(path: &Path, ctx: &ToolContext) -> Result<String, String> {
+    let relative = path_guard::relative(&ctx.workspace, path).to_path_buf();
+    let workspace = ctx.workspace.clone();
+    let bytes = tokio::task::spawn_blocking(move || handles::read(&workspace, &relative))
+        .await
+        .map_err(|e| e.to_string())?
+        .map_err(|e| match e.kind() {
+            io::ErrorKind::NotFound => "file not found; use write_file to create a new file".into(),
+            io::ErrorKind::IsADirectory => "is a directory, not a file".into(),
+            _ => e.to_string(),
+        })?;
     String::from_utf8(bytes)
         .map_err(|_| "is not UTF-8 text; edit_file only edits text files".to_string())
 }

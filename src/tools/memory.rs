@@ -11,6 +11,8 @@ use crate::memory::embed::EmbeddingClient;
 use crate::memory::search_archive;
 use crate::memory::types::{Scope, SearchHit};
 use crate::memory::{Store, StoreError};
+use crate::protocol::ApprovalAction;
+use crate::sandbox::approval::Action;
 
 /// Registers the four memory tools on `registry`.
 pub fn register(
@@ -159,7 +161,25 @@ impl TypedTool for Remember {
     const DESCRIPTION: &'static str = "Keep a durable fact or lesson (a user preference, a \
         project convention, a fix that worked). It appears in the system prompt of later \
         sessions, with an id you can pass to forget.";
-    const MUTATES: bool = false;
+    const MUTATES: bool = true;
+
+    fn action(&self, _args: &RememberArgs) -> Option<Action> {
+        Some(Action::Memory)
+    }
+
+    async fn preview(
+        &self,
+        args: RememberArgs,
+        _ctx: &ToolContext,
+    ) -> Result<ApprovalAction, ToolError> {
+        let scope = match args.scope {
+            Some(RememberScope::Global) => "in every workspace",
+            _ => "in this project",
+        };
+        Ok(ApprovalAction::Memory {
+            change: format!("remember {scope}: {}", args.text.trim()),
+        })
+    }
 
     async fn run(&self, args: RememberArgs, ctx: &ToolContext) -> Result<String, ToolError> {
         let text = args.text.trim().to_string();
@@ -200,7 +220,28 @@ impl TypedTool for Forget {
     const NAME: &'static str = "forget";
     const DESCRIPTION: &'static str = "Remove a remembered experience that is wrong or outdated, \
         by its id.";
-    const MUTATES: bool = false;
+    const MUTATES: bool = true;
+
+    fn action(&self, _args: &ForgetArgs) -> Option<Action> {
+        Some(Action::Memory)
+    }
+
+    async fn preview(
+        &self,
+        args: ForgetArgs,
+        _ctx: &ToolContext,
+    ) -> Result<ApprovalAction, ToolError> {
+        let id = args.id;
+        let text = self
+            .store
+            .call(move |db| db.experience_text(id))
+            .await
+            .map_err(failed)?
+            .unwrap_or_else(|| "(no such experience)".into());
+        Ok(ApprovalAction::Memory {
+            change: format!("forget #{id}: {text}"),
+        })
+    }
 
     async fn run(&self, args: ForgetArgs, _ctx: &ToolContext) -> Result<String, ToolError> {
         let id = args.id;

@@ -28,6 +28,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::protocol::{ApprovalAction, Event};
 use crate::sandbox::approval::Action;
+use crate::sandbox::path_guard;
 
 pub use approvals::Approvals;
 pub use registry::ToolRegistry;
@@ -68,6 +69,25 @@ impl ToolContext {
             approvals,
             events,
         }
+    }
+
+    /// The real path of `requested` inside the workspace, for reading, with how the model is
+    /// shown it.
+    pub fn resolve_read(&self, requested: &str) -> Result<(PathBuf, String), ToolError> {
+        let confinement = self.approvals.confinement();
+        let path = path_guard::resolve(&self.workspace, requested, confinement)?;
+        let shown = path_guard::display(&self.workspace, &path);
+        Ok((path, shown))
+    }
+
+    /// Like [`ToolContext::resolve_read`], for a path about to be written under the session's
+    /// write policy.
+    pub fn resolve_write(&self, requested: &str) -> Result<(PathBuf, String), ToolError> {
+        let policy = self.approvals.write_policy();
+        let confinement = self.approvals.confinement();
+        let path = path_guard::resolve_for_write(&self.workspace, requested, policy, confinement)?;
+        let shown = path_guard::display(&self.workspace, &path);
+        Ok((path, shown))
     }
 
     /// Streams a piece of live output (for example a shell line) to the front end.

@@ -1,8 +1,12 @@
 //! Finding things in the workspace: `glob` by file name, `grep` by content. Both walk the tree
 //! like ripgrep (respecting `.gitignore` and `.ignore`, skipping hidden files) on a blocking
-//! thread, and cap what they return.
+//! thread, and cap what they return. Every file they report or open passes the same guard as
+//! `read_file`: a symlink that leads out of the workspace (or into a hidden path) is skipped and
+//! counted, and files are opened through the workspace's handles, never by following a link.
 
+use std::cell::Cell;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use globset::{GlobBuilder, GlobMatcher};
 use grep_regex::RegexMatcherBuilder;
@@ -14,7 +18,7 @@ use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
 use super::{ToolContext, ToolError, TypedTool};
-use crate::sandbox::path_guard;
+use crate::sandbox::{Confinement, handles, path_guard};
 
 const MAX_GLOB_RESULTS: usize = 1000;
 const MAX_GREP_MATCHES: usize = 500;
@@ -124,12 +128,21 @@ struct Search {
     workspace: PathBuf,
     root: PathBuf,
     cancel: CancellationToken,
+    confinement: Arc<Confinement>,
+    /// Symlinks out of the workspace and hidden paths met by the walk, not reported.
+    skipped: Cell<usize>,
+}
+
+/// A file the walk found: where it was found (shown to the model) and its real path.
+struct Found {
+    path: PathBuf,
+    real: PathBuf,
 }
 
 impl Search {
     fn new(ctx: &ToolContext, path: Option<&str>) -> Result<Self, ToolError> {
         let requested = path.unwrap_or(".");
-        let root = path_guard::resolve(&ctx.workspace, requested)?;
+        let (root, _) = ctx.resolve_read(requested)?;
         if !root.exists() {
             return Err(ToolError::Path {
                 path: requested.to_string(),
@@ -140,6 +153,8 @@ impl Search {
             workspace: ctx.workspace.clone(),
             root,
             cancel: ctx.cancel.clone(),
+            confinement: ctx.approvals.confinement().clone(),
+            skipped: Cell::new(0),
         })
     }
 
@@ -148,7 +163,7 @@ impl Search {
     fn files<'a>(
         &'a self,
         filter: Option<&'a PathFilter>,
-    ) -> impl Iterator<Item = Result<PathBuf, ToolError>> + 'a {
+    ) -> impl Iterator<Item = Result<Found, ToolError>> + 'a {
         WalkBuilder::new(&self.root)
             .hidden(true)
             .require_git(false)
@@ -162,11 +177,56 @@ impl Search {
                 if entry.file_type().is_none_or(|kind| kind.is_dir()) {
                     return None;
                 }
+                let link = entry.path_is_symlink();
                 let path = entry.into_path();
                 let relative = path.strip_prefix(&self.root).unwrap_or(&path);
-                let keep = filter.is_none_or(|f| f.matches(relative));
-                keep.then_some(Ok(path))
+                if !filter.is_none_or(|f| f.matches(relative)) {
+                    return None;
+                }
+                match self.checked(&path, link) {
+                    Some(real) => Some(Ok(Found { path, real })),
+                    None => {
+                        self.skipped.set(self.skipped.get() + 1);
+                        None
+                    }
+                }
             })
+    }
+
+    /// The real path of a file the walk found, when the file tools may read it: inside the
+    /// workspace and not hidden. A symlink is resolved first; one to a directory is not a file.
+    fn checked(&self, path: &Path, link: bool) -> Option<PathBuf> {
+        if !link {
+            return self
+                .confinement
+                .hiding(path)
+                .is_none()
+                .then(|| path.to_path_buf());
+        }
+        let text = path.to_str()?;
+        let real = path_guard::resolve(&self.workspace, text, &self.confinement).ok()?;
+        std::fs::symlink_metadata(&real)
+            .is_ok_and(|m| m.is_file())
+            .then_some(real)
+    }
+
+    /// The line on what the walk left out for the guard's sake, empty when nothing was.
+    fn skipped_note(&self) -> String {
+        match self.skipped.get() {
+            0 => String::new(),
+            n => format!(
+                "[{n} symlinked or hidden file(s) skipped: they lead outside the workspace or \
+                 into a hidden path]\n"
+            ),
+        }
+    }
+
+    /// "no …" answers end with the skipped note on a line of its own, when there is one.
+    fn nothing_found(&self, message: String) -> String {
+        match self.skipped_note() {
+            note if note.is_empty() => message,
+            note => format!("{message}\n{}", note.trim_end()),
+        }
     }
 
     fn shown(&self, path: &Path) -> String {
@@ -176,18 +236,18 @@ impl Search {
     fn find_files(&self, filter: &PathFilter, pattern: &str) -> Result<String, ToolError> {
         let mut found = Vec::new();
         let mut total = 0;
-        for path in self.files(Some(filter)) {
-            let path = path?;
+        for file in self.files(Some(filter)) {
+            let file = file?;
             total += 1;
             if found.len() < MAX_GLOB_RESULTS {
-                found.push(self.shown(&path));
+                found.push(self.shown(&file.path));
             }
         }
         if found.is_empty() {
-            return Ok(format!(
+            return Ok(self.nothing_found(format!(
                 "no files match `{pattern}` in {} (ignored and hidden files are skipped)",
-                self.shown(&self.root)
-            ));
+                self.shown(&self.root),
+            )));
         }
         found.sort();
         let mut out = found.join("\n");
@@ -198,6 +258,7 @@ impl Search {
                 found.len()
             ));
         }
+        out.push_str(&self.skipped_note());
         Ok(out)
     }
 
@@ -222,15 +283,20 @@ impl Search {
             .line_number(true)
             .build();
         let mut lines = Vec::new();
-        for path in self.files(filter) {
-            let path = path?;
-            let shown = self.shown(&path);
+        for file in self.files(filter) {
+            let file = file?;
+            let shown = self.shown(&file.path);
+            let relative = path_guard::relative(&self.workspace, &file.real);
+            // An unreadable file is skipped, as ripgrep does; so is one that changed into a
+            // symlink or a special file since the walk saw it.
+            let Ok(opened) = handles::open_read(&self.workspace, relative) else {
+                continue;
+            };
             let sink = Lossy(|number, line| {
                 lines.push(format!("{shown}:{number}:{}", cut_line(line.trim_end())));
                 Ok(lines.len() <= MAX_GREP_MATCHES)
             });
-            // An unreadable file is skipped, as ripgrep does.
-            let _ = searcher.search_path(&matcher, &path, sink);
+            let _ = searcher.search_file(&matcher, &opened, sink);
             if lines.len() > MAX_GREP_MATCHES {
                 lines.truncate(MAX_GREP_MATCHES);
                 lines.push(format!(
@@ -240,12 +306,12 @@ impl Search {
             }
         }
         if lines.is_empty() {
-            return Ok(format!(
+            return Ok(self.nothing_found(format!(
                 "no matches for `{pattern}` in {} (ignored, hidden and binary files are skipped)",
-                self.shown(&self.root)
-            ));
+                self.shown(&self.root),
+            )));
         }
-        Ok(lines.join("\n") + "\n")
+        Ok(lines.join("\n") + "\n" + &self.skipped_note())
     }
 }
 

@@ -1,8 +1,9 @@
 //! The `shell` tool: runs one bash command in the workspace under the session's sandbox,
 //! streams its output live and returns a bounded head and tail of it. The command runs in its
 //! own process group so that a timeout, an interrupt or a dropped call kills everything it
-//! started, grandchildren included (under bubblewrap, killing the group kills `bwrap`, and
-//! `--die-with-parent` takes the whole sandbox with it). A failure that looks like the sandbox's
+//! started, grandchildren included: under bubblewrap, killing the group kills `bwrap`, and
+//! `--die-with-parent` takes the whole PID namespace with it; unsandboxed, the command's shell
+//! is a subreaper whose whole tree is killed, children that left with `setsid` included. A failure that looks like the sandbox's
 //! doing is said to be so, so the model does not guess.
 
 use std::os::unix::process::ExitStatusExt;
@@ -20,7 +21,7 @@ use super::truncate::{MAX_OUTPUT_BYTES, ceil_char_boundary, floor_char_boundary,
 use super::{ToolContext, ToolError, TypedTool};
 use crate::protocol::ApprovalAction;
 use crate::sandbox::approval::Action;
-use crate::sandbox::{Escalation, Sandbox};
+use crate::sandbox::{Escalation, Prepared, RunGuard, Sandbox};
 
 /// A partial line longer than this is passed on without waiting for its newline.
 const MAX_PENDING_BYTES: usize = 16 * 1024;
@@ -55,7 +56,8 @@ impl Shell {
             Some(sandbox) => sandbox.clone(),
             None => {
                 let created = Sandbox::temporary(ctx.approvals.configured(), &ctx.workspace)
-                    .map_err(|e| ToolError::Failed(e.to_string()))?;
+                    .map_err(|e| ToolError::Failed(e.to_string()))?
+                    .confined(ctx.approvals.confinement().clone());
                 slot.insert(created).clone()
             }
         };
@@ -118,10 +120,11 @@ async fn run_command(
         Duration::from_secs(secs.max(1)).min(ctx.timeout)
     });
     let deadline = Instant::now() + limit;
-    let mut child = sandbox
+    let Prepared { mut command, guard } = sandbox
         .command(&args.command)
         .await
-        .map_err(|e| ToolError::Failed(e.to_string()))?
+        .map_err(|e| ToolError::Failed(e.to_string()))?;
+    let mut child = command
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -129,7 +132,12 @@ async fn run_command(
         .kill_on_drop(true)
         .spawn()
         .map_err(|e| ToolError::Failed(format!("could not start the command: {e}")))?;
-    let mut group = ProcessGroup(child.id().and_then(|id| libc::pid_t::try_from(id).ok()));
+    drop(command);
+    let mut group = Running {
+        guard,
+        pid: child.id().and_then(|id| libc::pid_t::try_from(id).ok()),
+        reaped: false,
+    };
     let (tx, mut rx) = mpsc::channel::<String>(64);
     if let Some(stdout) = child.stdout.take() {
         tokio::spawn(pump(stdout, tx.clone()));
@@ -179,6 +187,7 @@ async fn run_command(
                 let exited = exited
                     .map_err(|e| ToolError::Failed(format!("waiting for the command failed: {e}")))?;
                 status = Some(exited);
+                group.reaped = true;
                 // Background processes left behind would hold the pipes open forever.
                 group.kill();
             }
@@ -203,31 +212,35 @@ async fn run_command(
         return Ok(format!("{text}{outcome}"));
     }
     let mut message = format!("{text}{outcome}");
-    if let Some(note) = sandbox.explain_denial(&text) {
+    if let Some(note) = group.guard.explain(&text) {
         message.push('\n');
         message.push_str(&note);
     }
     Err(ToolError::Failed(message))
 }
 
-/// The command's process group; killed when asked and, at the latest, when dropped.
-struct ProcessGroup(Option<libc::pid_t>);
+/// The running command; everything it started is killed when asked and, at the latest, when
+/// dropped.
+struct Running {
+    guard: RunGuard,
+    /// The spawned process, until it was killed.
+    pid: Option<libc::pid_t>,
+    /// Once the process is reaped its id may be reused, so only its group and cgroup are
+    /// killed, not a tree found by walking from the id.
+    reaped: bool,
+}
 
-impl ProcessGroup {
-    /// Sends SIGKILL to the whole group once; later calls do nothing, so a reused id is
+impl Running {
+    /// Kills the command and all it started, once; later calls do nothing, so a reused id is
     /// never signalled.
     fn kill(&mut self) {
-        if let Some(pgid) = self.0.take() {
-            // SAFETY: killpg has no memory-safety preconditions; the group id is the id of the
-            // child we spawned with `process_group(0)`, so it names only the command's group.
-            unsafe {
-                libc::killpg(pgid, libc::SIGKILL);
-            }
+        if let Some(pid) = self.pid.take() {
+            self.guard.kill(pid, self.reaped);
         }
     }
 }
 
-impl Drop for ProcessGroup {
+impl Drop for Running {
     fn drop(&mut self) {
         self.kill();
     }

@@ -84,6 +84,13 @@ impl ApprovalPrompt {
                     lines.push(Line::styled(format!("  … {hidden} more lines"), dim()));
                 }
             }
+            ApprovalAction::Memory { change } => {
+                lines.push(Line::from(vec![
+                    Span::styled("? ", bold),
+                    Span::styled("Change what later sessions remember?", bold),
+                ]));
+                lines.push(Line::raw(format!("  {change}")));
+            }
         }
         lines.push(Line::styled(
             format!("  {} wants this: {}", self.tool, self.reason),

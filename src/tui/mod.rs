@@ -21,6 +21,7 @@ mod pager_cache;
 pub mod pager_view;
 pub mod picker;
 pub mod slash;
+pub mod start_questions;
 pub mod state;
 pub mod status;
 mod stream;

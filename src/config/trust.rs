@@ -1,0 +1,318 @@
+//! Workspace trust. A workspace's `.mnemo/config.toml` arrives with the repository (or was
+//! written by a command), so whoever wrote the repository wrote it. Settings in it that lower
+//! safety (approval, sandbox, network, limits, the environment commands see) or choose where
+//! keys and conversations go (a model's URL, key variable or script, the embedding endpoint,
+//! the database) take effect only once the person trusted the workspace with this exact file:
+//! `mnemo trust`, or the question the terminal front end asks. Until then they are dropped and
+//! reported. Trust lives in the user's config dir (`trusted-workspaces.toml`), bound to the
+//! file's SHA-256 as direnv binds `.envrc`: a changed file needs trusting again, so neither a
+//! pull nor the agent can widen what the person agreed to.
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use toml::{Table, Value};
+
+use super::Dirs;
+use crate::sandbox::ApprovalMode;
+
+pub const TRUST_FILE: &str = "trusted-workspaces.toml";
+
+/// Where a workspace stands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Trust {
+    /// The workspace has no config file: nothing to trust.
+    NoConfig,
+    /// Trusted with this very file.
+    Trusted,
+    /// Never trusted.
+    Untrusted,
+    /// Trusted once, but the file changed since.
+    Changed,
+}
+
+/// A setting of the workspace file that was dropped because the workspace is not trusted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ignored {
+    /// The dotted key, such as `sandbox.policy` or `models.fast.base_url`.
+    pub key: String,
+    /// Its value as written, in TOML.
+    pub value: String,
+}
+
+impl std::fmt::Display for Ignored {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} = {}", self.key, self.value)
+    }
+}
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct TrustFile {
+    #[serde(default, rename = "workspace")]
+    workspaces: Vec<TrustEntry>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct TrustEntry {
+    path: PathBuf,
+    /// SHA-256 of `.mnemo/config.toml` when it was trusted.
+    config_sha256: String,
+    trusted_at: String,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum TrustError {
+    #[error("no config directory is known for this user; set MNEMO_CONFIG_DIR")]
+    NoConfigDir,
+    #[error("cannot read {}: {source}", .path.display())]
+    Read { path: PathBuf, source: io::Error },
+    #[error("{} is not a valid trust list: {message}", .path.display())]
+    Parse { path: PathBuf, message: String },
+    #[error("cannot write {}: {source}", .path.display())]
+    Write { path: PathBuf, source: io::Error },
+}
+
+/// The SHA-256 of a workspace config file's bytes, in hex.
+pub fn fingerprint(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// The path and fingerprint of `workspace`'s config file, `None` when it has none.
+pub fn workspace_config(workspace: &Path) -> Option<(PathBuf, String)> {
+    let path = workspace.join(".mnemo").join("config.toml");
+    let bytes = std::fs::read(&path).ok()?;
+    Some((path, fingerprint(&bytes)))
+}
+
+fn trust_path(dirs: &Dirs) -> Result<PathBuf, TrustError> {
+    dirs.config
+        .as_ref()
+        .map(|dir| dir.join(TRUST_FILE))
+        .ok_or(TrustError::NoConfigDir)
+}
+
+fn read_list(path: &Path) -> Result<TrustFile, TrustError> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(TrustFile::default()),
+        Err(source) => {
+            return Err(TrustError::Read {
+                path: path.to_path_buf(),
+                source,
+            });
+        }
+    };
+    toml::from_str(&text).map_err(|e| TrustError::Parse {
+        path: path.to_path_buf(),
+        message: e.message().to_string(),
+    })
+}
+
+/// How `workspace` (canonical) stands, given the fingerprint of its config file. An unreadable
+/// trust list trusts nothing.
+pub fn status(dirs: &Dirs, workspace: &Path, config: Option<&str>) -> Trust {
+    let Some(config) = config else {
+        return Trust::NoConfig;
+    };
+    let Ok(list) = trust_path(dirs).and_then(|path| read_list(&path)) else {
+        return Trust::Untrusted;
+    };
+    match list.workspaces.iter().find(|w| w.path == workspace) {
+        Some(entry) if entry.config_sha256 == config => Trust::Trusted,
+        Some(_) => Trust::Changed,
+        None => Trust::Untrusted,
+    }
+}
+
+/// Trusts `workspace` with its config file as it is now.
+pub fn trust(dirs: &Dirs, workspace: &Path) -> Result<Trust, TrustError> {
+    let fingerprint = workspace_config(workspace).map(|(_, f)| f);
+    let path = trust_path(dirs)?;
+    let mut list = read_list(&path)?;
+    list.workspaces.retain(|w| w.path != workspace);
+    list.workspaces.push(TrustEntry {
+        path: workspace.to_path_buf(),
+        config_sha256: fingerprint.clone().unwrap_or_default(),
+        trusted_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+    });
+    write_list(&path, &list)?;
+    Ok(match fingerprint {
+        Some(_) => Trust::Trusted,
+        None => Trust::NoConfig,
+    })
+}
+
+/// Forgets `workspace`; `true` when it was trusted.
+pub fn revoke(dirs: &Dirs, workspace: &Path) -> Result<bool, TrustError> {
+    let path = trust_path(dirs)?;
+    let mut list = read_list(&path)?;
+    let before = list.workspaces.len();
+    list.workspaces.retain(|w| w.path != workspace);
+    if list.workspaces.len() == before {
+        return Ok(false);
+    }
+    write_list(&path, &list)?;
+    Ok(true)
+}
+
+/// The trusted workspaces, with when they were trusted.
+pub fn list(dirs: &Dirs) -> Result<Vec<(PathBuf, String)>, TrustError> {
+    let list = read_list(&trust_path(dirs)?)?;
+    Ok(list
+        .workspaces
+        .into_iter()
+        .map(|w| (w.path, w.trusted_at))
+        .collect())
+}
+
+/// Writes the list whole, through a private temporary file renamed into place.
+fn write_list(path: &Path, list: &TrustFile) -> Result<(), TrustError> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let error = |source| TrustError::Write {
+        path: path.to_path_buf(),
+        source,
+    };
+    let text = format!(
+        "# Workspaces whose .mnemo/config.toml may lower safety or choose models' endpoints.\n\
+         # Written by `mnemo trust`; each entry holds for the config file with this SHA-256.\n\n{}",
+        toml::to_string(list).map_err(|e| error(io::Error::other(e)))?
+    );
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).map_err(error)?;
+    }
+    let temp = path.with_extension(format!("toml.{}", std::process::id()));
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&temp)
+        .map_err(error)?;
+    file.write_all(text.as_bytes()).map_err(error)?;
+    file.sync_all().map_err(error)?;
+    std::fs::rename(&temp, path).map_err(error)
+}
+
+/// Keys of a model entry that choose where its requests and key go.
+const ROUTING_KEYS: &[&str] = &["base_url", "api_key_env", "script"];
+
+/// The workspace layer with every setting an untrusted workspace may not make removed, given
+/// `lower` (the defaults and the user's file merged). Settings that only make things stricter
+/// stay. `deny_read` entries are added to the lower list, never replace it.
+pub fn restrict(lower: &Table, mut layer: Table) -> (Table, Vec<Ignored>) {
+    let mut ignored = Vec::new();
+    let mut drop = |table: &mut Table, key: &str, prefix: &str| {
+        if let Some(value) = table.remove(key) {
+            ignored.push(Ignored {
+                key: format!("{prefix}{key}"),
+                value: value.to_string(),
+            });
+        }
+    };
+    if looser(lower.get("approval"), layer.get("approval"), approval_rank) {
+        drop(&mut layer, "approval", "");
+    }
+    if let Some(Value::Table(sandbox)) = layer.get_mut("sandbox") {
+        let lower = match lower.get("sandbox") {
+            Some(Value::Table(t)) => t.clone(),
+            _ => Table::new(),
+        };
+        if looser(lower.get("policy"), sandbox.get("policy"), policy_rank) {
+            drop(sandbox, "policy", "sandbox.");
+        }
+        if sandbox.get("network") == Some(&Value::Boolean(true))
+            && lower.get("network") != Some(&Value::Boolean(true))
+        {
+            drop(sandbox, "network", "sandbox.");
+        }
+        drop(sandbox, "env_allow", "sandbox.");
+        for key in ["max_processes", "max_memory_mb"] {
+            if larger(lower.get(key), sandbox.get(key)) {
+                drop(sandbox, key, "sandbox.");
+            }
+        }
+        if let Some(Value::Array(added)) = sandbox.get("deny_read") {
+            let mut union = match lower.get("deny_read") {
+                Some(Value::Array(existing)) => existing.clone(),
+                _ => Vec::new(),
+            };
+            union.extend(
+                added
+                    .iter()
+                    .filter(|v| !union.contains(v))
+                    .cloned()
+                    .collect::<Vec<_>>(),
+            );
+            sandbox.insert("deny_read".into(), Value::Array(union));
+        }
+    }
+    if let Some(Value::Table(memory)) = layer.get_mut("memory") {
+        drop(memory, "db_path", "memory.");
+        drop(memory, "embedding", "memory.");
+    }
+    if let Some(Value::Table(models)) = layer.get_mut("models") {
+        let known = match lower.get("models") {
+            Some(Value::Table(t)) => t.keys().cloned().collect::<Vec<_>>(),
+            None | Some(_) => Vec::new(),
+        };
+        for (name, entry) in models.iter_mut() {
+            let Value::Table(entry) = entry else { continue };
+            let prefix = format!("models.{name}.");
+            for key in ROUTING_KEYS {
+                drop(entry, key, &prefix);
+            }
+            if known.contains(name) {
+                drop(entry, "provider", &prefix);
+            }
+        }
+    }
+    (layer, ignored)
+}
+
+/// Whether `value` is more permissive than `lower` under `rank` (an unparsable value counts
+/// as looser: it is dropped and the file's own check reports it).
+fn looser(lower: Option<&Value>, value: Option<&Value>, rank: fn(&str) -> Option<u8>) -> bool {
+    let Some(value) = value else { return false };
+    let rank_of = |v: &Value| v.as_str().and_then(rank);
+    match (lower.and_then(rank_of), rank_of(value)) {
+        (Some(lower), Some(value)) => value > lower,
+        (None, Some(value)) => value > 0,
+        (_, None) => true,
+    }
+}
+
+fn larger(lower: Option<&Value>, value: Option<&Value>) -> bool {
+    let Some(value) = value else { return false };
+    match (lower.and_then(Value::as_integer), value.as_integer()) {
+        (Some(lower), Some(value)) => value > lower || (value == 0 && lower != 0),
+        _ => true,
+    }
+}
+
+fn approval_rank(text: &str) -> Option<u8> {
+    Some(match ApprovalMode::parse(text)? {
+        ApprovalMode::ReadOnly => 0,
+        ApprovalMode::Ask => 1,
+        ApprovalMode::Auto => 2,
+        ApprovalMode::Full => 3,
+    })
+}
+
+fn policy_rank(text: &str) -> Option<u8> {
+    Some(match text.replace('-', "_").as_str() {
+        "read_only" => 0,
+        "workspace_write" => 1,
+        "full_access" => 2,
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+#[path = "trust_tests.rs"]
+mod tests;

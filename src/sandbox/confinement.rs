@@ -1,0 +1,242 @@
+//! What confines a session's commands and file tools besides the policy: the `[sandbox]`
+//! config section, and the value built from it once per launch. It says which environment
+//! variables pass, which secret locations (and mnemo's own directories) are hidden, and how many
+//! processes and how much memory one command may use.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::env_allow::EnvPolicy;
+use super::policy::{SandboxConfig, SandboxPolicy};
+
+/// Processes (threads count too) one command may have at once, unless configured.
+pub const DEFAULT_MAX_PROCESSES: u32 = 2048;
+
+/// The `[sandbox]` config section.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SandboxSection {
+    pub policy: SandboxPolicy,
+    /// Whether sandboxed commands reach the network.
+    pub network: bool,
+    /// Environment variables commands see beyond the built-in allow-list: names, or prefixes
+    /// ending in `*`.
+    pub env_allow: Vec<String>,
+    /// Files and directories hidden from commands and refused by the file tools; `~/` is the
+    /// home directory.
+    pub deny_read: Vec<String>,
+    /// Processes and threads one command may run at once.
+    pub max_processes: u32,
+    /// Memory one command may use, in MiB; 0 means half of the machine's memory.
+    pub max_memory_mb: u64,
+    /// Set by the loader, never read from a file: the key variables of every configured model.
+    #[serde(skip)]
+    pub key_vars: Vec<String>,
+    /// Set by the loader: mnemo's config and data directories, hidden like secrets.
+    #[serde(skip)]
+    pub own_dirs: Vec<PathBuf>,
+}
+
+impl Default for SandboxSection {
+    fn default() -> Self {
+        Self {
+            policy: SandboxPolicy::default(),
+            network: false,
+            env_allow: Vec::new(),
+            deny_read: Vec::new(),
+            max_processes: DEFAULT_MAX_PROCESSES,
+            max_memory_mb: 0,
+            key_vars: Vec::new(),
+            own_dirs: Vec::new(),
+        }
+    }
+}
+
+impl SandboxSection {
+    /// The policy and network choice, which approvals and escalations adjust per command.
+    pub fn config(&self) -> SandboxConfig {
+        SandboxConfig {
+            policy: self.policy,
+            network: self.network,
+        }
+    }
+}
+
+/// How much one command may use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    pub max_processes: u32,
+    pub max_memory_bytes: u64,
+}
+
+impl Limits {
+    fn from_section(section: &SandboxSection) -> Self {
+        let max_memory_bytes = match section.max_memory_mb {
+            0 => physical_memory().map_or(8 << 30, |bytes| bytes / 2),
+            mb => mb.saturating_mul(1 << 20),
+        };
+        Self {
+            max_processes: section.max_processes.max(1),
+            max_memory_bytes,
+        }
+    }
+
+    pub fn memory_mb(&self) -> u64 {
+        self.max_memory_bytes >> 20
+    }
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self::from_section(&SandboxSection::default())
+    }
+}
+
+fn physical_memory() -> Option<u64> {
+    // SAFETY: sysconf has no preconditions; a negative answer means unknown.
+    let (pages, size) = unsafe {
+        (
+            libc::sysconf(libc::_SC_PHYS_PAGES),
+            libc::sysconf(libc::_SC_PAGESIZE),
+        )
+    };
+    let pages = u64::try_from(pages).ok()?;
+    let size = u64::try_from(size).ok()?;
+    Some(pages.saturating_mul(size))
+}
+
+/// The confinement of one launch: built once, shared by its sandboxes and file tools.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Confinement {
+    /// Absolute paths (canonical where they exist) hidden from commands and file tools.
+    hidden: Vec<PathBuf>,
+    pub env: EnvPolicy,
+    pub limits: Limits,
+}
+
+impl Default for Confinement {
+    /// The built-in deny list and allow-list, without a config.
+    fn default() -> Self {
+        Self::from_section(&SandboxSection {
+            deny_read: DEFAULT_DENY_READ.iter().map(|s| s.to_string()).collect(),
+            ..SandboxSection::default()
+        })
+    }
+}
+
+/// The secret locations hidden unless the user's config says otherwise (the built-in config
+/// lists the same, so `mnemo config` shows them).
+pub const DEFAULT_DENY_READ: &[&str] = &[
+    "~/.ssh",
+    "~/.gnupg",
+    "~/.aws",
+    "~/.azure",
+    "~/.config/gcloud",
+    "~/.kube",
+    "~/.docker",
+    "~/.config/gh",
+    "~/.config/hub",
+    "~/.git-credentials",
+    "~/.netrc",
+    "~/.npmrc",
+    "~/.pypirc",
+    "~/.cargo/credentials",
+    "~/.cargo/credentials.toml",
+    "~/.pgpass",
+    "~/.my.cnf",
+    "~/.vault-token",
+    "~/.terraform.d",
+    "~/.password-store",
+    "~/.local/share/keyrings",
+    "~/.mozilla",
+    "~/.config/google-chrome",
+    "~/.config/chromium",
+];
+
+impl Confinement {
+    pub fn from_section(section: &SandboxSection) -> Self {
+        let home = std::env::var_os("HOME").map(PathBuf::from);
+        let mut hidden: Vec<PathBuf> = Vec::new();
+        let entries = section.deny_read.iter().filter_map(|entry| {
+            let path = match entry.strip_prefix("~/") {
+                Some(rest) => home.as_ref()?.join(rest),
+                None => PathBuf::from(entry),
+            };
+            path.is_absolute().then_some(path)
+        });
+        for path in entries.chain(section.own_dirs.iter().cloned()) {
+            let path = std::fs::canonicalize(&path).unwrap_or(path);
+            if !hidden.contains(&path) {
+                hidden.push(path);
+            }
+        }
+        Self {
+            hidden,
+            env: EnvPolicy {
+                extra: section.env_allow.clone(),
+                never: section.key_vars.clone(),
+            },
+            limits: Limits::from_section(section),
+        }
+    }
+
+    /// Every hidden path, existing or not.
+    pub fn hidden(&self) -> &[PathBuf] {
+        &self.hidden
+    }
+
+    /// The hidden path that covers `path` (absolute, symlinks resolved), if any.
+    pub fn hiding(&self, path: &Path) -> Option<&Path> {
+        self.hidden
+            .iter()
+            .find(|hidden| path.starts_with(hidden))
+            .map(PathBuf::as_path)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn home_relative_entries_and_own_dirs_are_hidden_and_relative_ones_ignored() {
+        let Some(home) = std::env::var_os("HOME").map(PathBuf::from) else {
+            return;
+        };
+        let section = SandboxSection {
+            deny_read: vec!["~/.ssh".into(), "relative/path".into(), "/srv/keys".into()],
+            own_dirs: vec![PathBuf::from("/var/lib/mnemo-test")],
+            ..SandboxSection::default()
+        };
+        let confinement = Confinement::from_section(&section);
+        let ssh = std::fs::canonicalize(home.join(".ssh")).unwrap_or(home.join(".ssh"));
+        assert_eq!(
+            confinement.hidden(),
+            [
+                ssh.clone(),
+                PathBuf::from("/srv/keys"),
+                PathBuf::from("/var/lib/mnemo-test")
+            ]
+        );
+        assert_eq!(
+            confinement.hiding(&ssh.join("id_ed25519")),
+            Some(ssh.as_path())
+        );
+        assert_eq!(confinement.hiding(Path::new("/srv/keysmith")), None);
+    }
+
+    #[test]
+    fn memory_limit_defaults_to_half_the_machine() {
+        let limits = Limits::default();
+        let half = physical_memory().map_or(8 << 30, |b| b / 2);
+        assert_eq!(limits.max_memory_bytes, half);
+        let section = SandboxSection {
+            max_memory_mb: 512,
+            max_processes: 0,
+            ..SandboxSection::default()
+        };
+        let limits = Limits::from_section(&section);
+        assert_eq!((limits.max_processes, limits.memory_mb()), (1, 512));
+    }
+}
