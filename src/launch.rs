@@ -65,6 +65,8 @@ pub enum SessionChoice {
 pub struct Loaded {
     pub config: Config,
     pub sources: ConfigSources,
+    /// mnemo's config and data directories.
+    pub dirs: Dirs,
     pub workspace: PathBuf,
     pub db_path: Option<PathBuf>,
     store: OnceLock<Store>,
@@ -74,6 +76,15 @@ pub struct Loaded {
 }
 
 pub fn load_config(workspace: &Path, cli: &CliOverrides) -> Result<Loaded, LaunchError> {
+    load_config_from(&Dirs::from_env(), workspace, cli)
+}
+
+/// Like [`load_config`], with mnemo's directories given.
+pub fn load_config_from(
+    dirs: &Dirs,
+    workspace: &Path,
+    cli: &CliOverrides,
+) -> Result<Loaded, LaunchError> {
     let workspace = workspace
         .canonicalize()
         .map_err(|source| LaunchError::Workspace {
@@ -81,16 +92,16 @@ pub fn load_config(workspace: &Path, cli: &CliOverrides) -> Result<Loaded, Launc
             source,
         })?;
     let env = |name: &str| std::env::var(name).ok();
-    let dirs = Dirs::from_env();
-    let (config, sources) = config::load(&dirs, &workspace, &env, cli)?;
+    let (config, sources) = config::load(dirs, &workspace, &env, cli)?;
     let db_path = cli
         .db
         .clone()
         .or_else(|| config.memory.db_path.clone())
-        .or_else(|| dirs.data.map(|dir| dir.join("mnemo.db")));
+        .or_else(|| dirs.data.as_ref().map(|dir| dir.join("mnemo.db")));
     Ok(Loaded {
         config,
         sources,
+        dirs: dirs.clone(),
         workspace,
         db_path,
         store: OnceLock::new(),

@@ -257,13 +257,13 @@ fn real_main(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Trust { revoke, list }) => {
-            let dirs = mnemo::config::Dirs::from_env();
+            let dirs = &loaded.dirs;
             if list {
-                commands::trust::list(&dirs, &mut out)?;
+                commands::trust::list(dirs, &mut out)?;
             } else if revoke {
-                commands::trust::revoke(&dirs, &loaded.workspace, &mut out)?;
+                commands::trust::revoke(dirs, &loaded.workspace, &mut out)?;
             } else {
-                commands::trust::trust(&dirs, &loaded.workspace, &loaded.sources, &mut out)?;
+                commands::trust::trust(dirs, &loaded.workspace, &loaded.sources, &mut out)?;
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -308,11 +308,12 @@ fn real_main(cli: Cli) -> anyhow::Result<ExitCode> {
                 _ => mnemo::tui::TuiStart::Session(choice),
             };
             let mut overrides = overrides;
-            let dirs = mnemo::config::Dirs::from_env();
-            let mut input = std::io::stdin().lock();
-            let mut err = std::io::stderr();
-            let questions =
-                start_questions::ask(loaded, &mut overrides, &dirs, &mut input, &mut err)?;
+            let questions = start_questions::ask(
+                loaded,
+                &mut overrides,
+                &mut std::io::stdin().lock(),
+                &mut std::io::stderr(),
+            )?;
             let loaded = match questions {
                 start_questions::Outcome::Start(loaded) => *loaded,
                 start_questions::Outcome::Quit => return Ok(ExitCode::from(2)),

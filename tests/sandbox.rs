@@ -11,74 +11,18 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use mnemo::sandbox::{ApprovalMode, Sandbox, SandboxConfig, SandboxPolicy, preflight};
+use mnemo::sandbox::{ApprovalMode, SandboxConfig, SandboxPolicy, preflight};
 use mnemo::tools::fs_read::ReadFile;
 use mnemo::tools::fs_write::{EditFile, WriteFile};
 use mnemo::tools::shell::Shell;
-use mnemo::tools::{Approvals, Tool, ToolContext, ToolError};
+use mnemo::tools::{Approvals, Tool, ToolError};
 use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
 
-type TestResult = Result<(), Box<dyn std::error::Error>>;
+mod sandbox_support;
 
-/// A workspace and a scratch directory under one temporary directory (itself under `/tmp`,
-/// which the sandbox replaces: the binds must still show them).
-struct Fixture {
-    dir: tempfile::TempDir,
-    ws: PathBuf,
-}
-
-impl Fixture {
-    fn new() -> std::io::Result<Self> {
-        let dir = tempfile::tempdir()?;
-        let ws = dir.path().canonicalize()?.join("ws");
-        std::fs::create_dir(&ws)?;
-        Ok(Self { dir, ws })
-    }
-
-    fn sandbox(&self, policy: SandboxPolicy, network: bool) -> Result<Sandbox, String> {
-        let config = SandboxConfig { policy, network };
-        let scratch = self.dir.path().join("scratch");
-        Sandbox::new(config, &self.ws, &scratch).map_err(|e| e.to_string())
-    }
-
-    fn shell(&self, policy: SandboxPolicy, network: bool) -> Result<Shell, String> {
-        self.sandbox(policy, network).map(Shell::in_sandbox)
-    }
-}
-
-fn context(ws: &Path, session: &str) -> ToolContext {
-    context_with(ws, session, mnemo::tools::approvals::detached())
-}
-
-fn context_with(ws: &Path, session: &str, approvals: Arc<Approvals>) -> ToolContext {
-    let timeout = Duration::from_secs(30);
-    ToolContext::new(
-        ws.to_path_buf(),
-        session,
-        "call",
-        CancellationToken::new(),
-        timeout,
-        None,
-        approvals,
-    )
-}
-
-async fn call(tool: &dyn Tool, ws: &Path, input: Value) -> Result<String, ToolError> {
-    tool.call(input, &context(ws, "sandbox-test")).await
-}
-
-async fn run(tool: &dyn Tool, ws: &Path, command: &str) -> Result<String, ToolError> {
-    call(tool, ws, json!({ "command": command })).await
-}
-
-/// The message of a failed command; a success fails the test.
-fn failure(result: Result<String, ToolError>) -> String {
-    match result {
-        Ok(output) => panic!("expected the command to fail, got {output:?}"),
-        Err(e) => e.to_string(),
-    }
-}
+use sandbox_support::{
+    Fixture, TestResult, call, context, context_with, failure, marker, run, wait_until_gone,
+};
 
 #[tokio::test]
 async fn bwrap_works_on_this_machine() -> TestResult {
@@ -208,43 +152,6 @@ async fn loopback_listener_is_reachable_only_with_network() -> TestResult {
     assert_eq!(out, "connected\nexit code: 0");
     assert!(listener.accept().is_ok(), "the listener saw no connection");
     Ok(())
-}
-
-/// Whether a process with `sleep <marker>` on its command line is still running (zombies
-/// waiting for their reaper do not count).
-fn sleeper_alive(marker: &str) -> bool {
-    let needle = format!("sleep\0{marker}\0");
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return false;
-    };
-    entries.flatten().any(|entry| {
-        let dir = entry.path();
-        let cmdline = std::fs::read(dir.join("cmdline")).unwrap_or_default();
-        let stat = std::fs::read_to_string(dir.join("stat")).unwrap_or_default();
-        let zombie = stat
-            .rsplit(')')
-            .next()
-            .is_some_and(|s| s.trim().starts_with('Z'));
-        !zombie
-            && cmdline
-                .windows(needle.len())
-                .any(|w| w == needle.as_bytes())
-    })
-}
-
-async fn wait_until_gone(marker: &str) -> bool {
-    for _ in 0..60 {
-        if !sleeper_alive(marker) {
-            return true;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    false
-}
-
-/// A `sleep` duration no other test uses, to find the process on the host.
-fn marker(salt: u32) -> String {
-    format!("{}.{}", 600 + salt, std::process::id())
 }
 
 #[tokio::test]

@@ -14,7 +14,11 @@ pub fn render(
     for file in &sources.files {
         let _ = write!(out, ", {}", file.display());
     }
-    out.push_str("\n\n");
+    out.push('\n');
+    if let Some(warning) = sources.ignored_warning() {
+        let _ = writeln!(out, "# {warning}");
+    }
+    out.push('\n');
     out.push_str(&toml::to_string(config).unwrap_or_else(|e| format!("# cannot render: {e}\n")));
     out.push_str("\n# API keys (values are never shown)\n");
     for name in config.models.keys() {

@@ -427,9 +427,17 @@ impl RunGuard {
     /// The note for a failed command's output: a limit it ran into, or the sandbox that
     /// seems to have blocked it.
     pub fn explain(&self, output: &str) -> Option<String> {
+        self.limit_note(output)
+            .or_else(|| denial::explain(&self.config, output))
+    }
+
+    /// The note for a command that ran into its process or memory limit, if it did.
+    pub fn limit_note(&self, output: &str) -> Option<String> {
+        if !self.config.is_sandboxed() {
+            return None;
+        }
         let hit = self.cgroup.as_ref().and_then(cgroup::CommandCgroup::hit);
         denial::explain_limit(&self.limits, hit, output)
-            .or_else(|| denial::explain(&self.config, output))
     }
 }
 

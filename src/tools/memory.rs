@@ -257,3 +257,42 @@ impl TypedTool for Forget {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sandbox::{ApprovalMode, SandboxConfig};
+    use crate::tools::builtin::test_support::{TestResult, context, workspace};
+    use crate::tools::{Approvals, Tool, ToolRegistry};
+    use serde_json::json;
+
+    #[tokio::test]
+    async fn remembering_and_forgetting_are_writes() -> TestResult {
+        let store = Store::open_in_memory()?;
+        let mut registry = ToolRegistry::new();
+        register(&mut registry, &store, None);
+        let read_only = registry.read_only();
+        assert!(read_only.get("memory_search").is_some());
+        assert!(read_only.get("remember").is_none() && read_only.get("forget").is_none());
+
+        let (_dir, ws) = workspace()?;
+        let ctx = context(&ws);
+        let approvals = Approvals::new(SandboxConfig::default(), ApprovalMode::ReadOnly);
+        let remember = Remember {
+            store: store.clone(),
+        };
+        let input = json!({"text": "the user likes tabs"});
+        let refused = approvals.check(&remember, &input, &ctx).await;
+        assert!(
+            matches!(&refused, Err(ToolError::Denied(m)) if m.contains("changing remembered experiences")),
+            "{refused:?}"
+        );
+        let forget = Forget { store };
+        let refused = approvals.check(&forget, &json!({"id": 1}), &ctx).await;
+        assert!(matches!(refused, Err(ToolError::Denied(_))));
+        let auto = Approvals::new(SandboxConfig::default(), ApprovalMode::Auto);
+        auto.check(&remember, &input, &ctx).await?;
+        assert_eq!(remember.call(input, &ctx).await?, "remembered as #1");
+        Ok(())
+    }
+}

@@ -408,6 +408,37 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn symlinks_out_of_the_workspace_are_skipped_and_counted() -> TestResult {
+        let (dir, ws) = tree()?;
+        let outside = dir.path().join("outside");
+        fs::create_dir(&outside)?;
+        fs::write(outside.join("secret.rs"), "fn hello_secret() {}\n")?;
+        std::os::unix::fs::symlink(outside.join("secret.rs"), ws.join("src/leak.rs"))?;
+        std::os::unix::fs::symlink(&outside, ws.join("src/dir_link"))?;
+        fs::write(ws.join("src/inner.rs"), "fn hello_inner() {}\n")?;
+        std::os::unix::fs::symlink(ws.join("src/inner.rs"), ws.join("src/alias.rs"))?;
+        let out = call(&Grep, &ws, json!({"pattern": "hello_"})).await?;
+        assert!(!out.contains("hello_secret"), "{out}");
+        assert!(out.contains("src/alias.rs:1:fn hello_inner"), "{out}");
+        assert!(
+            out.contains("[2 symlinked or hidden file(s) skipped"),
+            "{out}"
+        );
+        let out = call(&Grep, &ws, json!({"pattern": "hello_secret"})).await?;
+        assert!(out.starts_with("no matches"), "{out}");
+        assert!(
+            out.contains("2 symlinked or hidden file(s) skipped"),
+            "{out}"
+        );
+        let out = call(&Glob, &ws, json!({"pattern": "*.rs"})).await?;
+        assert!(
+            !out.contains("leak.rs") && out.contains("alias.rs"),
+            "{out}"
+        );
+        Ok(())
+    }
+
+    #[tokio::test]
     async fn grep_explains_bad_regex_and_refuses_outside_paths() -> TestResult {
         let (_dir, ws) = workspace()?;
         let bad = error_text(call(&Grep, &ws, json!({"pattern": "fn ("})).await);

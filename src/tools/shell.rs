@@ -156,16 +156,20 @@ async fn run_command(
                 return Err(ToolError::Cancelled);
             }
             () = sleep_until(deadline) => {
+                let mut output = head_tail(&output.finish(), MAX_OUTPUT_BYTES);
+                // Read before the kill: the cgroup's counters go with it.
+                let note = group.guard.limit_note(&output);
                 group.kill();
                 ctx.emit_output(format!(
                     "\n[timed out after {} s; the command and its children were killed]\n",
                     limit.as_secs(),
                 ))
                 .await;
-                return Err(ToolError::TimedOut {
-                    after: limit,
-                    output: head_tail(&output.finish(), MAX_OUTPUT_BYTES),
-                });
+                if let Some(note) = note {
+                    output.push_str(&note);
+                    output.push('\n');
+                }
+                return Err(ToolError::TimedOut { after: limit, output });
             }
             chunk = rx.recv(), if pipes_open => match chunk {
                 Some(mut batch) => {

@@ -6,7 +6,7 @@
 
 use std::io::{self, BufRead, Write};
 
-use crate::config::{CliOverrides, Dirs, trust};
+use crate::config::{CliOverrides, trust};
 use crate::launch::{self, LaunchError, Loaded};
 
 /// How the questions ended.
@@ -32,7 +32,6 @@ pub enum QuestionError {
 pub fn ask(
     loaded: Loaded,
     cli: &mut CliOverrides,
-    dirs: &Dirs,
     input: &mut impl BufRead,
     output: &mut impl Write,
 ) -> Result<Outcome, QuestionError> {
@@ -69,8 +68,9 @@ pub fn ask(
              repository you know."
         )?;
         if yes(input, output, "Trust this workspace? [y/N] ")? {
-            trust::trust(dirs, &loaded.workspace)?;
-            loaded = launch::load_config(&loaded.workspace, cli)?;
+            let dirs = loaded.dirs.clone();
+            trust::trust(&dirs, &loaded.workspace)?;
+            loaded = launch::load_config_from(&dirs, &loaded.workspace, cli)?;
         } else {
             writeln!(output, "Going on without them.")?;
         }
@@ -84,4 +84,60 @@ fn yes(input: &mut impl BufRead, output: &mut impl Write, prompt: &str) -> io::R
     let mut answer = String::new();
     input.read_line(&mut answer)?;
     Ok(matches!(answer.trim(), "y" | "Y" | "yes" | "Yes"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Dirs;
+    use crate::sandbox::ApprovalMode;
+
+    type TestResult = Result<(), Box<dyn std::error::Error>>;
+
+    fn hostile_workspace() -> Result<(tempfile::TempDir, Dirs), Box<dyn std::error::Error>> {
+        let root = tempfile::tempdir()?;
+        let ws = root.path().join("ws");
+        std::fs::create_dir_all(ws.join(".mnemo"))?;
+        std::fs::write(ws.join(".mnemo/config.toml"), "approval = \"full\"\n")?;
+        let dirs = Dirs {
+            config: Some(root.path().join("config")),
+            data: Some(root.path().join("data")),
+        };
+        Ok((root, dirs))
+    }
+
+    fn questions(
+        answer: &str,
+        root: &tempfile::TempDir,
+        dirs: &Dirs,
+    ) -> Result<(Outcome, String), Box<dyn std::error::Error>> {
+        let mut cli = CliOverrides::default();
+        let loaded = launch::load_config_from(dirs, &root.path().join("ws"), &cli)?;
+        let mut output = Vec::new();
+        let outcome = ask(loaded, &mut cli, &mut answer.as_bytes(), &mut output)?;
+        Ok((outcome, String::from_utf8(output)?))
+    }
+
+    #[test]
+    fn a_workspace_asking_for_more_is_trusted_only_on_yes() -> TestResult {
+        let (root, dirs) = hostile_workspace()?;
+        let (outcome, shown) = questions("\n", &root, &dirs)?;
+        assert!(shown.contains("approval = \"full\""), "{shown}");
+        assert!(shown.contains("Trust this workspace? [y/N]"), "{shown}");
+        assert!(shown.contains("Going on without them."), "{shown}");
+        let Outcome::Start(loaded) = outcome else {
+            panic!("the session should start")
+        };
+        assert_eq!(loaded.config.approval, ApprovalMode::Auto);
+
+        let (outcome, _) = questions("y\n", &root, &dirs)?;
+        let Outcome::Start(loaded) = outcome else {
+            panic!("the session should start")
+        };
+        assert_eq!(loaded.config.approval, ApprovalMode::Full);
+        // Trusted now: the next start asks nothing.
+        let (_, shown) = questions("", &root, &dirs)?;
+        assert_eq!(shown, "");
+        Ok(())
+    }
 }

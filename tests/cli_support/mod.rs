@@ -1,0 +1,72 @@
+//! Runs the real `mnemo` binary in a temporary workspace, with its own config and data
+//! directories and no keys in its environment.
+
+// Each test binary uses a different part of this module.
+#![allow(dead_code)]
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+pub struct Workspace {
+    dir: tempfile::TempDir,
+}
+
+impl Workspace {
+    pub fn new() -> Self {
+        Self {
+            dir: tempfile::tempdir().unwrap_or_else(|e| panic!("{e}")),
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub fn write(&self, name: &str, text: &str) {
+        std::fs::write(self.path().join(name), text).unwrap_or_else(|e| panic!("{e}"));
+    }
+
+    pub fn read(&self, name: &str) -> String {
+        std::fs::read_to_string(self.path().join(name)).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    pub fn script(&self, script: serde_json::Value) -> String {
+        let path = self.path().join(".script.json");
+        std::fs::write(&path, script.to_string()).unwrap_or_else(|e| panic!("{e}"));
+        format!("scripted:{}", path.display())
+    }
+
+    /// Runs mnemo in the workspace with an empty environment of keys and config.
+    pub fn mnemo(&self, args: &[&str], stdin: Option<&str>) -> Output {
+        self.mnemo_with(args, stdin, &[])
+    }
+
+    /// Like [`Workspace::mnemo`], with `env` added to its environment.
+    pub fn mnemo_with(&self, args: &[&str], stdin: Option<&str>, env: &[(&str, &str)]) -> Output {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_mnemo"));
+        cmd.args(args)
+            .current_dir(self.path())
+            .env("MNEMO_CONFIG_DIR", self.path().join(".cfg"))
+            .env("MNEMO_DATA_DIR", self.path().join(".data"))
+            .env_remove("ANTHROPIC_API_KEY")
+            .env_remove("OPENAI_API_KEY")
+            .env_remove("MNEMO_MODEL")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .envs(env.iter().copied());
+        let mut child = cmd.spawn().unwrap_or_else(|e| panic!("{e}"));
+        if let Some(mut pipe) = child.stdin.take()
+            && let Some(text) = stdin
+        {
+            pipe.write_all(text.as_bytes())
+                .unwrap_or_else(|e| panic!("{e}"));
+        }
+        child.wait_with_output().unwrap_or_else(|e| panic!("{e}"))
+    }
+}
+
+pub fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
