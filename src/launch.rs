@@ -181,7 +181,12 @@ impl Loaded {
 
     /// Chains for sub-agents that ask for a configured model by name; one chain per model for
     /// the whole launch, sharing the launch's cooldowns.
-    pub fn model_resolver(&self) -> ModelResolver {
+    pub fn model_resolver(&self, cli: &CliOverrides) -> ModelResolver {
+        let mut allowed: Vec<String> = self.config.agent.subagent_models.clone();
+        allowed.extend(self.fallbacks(cli).iter().cloned());
+        if !cli.chooses_model() {
+            allowed.push(self.config.default_model.clone());
+        }
         let config = self.config.clone();
         let cooldowns = self.cooldowns.clone();
         let chains: Mutex<HashMap<String, Arc<FallbackChain>>> = Mutex::default();
@@ -189,6 +194,17 @@ impl Loaded {
             let mut chains = chains.lock().unwrap_or_else(PoisonError::into_inner);
             if let Some(chain) = chains.get(name) {
                 return Ok(chain.clone());
+            }
+            if !allowed.iter().any(|a| a == name) {
+                let offered = match allowed.is_empty() {
+                    true => "none".to_string(),
+                    false => allowed.join(", "),
+                };
+                return Err(format!(
+                    "model `{name}` was not chosen by the user for this session (models for \
+                     sub-agents: {offered}; the user adds more with `agent.subagent_models`); \
+                     leave model out to use your own"
+                ));
             }
             let model = config::select::named(&config, name).map_err(|e| e.to_string())?;
             let key = api_key(&model).map_err(|e| e.to_string())?;
@@ -262,7 +278,7 @@ pub async fn prepare_session_with(
         }
     };
     session.set_embedder(loaded.embedder());
-    session.set_model_resolver(loaded.model_resolver());
+    session.set_model_resolver(loaded.model_resolver(cli));
     if let Some(name) = &loaded.config.agent.compressor_model {
         let model = config::select::named(&loaded.config, name)?;
         let key = api_key(&model)?;

@@ -358,3 +358,46 @@ async fn a_background_sub_agent_swapping_in_a_symlink_cannot_redirect_the_parent
     h.finish().await;
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_agent_cannot_start_a_sub_agent_on_a_provider_the_person_did_not_choose() -> TestResult
+{
+    let other =
+        TestServer::start(vec![Reply::sse(&openai_text("from the other provider"))]).await?;
+    let ws = std::sync::Arc::new(Workspace::new());
+    let model = ws.script(json!({"turns": [
+        {"when": "PARENT", "tool_calls": [{"name": "spawn_agent", "arguments": {"prompt": "CHILD: summarise", "model": "gpt"}}]},
+        {"when": "PARENT", "text": "done"}
+    ]}));
+    let user_config = |extra: &str| {
+        format!(
+            "{extra}[models.gpt]\nbase_url = \"{}/v1\"\n",
+            other.base_url
+        )
+    };
+    std::fs::create_dir_all(ws.path().join(".cfg"))?;
+    std::fs::write(ws.path().join(".cfg/config.toml"), user_config(""))?;
+    let env = [("OPENAI_API_KEY", "sk-test")];
+    let args = [
+        "--model",
+        model.as_str(),
+        "run",
+        "--json",
+        "PARENT: delegate",
+    ];
+    let out = mnemo(&ws, &args, &env).await?;
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(stdout.contains("was not chosen by the user"), "{stdout}");
+    assert!(
+        other.requests().is_empty(),
+        "the conversation went to another provider"
+    );
+
+    let allowed = user_config("[agent]\nsubagent_models = [\"gpt\"]\n");
+    std::fs::write(ws.path().join(".cfg/config.toml"), allowed)?;
+    let out = mnemo(&ws, &args, &env).await?;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(other.requests().len(), 1, "an allowed model is used");
+    Ok(())
+}

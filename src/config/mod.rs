@@ -100,6 +100,10 @@ pub struct AgentConfig {
     pub compressor_model: Option<String>,
     /// How deep sub-agents may nest.
     pub max_agent_depth: u32,
+    /// Models sub-agents may be started on by name, besides the session's own model and its
+    /// fallbacks: the model must not send the conversation to a provider the person did not
+    /// choose.
+    pub subagent_models: Vec<String>,
 }
 
 impl Default for AgentConfig {
@@ -111,6 +115,7 @@ impl Default for AgentConfig {
             compact_threshold: 0.8,
             compressor_model: None,
             max_agent_depth: 3,
+            subagent_models: Vec::new(),
         }
     }
 }

@@ -16,6 +16,7 @@ pub mod path_guard;
 pub mod policy;
 pub mod process_tree;
 pub mod seatbelt;
+#[cfg(target_os = "linux")]
 pub mod seccomp;
 pub mod workspace_check;
 
@@ -322,13 +323,24 @@ impl Sandbox {
 
     #[cfg(target_os = "macos")]
     fn wrapped(&self, script: &str) -> Result<(Command, RunGuard), SandboxError> {
+        let protected = match self.config.policy {
+            SandboxPolicy::ReadOnly => Vec::new(),
+            SandboxPolicy::WorkspaceWrite | SandboxPolicy::FullAccess => self.protected(),
+        };
+        let hidden: Vec<PathBuf> = self
+            .confinement
+            .hidden()
+            .iter()
+            .filter(|p| !self.workspace.starts_with(p) && !self.scratch.starts_with(p))
+            .cloned()
+            .collect();
         let mut command = Command::new(seatbelt::SANDBOX_EXEC);
         command.args(seatbelt::args(
             &self.config,
             &self.workspace,
             &self.scratch,
-            &self.protected(),
-            self.confinement.hidden(),
+            &protected,
+            &hidden,
             script,
         ));
         let guard = RunGuard {

@@ -7,12 +7,19 @@
 use std::io;
 
 /// Makes the calling process a child subreaper. Async-signal-safe, for `pre_exec`.
+#[cfg(target_os = "linux")]
 pub fn become_subreaper() -> io::Result<()> {
     // SAFETY: prctl with PR_SET_CHILD_SUBREAPER takes a plain integer argument.
     match unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) } {
         0 => Ok(()),
         _ => Err(io::Error::last_os_error()),
     }
+}
+
+/// Elsewhere there is no subreaper (and no `/proc` to walk): only the process group is killed.
+#[cfg(not(target_os = "linux"))]
+pub fn become_subreaper() -> io::Result<()> {
+    Ok(())
 }
 
 /// Every process below `root` (not `root` itself), parents before their children.
@@ -75,7 +82,7 @@ fn signal(pid: libc::pid_t, signal: libc::c_int) {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, target_os = "linux"))]
 mod tests {
     use super::*;
     use std::os::unix::process::CommandExt;

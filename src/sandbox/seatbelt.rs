@@ -1,11 +1,12 @@
 //! macOS sandboxing with `sandbox-exec`: a generated deny-default Seatbelt profile. Reading is
-//! allowed everywhere (as on Linux, where the root is bound read-only); writing only in the
-//! scratch directory and, unless read-only, the workspace; the network only when allowed.
+//! allowed everywhere but the hidden paths (as on Linux, where the root is bound read-only);
+//! writing only in the scratch directory and, unless read-only, the workspace minus its
+//! protected entries (`.git`, `.mnemo`); the network only when allowed.
 //! Paths reach the profile as `-D` parameters, so no path is ever spliced into its text.
 //! The generator is pure and tested on every platform; only the start-up check needs macOS.
 
 use std::ffi::OsString;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use super::policy::{SandboxConfig, SandboxPolicy};
 
@@ -18,7 +19,6 @@ const BASE: &str = r#"(version 1)
 (allow process-exec process-fork)
 (allow signal (target same-sandbox))
 (allow process-info* (target same-sandbox))
-(allow file-read*)
 (allow sysctl-read)
 (allow user-preference-read)
 (allow ipc-posix-sem ipc-posix-shm)
@@ -29,9 +29,6 @@ const BASE: &str = r#"(version 1)
   (literal "/dev/null") (literal "/dev/zero") (literal "/dev/tty") (regex #"^/dev/fd/[0-9]+$"))
 (allow file-write* (subpath (param "SCRATCH")))
 "#;
-
-/// Writing in the workspace (workspace-write).
-const WORKSPACE_WRITE: &str = "(allow file-write* (subpath (param \"WORKSPACE\")))\n";
 
 /// The network, name resolution and certificate checks (network allowed).
 const NETWORK: &str = r#"(allow network-outbound network-inbound system-socket)
@@ -44,13 +41,36 @@ const NETWORK: &str = r#"(allow network-outbound network-inbound system-socket)
   (global-name "com.apple.ocspd"))
 "#;
 
-/// The profile for a sandboxed policy (full access runs without `sandbox-exec`).
-pub fn profile(config: &SandboxConfig) -> String {
+/// `(require-any (subpath (param "NAME_0")) …)` over `count` parameters.
+fn any_of(name: &str, count: usize) -> String {
+    let paths: Vec<String> = (0..count)
+        .map(|i| format!("(subpath (param \"{name}_{i}\"))"))
+        .collect();
+    format!("(require-any {})", paths.join(" "))
+}
+
+/// The profile for a sandboxed policy (full access runs without `sandbox-exec`), with
+/// `protected` workspace entries kept read-only and `hidden` paths unreadable.
+pub fn profile(config: &SandboxConfig, protected: usize, hidden: usize) -> String {
     let mut profile = String::from(BASE);
-    match config.policy {
-        SandboxPolicy::ReadOnly => {}
-        SandboxPolicy::WorkspaceWrite | SandboxPolicy::FullAccess => {
-            profile.push_str(WORKSPACE_WRITE);
+    match hidden {
+        0 => profile.push_str("(allow file-read*)\n"),
+        n => profile.push_str(&format!(
+            "(allow file-read* (require-not {}))\n",
+            any_of("HIDDEN", n)
+        )),
+    }
+    match (config.policy, protected) {
+        (SandboxPolicy::ReadOnly, _) => {}
+        (SandboxPolicy::WorkspaceWrite | SandboxPolicy::FullAccess, 0) => {
+            profile.push_str("(allow file-write* (subpath (param \"WORKSPACE\")))\n");
+        }
+        (SandboxPolicy::WorkspaceWrite | SandboxPolicy::FullAccess, n) => {
+            profile.push_str(&format!(
+                "(allow file-write* (require-all (subpath (param \"WORKSPACE\")) \
+                 (require-not {})))\n",
+                any_of("PROTECTED", n)
+            ));
         }
     }
     if config.network_allowed() {
@@ -65,6 +85,8 @@ pub fn args(
     config: &SandboxConfig,
     workspace: &Path,
     scratch: &Path,
+    protected: &[PathBuf],
+    hidden: &[PathBuf],
     script: &str,
 ) -> Vec<OsString> {
     let param = |name: &str, path: &Path| {
@@ -72,9 +94,16 @@ pub fn args(
         arg.push(path);
         arg
     };
-    let mut args: Vec<OsString> = vec!["-p".into(), profile(config).into()];
+    let profile = profile(config, protected.len(), hidden.len());
+    let mut args: Vec<OsString> = vec!["-p".into(), profile.into()];
     args.push(param("WORKSPACE", workspace));
     args.push(param("SCRATCH", scratch));
+    for (i, path) in protected.iter().enumerate() {
+        args.push(param(&format!("PROTECTED_{i}"), path));
+    }
+    for (i, path) in hidden.iter().enumerate() {
+        args.push(param(&format!("HIDDEN_{i}"), path));
+    }
     for arg in ["--", "bash", "-c", script] {
         args.push(arg.into());
     }
@@ -117,7 +146,7 @@ mod tests {
 
     #[test]
     fn profile_denies_by_default_and_allows_reads_and_scratch_writes() {
-        let profile = profile(&config(SandboxPolicy::ReadOnly, false));
+        let profile = profile(&config(SandboxPolicy::ReadOnly, false), 0, 0);
         assert!(profile.starts_with("(version 1)\n(deny default)\n"));
         assert!(profile.contains("(allow file-read*)"));
         assert!(profile.contains("(allow file-write* (subpath (param \"SCRATCH\")))"));
@@ -127,7 +156,7 @@ mod tests {
 
     #[test]
     fn workspace_write_adds_only_the_workspace() {
-        let profile = profile(&config(SandboxPolicy::WorkspaceWrite, false));
+        let profile = profile(&config(SandboxPolicy::WorkspaceWrite, false), 0, 0);
         let writes: Vec<&str> = profile
             .lines()
             .filter(|l| l.starts_with("(allow file-write* (subpath"))
@@ -143,9 +172,9 @@ mod tests {
 
     #[test]
     fn network_only_when_allowed() {
-        let offline = profile(&config(SandboxPolicy::WorkspaceWrite, false));
+        let offline = profile(&config(SandboxPolicy::WorkspaceWrite, false), 0, 0);
         assert!(!offline.contains("network-outbound"));
-        let online = profile(&config(SandboxPolicy::WorkspaceWrite, true));
+        let online = profile(&config(SandboxPolicy::WorkspaceWrite, true), 0, 0);
         assert!(online.contains("(allow network-outbound network-inbound system-socket)"));
         assert!(online.contains("com.apple.dnssd.service"));
     }
@@ -153,7 +182,7 @@ mod tests {
     #[test]
     fn parentheses_balance() {
         for policy in [SandboxPolicy::ReadOnly, SandboxPolicy::WorkspaceWrite] {
-            let profile = profile(&config(policy, true));
+            let profile = profile(&config(policy, true), 2, 3);
             let mut depth = 0i32;
             for c in profile.chars() {
                 depth += match c {
@@ -174,6 +203,8 @@ mod tests {
             &config(SandboxPolicy::WorkspaceWrite, false),
             workspace,
             Path::new("/private/var/folders/x/scratch"),
+            &[PathBuf::from("/Users/me/a/.git")],
+            &[PathBuf::from("/Users/me/.ssh")],
             "ls",
         );
         let args: Vec<String> = args
@@ -184,6 +215,27 @@ mod tests {
         assert!(!args[1].contains("/Users/me"));
         assert_eq!(args[2], "-DWORKSPACE=/Users/me/a \"quoted\" (dir)");
         assert_eq!(args[3], "-DSCRATCH=/private/var/folders/x/scratch");
-        assert_eq!(args[4..], ["--", "bash", "-c", "ls"]);
+        assert_eq!(args[4], "-DPROTECTED_0=/Users/me/a/.git");
+        assert_eq!(args[5], "-DHIDDEN_0=/Users/me/.ssh");
+        assert_eq!(args[6..], ["--", "bash", "-c", "ls"]);
+    }
+
+    #[test]
+    fn protected_entries_stay_read_only_and_hidden_paths_unreadable() {
+        let profile = profile(&config(SandboxPolicy::WorkspaceWrite, false), 2, 1);
+        assert!(
+            profile.contains(
+                "(allow file-write* (require-all (subpath (param \"WORKSPACE\")) (require-not \
+             (require-any (subpath (param \"PROTECTED_0\")) (subpath (param \"PROTECTED_1\"))))))"
+            ),
+            "{profile}"
+        );
+        assert!(
+            profile.contains(
+                "(allow file-read* (require-not (require-any (subpath (param \"HIDDEN_0\")))))"
+            ),
+            "{profile}"
+        );
+        assert!(!profile.contains("(allow file-read*)\n"), "{profile}");
     }
 }
