@@ -239,9 +239,9 @@ fn a_headless_run_waits_for_background_sub_agents_and_their_report() {
 fn the_configured_compressor_model_is_resolved_at_launch() {
     let ws = Workspace::new();
     let model = ws.script(json!({"turns": [{"text": "hi"}]}));
-    std::fs::create_dir_all(ws.path().join(".mnemo")).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::create_dir_all(ws.path().join(".cfg")).unwrap_or_else(|e| panic!("{e}"));
     ws.write(
-        ".mnemo/config.toml",
+        ".cfg/config.toml",
         "[agent]\ncompressor_model = \"no-such-compressor\"\n",
     );
     let out = ws.mnemo(&["--model", &model, "run", "hi"], None);

@@ -1,8 +1,9 @@
 //! Workspace trust. A workspace's `.mnemo/config.toml` arrives with the repository (or was
 //! written by a command), so whoever wrote the repository wrote it. Settings in it that lower
 //! safety (approval, sandbox, network, limits, the environment commands see) or choose where
-//! keys and conversations go (a model's URL, key variable or script, the embedding endpoint,
-//! the database) take effect only once the person trusted the workspace with this exact file:
+//! keys and conversations go (which models a session uses, a model's URL, key variable or
+//! script, the embedding endpoint, the database) take effect only once the person trusted the
+//! workspace with this exact file:
 //! `mnemo trust`, or the question the terminal front end asks. Until then they are dropped and
 //! reported. Trust lives in the user's config dir (`trusted-workspaces.toml`), bound to the
 //! file's SHA-256 as direnv binds `.envrc`: a changed file needs trusting again, so neither a
@@ -217,6 +218,23 @@ pub fn restrict(lower: &Table, mut layer: Table) -> (Table, Vec<Ignored>) {
     };
     if looser(lower.get("approval"), layer.get("approval"), approval_rank) {
         drop(&mut layer, "approval", "");
+    }
+    // Which models get the conversation is the person's choice, not the repository's.
+    for key in ["default_model", "fallbacks"] {
+        if layer.get(key).is_some() && layer.get(key) != lower.get(key) {
+            drop(&mut layer, key, "");
+        }
+    }
+    if let Some(Value::Table(agent)) = layer.get_mut("agent") {
+        let lower = match lower.get("agent") {
+            Some(Value::Table(t)) => t.clone(),
+            _ => Table::new(),
+        };
+        for key in ["compressor_model", "subagent_models"] {
+            if agent.get(key).is_some() && agent.get(key) != lower.get(key) {
+                drop(agent, key, "agent.");
+            }
+        }
     }
     if let Some(Value::Table(sandbox)) = layer.get_mut("sandbox") {
         let lower = match lower.get("sandbox") {
