@@ -50,11 +50,13 @@ impl CommandCgroup {
             NEXT.fetch_add(1, Ordering::Relaxed)
         );
         let own = fs::read_to_string("/proc/self/cgroup").ok()?;
-        let group = match v2_parent(&own) {
-            Some(parent) => Self::make(Version::V2, &[parent], &name, limits),
-            None => Self::make(Version::V1, &v1_parents(&own), &name, limits),
+        let (version, parents) = match v2_parent(&own) {
+            Some(parent) => (Version::V2, vec![parent]),
+            None => (Version::V1, v1_parents(&own)),
         };
-        group.ok()
+        static SWEEP: std::sync::Once = std::sync::Once::new();
+        SWEEP.call_once(|| parents.iter().for_each(|p| sweep_orphaned(p)));
+        Self::make(version, &parents, &name, limits).ok()
     }
 
     fn make(
@@ -175,6 +177,28 @@ impl Drop for CommandCgroup {
                 }
             }
         });
+    }
+}
+
+/// Removes the groups that killed mnemo processes left behind in `parent` (empty by now: their
+/// commands died with bwrap's PID namespace).
+fn sweep_orphaned(parent: &Path) {
+    let Ok(entries) = fs::read_dir(parent) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("mnemo-"))
+            .and_then(|rest| rest.split_once('-'))
+            .and_then(|(pid, _)| pid.parse::<libc::pid_t>().ok())
+        else {
+            continue;
+        };
+        if !super::process_alive(pid) {
+            let _ = fs::remove_dir(entry.path());
+        }
     }
 }
 

@@ -477,7 +477,7 @@ fn sweep_orphaned_scratch(temp: &Path) {
     }
 }
 
-fn process_alive(pid: libc::pid_t) -> bool {
+pub(crate) fn process_alive(pid: libc::pid_t) -> bool {
     // SAFETY: signal 0 only checks that the process exists; nothing is sent.
     let result = unsafe { libc::kill(pid, 0) };
     result == 0 || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
