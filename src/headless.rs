@@ -26,6 +26,8 @@ impl RunReport {
             TurnStatus::Failed => 1,
             TurnStatus::StepLimit => 3,
             TurnStatus::LoopDetected => 4,
+            TurnStatus::CutOff => 5,
+            TurnStatus::Refused => 6,
             TurnStatus::Interrupted => 130,
         }
     }
@@ -136,6 +138,13 @@ fn print_event(
                 writeln!(err, "  ✗ {name}: {first}")?;
             }
         },
+        Event::UserMessage {
+            kind: crate::protocol::UserMessageKind::Continuation,
+            ..
+        } => writeln!(
+            err,
+            "… the reply was cut off by the output limit; asking it to go on"
+        )?,
         Event::UserMessage { text, kind } if *kind != crate::protocol::UserMessageKind::Prompt => {
             writeln!(err, "» {text}")?;
         }

@@ -10,6 +10,7 @@ use crate::agent::{Session, SessionSettings, prompt};
 use crate::config::{
     self, CliOverrides, Config, ConfigError, ConfigSources, Dirs, KeyStatus, ResolvedModel,
 };
+use crate::llm::Timeouts;
 use crate::llm::factory::build_provider;
 use crate::llm::fallback::{ChainModel, Cooldowns, FallbackChain};
 use crate::llm::scripted::ScriptLoadError;
@@ -140,7 +141,8 @@ impl Loaded {
     pub fn chain(&self, cli: &CliOverrides) -> Result<Arc<FallbackChain>, LaunchError> {
         let primary = config::resolve_model(&self.config, cli)?;
         let key = api_key(&primary)?;
-        let mut models = vec![chain_model(&primary, key)?];
+        let timeouts = self.config.retry.timeouts();
+        let mut models = vec![chain_model(&primary, key, timeouts)?];
         for name in self.fallbacks(cli) {
             if *name == primary.name {
                 continue;
@@ -148,7 +150,7 @@ impl Loaded {
             let model = config::select::named(&self.config, name)?;
             // A fallback without its key could only fail; it is left out of the chain.
             if let Ok(key) = api_key(&model) {
-                models.push(chain_model(&model, key)?);
+                models.push(chain_model(&model, key, timeouts)?);
             }
         }
         Ok(Arc::new(FallbackChain::sharing(
@@ -208,7 +210,8 @@ impl Loaded {
             }
             let model = config::select::named(&config, name).map_err(|e| e.to_string())?;
             let key = api_key(&model).map_err(|e| e.to_string())?;
-            let model = chain_model(&model, key).map_err(|e| e.to_string())?;
+            let timeouts = config.retry.timeouts();
+            let model = chain_model(&model, key, timeouts).map_err(|e| e.to_string())?;
             let policy = config.retry.policy();
             let chain = Arc::new(FallbackChain::sharing(
                 vec![model],
@@ -282,7 +285,8 @@ pub async fn prepare_session_with(
     if let Some(name) = &loaded.config.agent.compressor_model {
         let model = config::select::named(&loaded.config, name)?;
         let key = api_key(&model)?;
-        session.set_compressor(Some(chain_model(&model, key)?));
+        let timeouts = loaded.config.retry.timeouts();
+        session.set_compressor(Some(chain_model(&model, key, timeouts)?));
     }
     if let Some(warning) = loaded.sources.ignored_warning() {
         session.notify_at_start(warning);
@@ -295,10 +299,14 @@ pub async fn prepare_session_with(
     Ok(session)
 }
 
-fn chain_model(model: &ResolvedModel, key: Option<String>) -> Result<ChainModel, LaunchError> {
+fn chain_model(
+    model: &ResolvedModel,
+    key: Option<String>,
+    timeouts: Timeouts,
+) -> Result<ChainModel, LaunchError> {
     Ok(ChainModel {
         name: model.name.clone(),
-        provider: build_provider(model, key)?,
+        provider: build_provider(model, key, timeouts)?,
         context_window: model.context_window,
         max_output_tokens: model.max_output_tokens,
         price: model.price,

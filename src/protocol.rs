@@ -39,6 +39,9 @@ pub enum UserMessageKind {
     Injected,
     /// Sent while a turn ran and started the next turn.
     Queued,
+    /// Written by mnemo, not the user: asks the model to go on with a reply the output limit
+    /// cut off.
+    Continuation,
 }
 
 /// Who wrote a compaction's summary.
@@ -145,6 +148,10 @@ pub enum TurnStatus {
     StepLimit,
     /// The provider failed and no fallback could answer.
     Failed,
+    /// The reply was cut off by the output limit, even after asking the model to go on.
+    CutOff,
+    /// The model refused to answer.
+    Refused,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -42,6 +42,7 @@ fn anthropic(server: &TestServer) -> ChainModel {
             base_url: server.base_url.clone(),
             model: "claude-sonnet-4-5".into(),
             api_key: Some("test-key".into()),
+            ..ProviderSettings::default()
         })),
         context_window: 200_000,
         max_output_tokens: 1024,
@@ -56,6 +57,7 @@ fn openai(server: &TestServer) -> ChainModel {
             base_url: format!("{}/v1", server.base_url),
             model: "gpt-5.1".into(),
             api_key: Some("test-key".into()),
+            ..ProviderSettings::default()
         })),
         context_window: 400_000,
         max_output_tokens: 1024,

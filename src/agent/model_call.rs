@@ -7,7 +7,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::Session;
 use crate::llm::fallback::{ChainError, ChainModel, ChainNotice, Decision};
-use crate::llm::{ModelRequest, ModelResponse, ProviderError, StreamEvent};
+use crate::llm::{ModelRequest, ModelResponse, ProviderError, StreamEvent, Usage};
 use crate::protocol::Event;
 
 /// How one attempt ended when it produced no response.
@@ -26,9 +26,12 @@ pub(super) enum StepFailure {
 }
 
 impl Session {
+    /// One model call. Attempts that broke off (or were interrupted) after the provider
+    /// reported usage are pushed to `wasted`: they were billed all the same.
     pub(super) async fn model_step(
         &self,
         cancel: &CancellationToken,
+        wasted: &mut Vec<(Usage, ChainModel)>,
     ) -> Result<(ModelResponse, ChainModel), StepFailure> {
         let mut partial = String::new();
         let mut run = self.chain.start();
@@ -38,7 +41,14 @@ impl Session {
             }
             loop {
                 partial.clear();
-                let err = match self.stream_once(&model, cancel, &mut partial).await {
+                let mut used = Usage::default();
+                let outcome = self
+                    .stream_once(&model, cancel, &mut partial, &mut used)
+                    .await;
+                if outcome.is_err() && used != Usage::default() {
+                    wasted.push((used, model.clone()));
+                }
+                let err = match outcome {
                     Ok(response) => return Ok((response, model)),
                     Err(Attempt::Cancelled) => {
                         return Err(StepFailure::Cancelled {
@@ -109,6 +119,7 @@ impl Session {
         model: &ChainModel,
         cancel: &CancellationToken,
         partial: &mut String,
+        used: &mut Usage,
     ) -> Result<ModelResponse, Attempt> {
         let request = ModelRequest {
             system: self.system_prompt.clone(),
@@ -133,6 +144,7 @@ impl Session {
                 Some(Ok(StreamEvent::ReasoningDelta(text))) => {
                     self.emit(Event::ReasoningDelta { text }).await;
                 }
+                Some(Ok(StreamEvent::Usage(usage))) => *used = usage,
                 Some(Ok(StreamEvent::Completed(response))) => return Ok(response),
                 Some(Err(err)) => return Err(Attempt::Failed(err)),
                 None => {

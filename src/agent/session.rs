@@ -38,6 +38,8 @@ pub struct SessionSettings {
     pub approvals: Arc<Approvals>,
     /// How deep sub-agents may nest (a sub-agent of a sub-agent is depth 2).
     pub max_agent_depth: u32,
+    /// How often a reply cut off by the output limit is continued.
+    pub max_continuations: u32,
 }
 
 impl SessionSettings {
@@ -53,6 +55,7 @@ impl SessionSettings {
             max_active_messages: config.memory.max_active_messages,
             compact_threshold: agent.compact_threshold,
             max_agent_depth: agent.max_agent_depth,
+            max_continuations: agent.max_continuations,
             approvals: Arc::new(Approvals::confined(
                 config.sandbox.config(),
                 config.approval,
@@ -362,11 +365,16 @@ impl Session {
     /// Adds one model call's usage, priced by the model that answered, learns how our
     /// estimates compare with the provider's count, and reports it.
     pub(super) async fn record_usage(&mut self, usage: Usage, model: &ChainModel, estimated: u64) {
+        self.calibration.observe(estimated, usage.prompt_tokens());
+        self.count_usage(usage, model).await;
+    }
+
+    /// Adds what a call cost to the session's figures and tells the front end. Attempts that
+    /// broke off are counted here too, but do not calibrate the estimate.
+    pub(super) async fn count_usage(&mut self, usage: Usage, model: &ChainModel) {
         self.total_usage.add(&usage);
         self.cost_usd += model.price.cost(&usage);
-        let actual = usage.prompt_tokens();
-        self.calibration.observe(estimated, actual);
-        let used = (actual + usage.output_tokens) as f64;
+        let used = (usage.prompt_tokens() + usage.output_tokens) as f64;
         self.emit(Event::Usage {
             last: usage,
             total: self.total_usage,

@@ -29,11 +29,13 @@ struct PendingCall {
 
 impl Session {
     /// Executes the calls of the last assistant message and commits their results. Returns a
-    /// note when the loop guard tripped.
+    /// note when the loop guard tripped. `cut_off` is the output limit when the response was
+    /// cut off by it: a call whose arguments did not arrive whole is then answered as such.
     pub(super) async fn run_tool_calls(
         &mut self,
         guard: &mut RepeatGuard,
         cancel: &CancellationToken,
+        cut_off: Option<u32>,
     ) -> Result<Option<String>, StoreError> {
         let mut calls: Vec<PendingCall> = match self.history.last() {
             Some(last) => last
@@ -58,6 +60,12 @@ impl Session {
             }
             if let Some(note) = &loop_note {
                 call.refused = Some(format!("not run: {note}"));
+            } else if let (Some(limit), Value::String(_)) = (cut_off, &call.input) {
+                call.refused = Some(format!(
+                    "not run: the arguments of this call were cut off by the output limit \
+                     ({limit} tokens) before they were complete. Make the call smaller (for \
+                     example, write a large file in several parts) and call again"
+                ));
             }
         }
 

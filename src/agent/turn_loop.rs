@@ -14,7 +14,7 @@ use super::guards::RepeatGuard;
 use super::model_call::StepFailure;
 use super::{Inbox, Session};
 use crate::llm::fallback::ChainError;
-use crate::llm::{ContentBlock, Message, Usage};
+use crate::llm::{ContentBlock, Message, StopReason, Usage};
 use crate::memory::StoreError;
 use crate::memory::types::TurnRecord;
 use crate::protocol::{Event, TurnStatus, UserMessageKind};
@@ -147,6 +147,7 @@ impl Session {
     ) -> Result<(TurnStatus, Option<String>), StoreError> {
         let mut guard = RepeatGuard::new(self.settings.repeat_limit);
         let mut steps = 0u32;
+        let mut continuations = 0u32;
         let mut compacted_for_provider = false;
         loop {
             let (texts, compact_asked) = drain(inbox);
@@ -166,7 +167,12 @@ impl Session {
             steps += 1;
 
             let estimated = self.working_tokens();
-            let (response, model) = match self.model_step(cancel).await {
+            let mut wasted = Vec::new();
+            let step = self.model_step(cancel, &mut wasted).await;
+            for (usage, model) in wasted {
+                self.count_usage(usage, &model).await;
+            }
+            let (response, model) = match step {
                 Ok(answered) => answered,
                 // The provider refused the context: compact and try once more.
                 Err(StepFailure::Chain(ChainError::ContextTooLong { .. }))
@@ -196,19 +202,42 @@ impl Session {
                 }
             };
             self.record_usage(response.usage, &model, estimated).await;
+            let stop = response.stop_reason;
             let message = response.message;
             let text = message.text();
             let has_calls = message.tool_calls().next().is_some();
             self.commit(message).await?;
-            self.emit(Event::AssistantMessage { text }).await;
+            self.emit(Event::AssistantMessage { text: text.clone() })
+                .await;
+            let limit = model.max_output_tokens;
 
             if !has_calls {
+                match stop {
+                    StopReason::Refusal => return Ok((TurnStatus::Refused, Some(refused(&text)))),
+                    StopReason::MaxTokens if continuations < self.settings.max_continuations => {
+                        continuations += 1;
+                        let ask = CONTINUE.to_string();
+                        self.add_user_text(ask, UserMessageKind::Continuation)
+                            .await?;
+                        continue;
+                    }
+                    StopReason::MaxTokens => {
+                        let note = format!(
+                            "the reply was cut off by the output limit ({limit} tokens) and is \
+                             incomplete, even after {continuations} continuation(s); send a \
+                             message to continue"
+                        );
+                        return Ok((TurnStatus::CutOff, Some(note)));
+                    }
+                    _ => {}
+                }
                 if inbox_is_empty(inbox) {
                     return Ok((TurnStatus::Completed, None));
                 }
                 continue;
             }
-            let loop_note = self.run_tool_calls(&mut guard, cancel).await?;
+            let cut_off = (stop == StopReason::MaxTokens).then_some(limit);
+            let loop_note = self.run_tool_calls(&mut guard, cancel, cut_off).await?;
             if let Some(note) = loop_note {
                 self.emit(Event::Error {
                     message: note.clone(),
@@ -224,6 +253,21 @@ impl Session {
                 return Ok((TurnStatus::Completed, None));
             }
         }
+    }
+}
+
+/// What the model is told when its reply was cut off by the output limit.
+const CONTINUE: &str = "[mnemo] Your reply was cut off by the output limit. Continue exactly \
+    where it stopped, without repeating what you already wrote.";
+
+/// The turn's message when the model refused.
+fn refused(text: &str) -> String {
+    match text.trim() {
+        "" => "the model refused to answer".to_string(),
+        said => format!(
+            "the model refused to answer: {}",
+            clip(first_line(said), 200)
+        ),
     }
 }
 

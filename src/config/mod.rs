@@ -38,22 +38,42 @@ pub struct RetryConfig {
     pub max_delay_secs: f64,
     pub cooldown_secs: u64,
     pub auth_cooldown_secs: u64,
+    /// Opening a connection to a provider.
+    pub connect_timeout_secs: f64,
+    /// From sending a request to the start of the answer.
+    pub first_byte_timeout_secs: f64,
+    /// Between two pieces of a streamed answer.
+    pub idle_timeout_secs: f64,
 }
 
 impl Default for RetryConfig {
     fn default() -> Self {
         let policy = crate::llm::fallback::RetryPolicy::default();
+        let timeouts = crate::llm::Timeouts::default();
         Self {
             attempts: policy.attempts,
             base_delay_secs: policy.base_delay.as_secs_f64(),
             max_delay_secs: policy.max_delay.as_secs_f64(),
             cooldown_secs: policy.cooldown.as_secs(),
             auth_cooldown_secs: policy.auth_cooldown.as_secs(),
+            connect_timeout_secs: timeouts.connect.as_secs_f64(),
+            first_byte_timeout_secs: timeouts.first_byte.as_secs_f64(),
+            idle_timeout_secs: timeouts.idle.as_secs_f64(),
         }
     }
 }
 
 impl RetryConfig {
+    /// The waits of one request; each at least a tenth of a second.
+    pub fn timeouts(&self) -> crate::llm::Timeouts {
+        let secs = |value: f64| std::time::Duration::from_secs_f64(value.max(0.1));
+        crate::llm::Timeouts {
+            connect: secs(self.connect_timeout_secs),
+            first_byte: secs(self.first_byte_timeout_secs),
+            idle: secs(self.idle_timeout_secs),
+        }
+    }
+
     pub fn policy(&self) -> crate::llm::fallback::RetryPolicy {
         let secs = |value: f64| std::time::Duration::from_secs_f64(value.max(0.0));
         crate::llm::fallback::RetryPolicy {
@@ -100,6 +120,8 @@ pub struct AgentConfig {
     pub compressor_model: Option<String>,
     /// How deep sub-agents may nest.
     pub max_agent_depth: u32,
+    /// How often a reply cut off by the output limit is continued before the turn ends.
+    pub max_continuations: u32,
     /// Models sub-agents may be started on by name, besides the session's own model and its
     /// fallbacks: the model must not send the conversation to a provider the person did not
     /// choose.
@@ -115,6 +137,7 @@ impl Default for AgentConfig {
             compact_threshold: 0.8,
             compressor_model: None,
             max_agent_depth: 3,
+            max_continuations: 2,
             subagent_models: Vec::new(),
         }
     }

@@ -7,6 +7,11 @@ use std::time::Duration;
 pub enum ProviderError {
     #[error("authentication failed ({status}): {message}")]
     Auth { status: u16, message: String },
+    #[error(
+        "the account's quota is used up ({message}); waiting does not help: add credit, or \
+         use another model"
+    )]
+    QuotaExhausted { message: String },
     #[error("rate limited: {message}")]
     RateLimit {
         retry_after: Option<Duration>,
@@ -42,5 +47,15 @@ impl ProviderError {
                 | Self::Connection(_)
                 | Self::Protocol(_)
         )
+    }
+}
+
+impl From<super::sse::Oversized> for ProviderError {
+    fn from(_: super::sse::Oversized) -> Self {
+        ProviderError::Protocol(format!(
+            "an event of the response stream passed {} MiB without ending; the stream was \
+             stopped",
+            super::sse::MAX_EVENT_BYTES >> 20
+        ))
     }
 }

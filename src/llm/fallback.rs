@@ -127,7 +127,9 @@ impl FallbackChain {
 
     fn cool_down(&self, name: &str, err: &ProviderError) {
         let length = match err {
-            ProviderError::Auth { .. } => self.policy.auth_cooldown,
+            ProviderError::Auth { .. } | ProviderError::QuotaExhausted { .. } => {
+                self.policy.auth_cooldown
+            }
             ProviderError::RateLimit {
                 retry_after: Some(wait),
                 ..
@@ -146,6 +148,7 @@ impl FallbackChain {
             next_index: 0,
             attempt: 0,
             current: None,
+            tried: false,
             causes: Vec::new(),
         }
     }
@@ -173,6 +176,8 @@ pub struct ChainRun<'a> {
     next_index: usize,
     attempt: u32,
     current: Option<ChainModel>,
+    /// Whether any model was tried; when all of them rest, the first is tried anyway.
+    tried: bool,
     causes: Vec<String>,
 }
 
@@ -196,10 +201,17 @@ impl ChainRun<'_> {
                 reason: self.causes.last().cloned().unwrap_or_default(),
             });
             self.attempt = 1;
+            self.tried = true;
             self.current = Some(model.clone());
             return Some((model.clone(), notice));
         }
-        None
+        // Resting every model would fail the request without sending it; the rest is a
+        // guess that the failure lasts, and the first model may well answer now.
+        let first = self.chain.models.first().filter(|_| !self.tried)?.clone();
+        self.tried = true;
+        self.attempt = 1;
+        self.current = Some(first.clone());
+        Some((first, None))
     }
 
     /// Decides what follows a failed attempt of the current model.
@@ -233,7 +245,12 @@ impl ChainRun<'_> {
                 },
             };
         }
-        if err.is_retryable() || matches!(err, ProviderError::Auth { .. }) {
+        if err.is_retryable()
+            || matches!(
+                err,
+                ProviderError::Auth { .. } | ProviderError::QuotaExhausted { .. }
+            )
+        {
             self.chain.cool_down(&model.name, &err);
         }
         self.causes.push(format!("{}: {err}", model.name));

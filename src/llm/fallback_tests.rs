@@ -212,13 +212,17 @@ async fn chains_built_from_the_same_cooldowns_skip_a_model_that_failed_in_either
     };
     let (_, tried, _) = run_script(&main, vec![Err(auth), Ok("b works")]).await;
     assert_eq!(tried, ["a", "b"]);
-    // A sub-agent's chain naming `a` alone learns that it rests, without calling it.
-    let other = FallbackChain::sharing(vec![model("a")], policy, cooldowns);
-    let (result, tried, _) = run_script(&other, vec![Ok("a works")]).await;
-    assert!(tried.is_empty(), "{tried:?}");
-    assert!(
-        matches!(result, Err(ChainError::Exhausted { causes }) if causes[0].contains("cooling down"))
-    );
+    // A sub-agent's chain with `a` learns that it rests, without calling it.
+    let other = FallbackChain::sharing(vec![model("a"), model("c")], policy, cooldowns.clone());
+    let (result, tried, _) = run_script(&other, vec![Ok("c works")]).await;
+    assert_eq!(tried, ["c"]);
+    assert_eq!(result.map(|(v, _)| v).ok(), Some("c works"));
+    // When every model of a chain rests, the first is tried anyway rather than failing the
+    // request unsent (the only model of a session, once failed, stays usable).
+    let only = FallbackChain::sharing(vec![model("a")], policy, cooldowns);
+    let (result, tried, _) = run_script(&only, vec![Ok("a works again")]).await;
+    assert_eq!(tried, ["a"]);
+    assert_eq!(result.map(|(v, _)| v).ok(), Some("a works again"));
     // A chain of its own knows nothing of it.
     let own = FallbackChain::new(vec![model("a")], policy);
     let (_, tried, _) = run_script(&own, vec![Ok("a works")]).await;

@@ -1,8 +1,8 @@
 //! HTTP plumbing shared by the wire providers: one client, the POST that opens a stream,
 //! and the mapping of HTTP failures to typed errors.
 
-use std::collections::VecDeque;
-use std::sync::LazyLock;
+use std::collections::{HashMap, VecDeque};
+use std::sync::{LazyLock, Mutex, PoisonError};
 use std::time::Duration;
 
 use futures_util::StreamExt;
@@ -11,20 +11,23 @@ use reqwest::header::{HeaderMap, HeaderValue};
 use super::error::ProviderError;
 use super::sse::SseParser;
 use super::types::StreamEvent;
-use super::{EventStream, WireDecoder};
+use super::{EventStream, Timeouts, WireDecoder};
 
-/// The process's HTTP client: one connection pool and TLS setup for every provider (clones
-/// share it).
-pub fn client() -> reqwest::Client {
-    static CLIENT: LazyLock<reqwest::Client> = LazyLock::new(|| {
-        reqwest::Client::builder()
-            .connect_timeout(Duration::from_secs(15))
-            // A stream may think quietly for a while, but minutes of silence mean a dead peer.
-            .read_timeout(Duration::from_secs(300))
-            .build()
-            .unwrap_or_else(|_| reqwest::Client::new())
-    });
-    CLIENT.clone()
+/// The process's HTTP client for a connect timeout: one connection pool and TLS setup for
+/// every provider (clones share it). A process uses one timeout, so one client in practice.
+pub fn client(connect_timeout: Duration) -> reqwest::Client {
+    static CLIENTS: LazyLock<Mutex<HashMap<Duration, reqwest::Client>>> =
+        LazyLock::new(Mutex::default);
+    let mut clients = CLIENTS.lock().unwrap_or_else(PoisonError::into_inner);
+    clients
+        .entry(connect_timeout)
+        .or_insert_with(|| {
+            reqwest::Client::builder()
+                .connect_timeout(connect_timeout)
+                .build()
+                .unwrap_or_else(|_| reqwest::Client::new())
+        })
+        .clone()
 }
 
 /// The host of a base URL, lower case (`[::1]` for IPv6), or `None` when it has none.
@@ -44,24 +47,36 @@ pub fn secret_header(value: &str) -> Result<HeaderValue, ProviderError> {
     Ok(header)
 }
 
-/// Sends the request and, on a 2xx answer, returns the decoded event stream.
+/// Sends the request and, on a 2xx answer, returns the decoded event stream. An answer that
+/// does not start within `timeouts.first_byte`, or a stream silent for `timeouts.idle`, is a
+/// timeout (which the chain retries).
 pub async fn open_stream<D: WireDecoder>(
     request: reqwest::RequestBuilder,
     decoder: D,
+    timeouts: Timeouts,
 ) -> Result<EventStream, ProviderError> {
-    let response = request.send().await.map_err(transport_error)?;
+    let response = tokio::time::timeout(timeouts.first_byte, request.send())
+        .await
+        .map_err(|_| {
+            ProviderError::Timeout(format!(
+                "no answer within {} s of sending the request",
+                seconds(timeouts.first_byte)
+            ))
+        })?
+        .map_err(transport_error)?;
     let status = response.status();
     if !status.is_success() {
         let headers = response.headers().clone();
         let body = response.text().await.unwrap_or_default();
         return Err(classify_status(status.as_u16(), &headers, &body));
     }
-    Ok(decode_body(response.bytes_stream(), decoder))
+    Ok(decode_body(response.bytes_stream(), decoder, timeouts.idle))
 }
 
 /// Turns a body of SSE bytes into canonical stream events using `decoder`. Deltas that
-/// arrived before a failure are delivered first, then the error.
-pub fn decode_body<S, D>(body: S, decoder: D) -> EventStream
+/// arrived before a failure are delivered first, then the error; a body silent for `idle`
+/// ends in a timeout.
+pub fn decode_body<S, D>(body: S, decoder: D, idle: Duration) -> EventStream
 where
     S: futures_util::Stream<Item = reqwest::Result<bytes::Bytes>> + Send + 'static,
     D: WireDecoder,
@@ -80,40 +95,59 @@ where
         pending: VecDeque::new(),
         done: false,
     };
-    Box::pin(futures_util::stream::unfold(state, |mut st| async move {
-        loop {
-            if let Some(item) = st.pending.pop_front() {
-                return Some((item, st));
+    Box::pin(futures_util::stream::unfold(
+        state,
+        move |mut st| async move {
+            loop {
+                if let Some(item) = st.pending.pop_front() {
+                    return Some((item, st));
+                }
+                if st.done {
+                    return None;
+                }
+                let mut out = Vec::new();
+                let State {
+                    body,
+                    parser,
+                    decoder,
+                    pending,
+                    done,
+                } = &mut st;
+                let next = tokio::time::timeout(idle, body.next()).await;
+                let outcome = match next {
+                    Err(_) => Err(ProviderError::Timeout(format!(
+                        "the response stream went quiet for {} s",
+                        seconds(idle)
+                    ))),
+                    Ok(Some(Ok(chunk))) => {
+                        parser.feed(&chunk, &mut |e| decoder.on_event(e, &mut out))
+                    }
+                    Ok(Some(Err(err))) => Err(transport_error(err)),
+                    Ok(None) => parser
+                        .finish(&mut |e| decoder.on_event(e, &mut out))
+                        .and_then(|()| decoder.finish())
+                        .map(|response| {
+                            out.push(StreamEvent::Completed(response));
+                            *done = true;
+                        }),
+                };
+                pending.extend(out.into_iter().map(Ok));
+                if let Err(err) = outcome {
+                    pending.push_back(Err(err));
+                    *done = true;
+                }
             }
-            if st.done {
-                return None;
-            }
-            let mut out = Vec::new();
-            let State {
-                body,
-                parser,
-                decoder,
-                pending,
-                done,
-            } = &mut st;
-            let outcome = match body.next().await {
-                Some(Ok(chunk)) => parser.feed(&chunk, &mut |e| decoder.on_event(e, &mut out)),
-                Some(Err(err)) => Err(transport_error(err)),
-                None => parser
-                    .finish(&mut |e| decoder.on_event(e, &mut out))
-                    .and_then(|()| decoder.finish())
-                    .map(|response| {
-                        out.push(StreamEvent::Completed(response));
-                        *done = true;
-                    }),
-            };
-            pending.extend(out.into_iter().map(Ok));
-            if let Err(err) = outcome {
-                pending.push_back(Err(err));
-                *done = true;
-            }
-        }
-    }))
+        },
+    ))
+}
+
+/// A wait in seconds as people write it: `60`, `0.3`.
+fn seconds(wait: Duration) -> String {
+    let secs = wait.as_secs_f64();
+    match secs.fract() == 0.0 {
+        true => format!("{secs:.0}"),
+        false => format!("{secs:.1}"),
+    }
 }
 
 fn transport_error(err: reqwest::Error) -> ProviderError {
@@ -130,6 +164,7 @@ pub fn classify_status(status: u16, headers: &HeaderMap, body: &str) -> Provider
     let lower = message.to_lowercase();
     match status {
         401 | 403 => ProviderError::Auth { status, message },
+        429 if is_quota_exhausted(&lower) => ProviderError::QuotaExhausted { message },
         429 => ProviderError::RateLimit {
             retry_after: retry_after(headers),
             message,
@@ -141,6 +176,20 @@ pub fn classify_status(status: u16, headers: &HeaderMap, body: &str) -> Provider
         500..=599 => ProviderError::Server { status, message },
         _ => ProviderError::BadRequest { message },
     }
+}
+
+/// A 429 that no wait cures: the account has no quota or credit left (OpenAI's
+/// `insufficient_quota`, "exceeded your current quota", compatible servers' billing errors).
+pub fn is_quota_exhausted(lower_message: &str) -> bool {
+    [
+        "insufficient_quota",
+        "exceeded your current quota",
+        "insufficient balance",
+        "billing",
+        "credit balance",
+    ]
+    .iter()
+    .any(|needle| lower_message.contains(needle))
 }
 
 /// Both families phrase it differently; these cover Anthropic, OpenAI and the common

@@ -51,11 +51,48 @@ pub trait WireDecoder: Send + 'static {
 }
 
 /// Where and how to reach one model, resolved from the config.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct ProviderSettings {
     pub base_url: String,
     /// The model id on the wire, such as `claude-sonnet-4-5` or `gpt-5`.
     pub model: String,
     /// Read from the environment at start-up; never logged or stored.
     pub api_key: Option<String>,
+    /// The variable the key comes from, read again for every request so that a key fixed
+    /// after an authentication error works at once.
+    pub api_key_env: Option<String>,
+    pub timeouts: Timeouts,
+}
+
+impl ProviderSettings {
+    /// The key to send now: the variable's current value, else the one read at start-up.
+    pub fn key(&self) -> Option<String> {
+        self.api_key_env
+            .as_deref()
+            .and_then(|var| std::env::var(var).ok())
+            .filter(|key| !key.trim().is_empty())
+            .or_else(|| self.api_key.clone())
+            .filter(|key| !key.is_empty())
+    }
+}
+
+/// How long a request may wait at each stage before it counts as failed (and is retried).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timeouts {
+    /// Opening the connection (TCP and TLS).
+    pub connect: std::time::Duration,
+    /// From sending the request to the start of the answer.
+    pub first_byte: std::time::Duration,
+    /// Between two pieces of a streamed answer.
+    pub idle: std::time::Duration,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Self {
+            connect: std::time::Duration::from_secs(10),
+            first_byte: std::time::Duration::from_secs(60),
+            idle: std::time::Duration::from_secs(90),
+        }
+    }
 }

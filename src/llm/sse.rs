@@ -1,5 +1,6 @@
 //! An incremental Server-Sent Events parser. It borrows each event from its own buffers, so
-//! the hot path of a long stream allocates nothing per event.
+//! the hot path of a long stream allocates nothing per event. An event may hold at most
+//! [`MAX_EVENT_BYTES`]: a peer that sends more without ending it gets an error, not memory.
 
 /// One dispatched event. `event` is empty when the stream gave no `event:` field.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -7,6 +8,13 @@ pub struct SseEvent<'a> {
     pub event: &'a str,
     pub data: &'a str,
 }
+
+/// The most one event (a line, or the data of one event) may hold; far above any real chunk.
+pub const MAX_EVENT_BYTES: usize = 16 * 1024 * 1024;
+
+/// An event grew past [`MAX_EVENT_BYTES`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Oversized;
 
 #[derive(Debug, Default)]
 pub struct SseParser {
@@ -23,7 +31,7 @@ impl SseParser {
 
     /// Feeds a chunk of the body and calls `on_event` for every event it completes. Lines end
     /// with `\n` or `\r\n`; a chunk may end anywhere, even inside a UTF-8 character.
-    pub fn feed<E>(
+    pub fn feed<E: From<Oversized>>(
         &mut self,
         chunk: &[u8],
         on_event: &mut impl FnMut(SseEvent<'_>) -> Result<(), E>,
@@ -32,8 +40,7 @@ impl SseParser {
         if !self.buf.is_empty() {
             match memchr::memchr(b'\n', rest) {
                 None => {
-                    self.buf.extend_from_slice(rest);
-                    return Ok(());
+                    return self.keep(rest);
                 }
                 Some(pos) => {
                     self.buf.extend_from_slice(&rest[..pos]);
@@ -50,12 +57,21 @@ impl SseParser {
             self.line(&rest[..pos], on_event)?;
             rest = &rest[pos + 1..];
         }
-        self.buf.extend_from_slice(rest);
+        self.keep(rest)
+    }
+
+    /// Keeps the start of a line until its end arrives, within the limit.
+    fn keep<E: From<Oversized>>(&mut self, partial: &[u8]) -> Result<(), E> {
+        if self.buf.len() + partial.len() > MAX_EVENT_BYTES {
+            self.buf = Vec::new();
+            return Err(Oversized.into());
+        }
+        self.buf.extend_from_slice(partial);
         Ok(())
     }
 
     /// Dispatches an event left open when the body ended without a blank line.
-    pub fn finish<E>(
+    pub fn finish<E: From<Oversized>>(
         &mut self,
         on_event: &mut impl FnMut(SseEvent<'_>) -> Result<(), E>,
     ) -> Result<(), E> {
@@ -66,7 +82,7 @@ impl SseParser {
         self.dispatch(on_event)
     }
 
-    fn line<E>(
+    fn line<E: From<Oversized>>(
         &mut self,
         line: &[u8],
         on_event: &mut impl FnMut(SseEvent<'_>) -> Result<(), E>,
@@ -88,6 +104,11 @@ impl SseParser {
         let value = String::from_utf8_lossy(value);
         match field {
             b"data" => {
+                if self.data.len() + value.len() > MAX_EVENT_BYTES {
+                    self.data = String::new();
+                    self.has_data = false;
+                    return Err(Oversized.into());
+                }
                 if self.has_data {
                     self.data.push('\n');
                 }
@@ -129,7 +150,7 @@ mod tests {
     fn collect(chunks: &[&[u8]]) -> Vec<(String, String)> {
         let mut parser = SseParser::new();
         let mut out = Vec::new();
-        let mut push = |e: SseEvent<'_>| -> Result<(), ()> {
+        let mut push = |e: SseEvent<'_>| -> Result<(), Oversized> {
             out.push((e.event.to_string(), e.data.to_string()));
             Ok(())
         };
@@ -170,6 +191,37 @@ mod tests {
                 (String::new(), "tail".into())
             ]
         );
+    }
+
+    #[test]
+    fn a_line_or_event_past_the_limit_is_an_error_and_frees_its_memory() {
+        let mut parser = SseParser::new();
+        let mut seen = 0;
+        let mut push = |_: SseEvent<'_>| -> Result<(), Oversized> {
+            seen += 1;
+            Ok(())
+        };
+        let piece = vec![b'x'; 1024 * 1024];
+        let mut result = parser.feed(b"data: ", &mut push);
+        for _ in 0..20 {
+            if result.is_err() {
+                break;
+            }
+            result = parser.feed(&piece, &mut push);
+        }
+        assert_eq!(result, Err(Oversized));
+        assert!(parser.buf.capacity() < 1024, "the buffer was kept");
+        let mut parser = SseParser::new();
+        let line = format!("data: {}\n", "y".repeat(1024 * 1024));
+        let mut result = Ok(());
+        for _ in 0..20 {
+            result = parser.feed(line.as_bytes(), &mut push);
+            if result.is_err() {
+                break;
+            }
+        }
+        assert_eq!(result, Err(Oversized));
+        assert_eq!(seen, 0);
     }
 
     #[test]

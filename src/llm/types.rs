@@ -154,6 +154,9 @@ pub struct ModelResponse {
 pub enum StreamEvent {
     TextDelta(String),
     ReasoningDelta(String),
+    /// The usage of the response so far, as the provider reports it while streaming; what an
+    /// attempt that breaks off has already cost.
+    Usage(Usage),
     Completed(ModelResponse),
 }
 

@@ -38,6 +38,7 @@ fn kind_name(kind: UserMessageKind) -> Option<&'static str> {
         UserMessageKind::Prompt => None,
         UserMessageKind::Injected => Some("injected"),
         UserMessageKind::Queued => Some("queued"),
+        UserMessageKind::Continuation => Some("continuation"),
     }
 }
 
@@ -46,6 +47,7 @@ fn parse_kind(name: &str) -> Option<UserMessageKind> {
     match name {
         "injected" => Some(UserMessageKind::Injected),
         "queued" => Some(UserMessageKind::Queued),
+        "continuation" => Some(UserMessageKind::Continuation),
         _ => None,
     }
 }
@@ -57,6 +59,8 @@ pub fn turn_status_name(status: TurnStatus) -> &'static str {
         TurnStatus::LoopDetected => "loop_detected",
         TurnStatus::StepLimit => "step_limit",
         TurnStatus::Failed => "failed",
+        TurnStatus::CutOff => "cut_off",
+        TurnStatus::Refused => "refused",
     }
 }
 

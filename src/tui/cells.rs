@@ -57,6 +57,13 @@ impl Cell {
 }
 
 fn user_lines(text: &str, kind: UserMessageKind) -> Vec<Line<'static>> {
+    if kind == UserMessageKind::Continuation {
+        let style = Style::default()
+            .fg(Color::DarkGray)
+            .add_modifier(Modifier::ITALIC);
+        let note = "⋯ cut off by the output limit; continuing";
+        return vec![Line::styled(note, style)];
+    }
     let prompt = Style::default()
         .fg(Color::Cyan)
         .add_modifier(Modifier::BOLD);
@@ -79,6 +86,7 @@ fn user_lines(text: &str, kind: UserMessageKind) -> Vec<Line<'static>> {
         UserMessageKind::Prompt => None,
         UserMessageKind::Injected => Some("  (injected)"),
         UserMessageKind::Queued => Some("  (queued)"),
+        UserMessageKind::Continuation => None,
     };
     if let (Some(mark), Some(first)) = (mark, lines.first_mut()) {
         let style = Style::default()

@@ -163,9 +163,9 @@ impl AppState {
         let (kind, op) = if self.is_busy() {
             match busy_kind {
                 UserMessageKind::Queued => (busy_kind, Op::UserInput { text: text.clone() }),
-                UserMessageKind::Injected | UserMessageKind::Prompt => {
-                    (busy_kind, Op::Inject { text: text.clone() })
-                }
+                UserMessageKind::Injected
+                | UserMessageKind::Prompt
+                | UserMessageKind::Continuation => (busy_kind, Op::Inject { text: text.clone() }),
             }
         } else {
             self.status.activity = Activity::Thinking;

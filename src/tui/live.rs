@@ -83,7 +83,7 @@ fn content_lines(state: &AppState, width: u16, now: Instant) -> Vec<Line<'static
         let (label, colour) = match pending.kind {
             UserMessageKind::Injected => ("↳ injecting: ", Color::Yellow),
             UserMessageKind::Queued => ("⏭ queued: ", Color::Magenta),
-            UserMessageKind::Prompt => ("› ", Color::DarkGray),
+            UserMessageKind::Prompt | UserMessageKind::Continuation => ("› ", Color::DarkGray),
         };
         let mut text = pending.text.lines().next().unwrap_or_default().to_string();
         if pending.text.lines().nth(1).is_some() {

@@ -378,6 +378,8 @@ impl AppState {
             TurnStatus::LoopDetected => (NoticeLevel::Warning, "Stopped: a repeated call".into()),
             TurnStatus::StepLimit => (NoticeLevel::Warning, "Stopped: the step limit".into()),
             TurnStatus::Failed => (NoticeLevel::Error, "The turn failed".into()),
+            TurnStatus::CutOff => (NoticeLevel::Warning, "Cut off by the output limit".into()),
+            TurnStatus::Refused => (NoticeLevel::Warning, "Refused".into()),
         };
         let text = match message {
             Some(message) => message,

@@ -69,12 +69,21 @@ pub fn settings(workspace: &std::path::Path) -> SessionSettings {
 }
 
 pub async fn start(script: serde_json::Value, tweak: impl FnOnce(&mut SessionSettings)) -> Harness {
+    let script: Script = serde_json::from_value(script).unwrap_or_else(|e| panic!("script: {e}"));
+    let provider = Arc::new(ScriptedProvider::new(script));
+    start_with_chain(chain(provider), tweak).await
+}
+
+/// A session on `chain` (for example real providers against an in-test server).
+pub async fn start_with_chain(
+    chain: Arc<FallbackChain>,
+    tweak: impl FnOnce(&mut SessionSettings),
+) -> Harness {
     let workspace = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let root = workspace
         .path()
         .canonicalize()
         .unwrap_or_else(|e| panic!("{e}"));
-    let script: Script = serde_json::from_value(script).unwrap_or_else(|e| panic!("script: {e}"));
     let sleeper_calls = Arc::new(AtomicUsize::new(0));
     let mut tools: ToolRegistry = mnemo::tools::builtin::builtin_tools();
     tools.register(Sleeper {
@@ -83,8 +92,7 @@ pub async fn start(script: serde_json::Value, tweak: impl FnOnce(&mut SessionSet
     let mut settings = settings(&root);
     tweak(&mut settings);
     let store = Store::open_in_memory().unwrap_or_else(|e| panic!("store: {e}"));
-    let provider = Arc::new(ScriptedProvider::new(script));
-    let session = Session::create(settings, chain(provider), tools, store, None)
+    let session = Session::create(settings, chain, tools, store, None)
         .await
         .unwrap_or_else(|e| panic!("session: {e}"));
     Harness {

@@ -34,6 +34,7 @@ pub struct Reply {
     pause: Duration,
     /// Close the socket after this many body bytes, without ending the body.
     cut_after: Option<usize>,
+    hang: Hang,
 }
 
 impl Reply {
@@ -53,6 +54,7 @@ impl Reply {
             pieces: 1,
             pause: Duration::ZERO,
             cut_after: None,
+            hang: Hang::Never,
         }
     }
 
@@ -66,6 +68,7 @@ impl Reply {
             pieces: 1,
             pause: Duration::ZERO,
             cut_after: None,
+            hang: Hang::Never,
         }
     }
 
@@ -87,6 +90,30 @@ impl Reply {
         self.cut_after = Some(bytes);
         self
     }
+
+    /// Takes the request and never answers, as a wedged server does.
+    pub fn silent() -> Self {
+        Self {
+            hang: Hang::BeforeAnswer,
+            ..Self::json(200, "")
+        }
+    }
+
+    /// Sends the head and `bytes` of the body, then goes quiet with the connection open.
+    pub fn stall_after(mut self, bytes: usize) -> Self {
+        self.cut_after = Some(bytes);
+        self.hang = Hang::AfterBody;
+        self
+    }
+}
+
+/// Where a reply stops talking without closing the connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+enum Hang {
+    #[default]
+    Never,
+    BeforeAnswer,
+    AfterBody,
 }
 
 /// What the server received.
@@ -161,6 +188,7 @@ impl TestServer {
             base_url: self.base_url.clone(),
             model: model.into(),
             api_key: api_key.map(str::to_string),
+            ..ProviderSettings::default()
         }
     }
 }
@@ -179,6 +207,9 @@ async fn serve(
     let request = read_request(&mut socket).await?;
     if let Ok(mut all) = recorded.lock() {
         all.push(request);
+    }
+    if reply.hang == Hang::BeforeAnswer {
+        return hang(socket).await;
     }
     let mut head = format!("HTTP/1.1 {} {}\r\n", reply.status, reason(reply.status));
     for (name, value) in &reply.headers {
@@ -213,10 +244,20 @@ async fn serve(
         }
         socket.flush().await?;
     }
+    if reply.hang == Hang::AfterBody {
+        return hang(socket).await;
+    }
     if reply.chunked && reply.cut_after.is_none() {
         socket.write_all(b"0\r\n\r\n").await?;
     }
     socket.shutdown().await
+}
+
+/// Keeps the connection open and silent until the client gives up.
+async fn hang(mut socket: TcpStream) -> std::io::Result<()> {
+    let mut sink = [0u8; 1024];
+    while socket.read(&mut sink).await? > 0 {}
+    Ok(())
 }
 
 async fn read_request(socket: &mut TcpStream) -> std::io::Result<Recorded> {

@@ -254,7 +254,11 @@ async fn drive_run(
             AgentStatus::Cancelled,
             "cancelled before it finished".to_string(),
         ),
-        TurnStatus::LoopDetected | TurnStatus::StepLimit | TurnStatus::Failed => {
+        TurnStatus::LoopDetected
+        | TurnStatus::StepLimit
+        | TurnStatus::Failed
+        | TurnStatus::CutOff
+        | TurnStatus::Refused => {
             let why = message.unwrap_or_else(|| "it failed".into());
             (AgentStatus::Failed, why)
         }

@@ -146,6 +146,7 @@ impl WireDecoder for AnthropicDecoder {
             "message_start" => {
                 let start: MessageStart = parse(event)?;
                 self.apply_usage(start.message.usage);
+                out.push(StreamEvent::Usage(self.usage));
                 Ok(())
             }
             "message_delta" => {
@@ -154,6 +155,7 @@ impl WireDecoder for AnthropicDecoder {
                     self.stop_reason = Some(stop_reason(reason));
                 }
                 self.apply_usage(delta.usage);
+                out.push(StreamEvent::Usage(self.usage));
                 Ok(())
             }
             "message_stop" => {

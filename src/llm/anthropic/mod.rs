@@ -29,7 +29,7 @@ impl AnthropicProvider {
         Self {
             label: format!("anthropic:{}", settings.model),
             endpoint,
-            client: http::client(),
+            client: http::client(settings.timeouts.connect),
             settings,
         }
     }
@@ -54,10 +54,10 @@ impl Provider for AnthropicProvider {
                 .header(CONTENT_TYPE, "application/json")
                 .header(ACCEPT, "text/event-stream")
                 .body(body);
-            if let Some(key) = self.settings.api_key.as_deref().filter(|k| !k.is_empty()) {
-                builder = builder.header("x-api-key", http::secret_header(key)?);
+            if let Some(key) = self.settings.key() {
+                builder = builder.header("x-api-key", http::secret_header(&key)?);
             }
-            http::open_stream(builder, AnthropicDecoder::new()).await
+            http::open_stream(builder, AnthropicDecoder::new(), self.settings.timeouts).await
         })
     }
 }

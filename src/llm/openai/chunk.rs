@@ -49,6 +49,9 @@ pub(super) struct Chunk<'a> {
 
 #[derive(Deserialize)]
 pub(super) struct Choice<'a> {
+    /// Which completion this is when several are streamed; absent on some servers.
+    #[serde(default)]
+    pub(super) index: Option<usize>,
     #[serde(default, borrow)]
     pub(super) delta: Option<Delta<'a>>,
     #[serde(default, borrow)]
@@ -59,6 +62,9 @@ pub(super) struct Choice<'a> {
 pub(super) struct Delta<'a> {
     #[serde(default, borrow)]
     pub(super) content: Option<WireStr<'a>>,
+    /// What the model says instead of answering, when it refuses.
+    #[serde(default, borrow)]
+    pub(super) refusal: Option<WireStr<'a>>,
     /// DeepSeek, Kimi, Qwen.
     #[serde(default, borrow)]
     pub(super) reasoning_content: Option<WireStr<'a>>,

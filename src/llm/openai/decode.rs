@@ -19,6 +19,8 @@ use crate::llm::types::{ContentBlock, Message, ModelResponse, StopReason, Stream
 #[derive(Debug, Default)]
 pub struct OpenAiDecoder {
     text: String,
+    /// What the model said instead of answering (`delta.refusal`).
+    refusal: String,
     reasoning: String,
     calls: Vec<CallState>,
     usage: Usage,
@@ -53,6 +55,12 @@ impl OpenAiDecoder {
                 && !piece.is_empty()
             {
                 self.text.push_str(&piece);
+                out.push(StreamEvent::TextDelta(piece.into_owned()));
+            }
+            if let Some(WireStr(piece)) = delta.refusal
+                && !piece.is_empty()
+            {
+                self.refusal.push_str(&piece);
                 out.push(StreamEvent::TextDelta(piece.into_owned()));
             }
             for call in delta.tool_calls.into_iter().flatten() {
@@ -127,9 +135,15 @@ impl WireDecoder for OpenAiDecoder {
         }
         if let Some(usage) = chunk.usage {
             self.usage = usage.canonical();
+            out.push(StreamEvent::Usage(self.usage));
         }
-        // Only one completion is ever asked for.
-        if let Some(choice) = chunk.choices.into_iter().next() {
+        // One completion is asked for; a server that streams several anyway (`n` > 1) gets
+        // only its first read, rather than all of them mixed into one text.
+        if let Some(choice) = chunk
+            .choices
+            .into_iter()
+            .find(|choice| choice.index.unwrap_or(0) == 0)
+        {
             self.apply_choice(choice, out);
         }
         Ok(())
@@ -149,6 +163,10 @@ impl WireDecoder for OpenAiDecoder {
                 signature: None,
             });
         }
+        let refused = !self.refusal.is_empty();
+        if refused {
+            self.text.push_str(&self.refusal);
+        }
         if !self.text.is_empty() {
             content.push(ContentBlock::Text {
                 text: std::mem::take(&mut self.text),
@@ -166,6 +184,7 @@ impl WireDecoder for OpenAiDecoder {
         }));
         // Some local servers say "stop" even when the model called tools.
         let stop_reason = match self.finish_reason.take() {
+            _ if refused => StopReason::Refusal,
             Some(StopReason::EndTurn) | None if has_calls => StopReason::ToolUse,
             Some(reason) => reason,
             None => StopReason::EndTurn,
@@ -218,7 +237,9 @@ fn stream_error(data: &str) -> ProviderError {
     let kind_has = |needles: &[&str]| needles.iter().any(|n| kind.contains(n));
     if kind_has(&["context_length"]) {
         ProviderError::ContextTooLong { message }
-    } else if kind_has(&["rate_limit", "insufficient_quota"]) || lower.contains("rate limit") {
+    } else if kind_has(&["insufficient_quota"]) || http::is_quota_exhausted(&lower) {
+        ProviderError::QuotaExhausted { message }
+    } else if kind_has(&["rate_limit"]) || lower.contains("rate limit") {
         ProviderError::RateLimit {
             retry_after: None,
             message,

@@ -53,7 +53,7 @@ impl OpenAiProvider {
             label: format!("openai:{}", settings.model),
             endpoint: format!("{base_url}/chat/completions"),
             dialect: Dialect::from_base_url(base_url),
-            client: http::client(),
+            client: http::client(settings.timeouts.connect),
             settings,
         }
     }
@@ -77,13 +77,13 @@ impl Provider for OpenAiProvider {
                 .header(ACCEPT, "text/event-stream")
                 .body(body);
             // Local servers usually run without a key; they get no Authorization at all.
-            if let Some(key) = self.settings.api_key.as_deref().filter(|k| !k.is_empty()) {
+            if let Some(key) = self.settings.key() {
                 builder = builder.header(
                     AUTHORIZATION,
                     http::secret_header(&format!("Bearer {key}"))?,
                 );
             }
-            http::open_stream(builder, OpenAiDecoder::new()).await
+            http::open_stream(builder, OpenAiDecoder::new(), self.settings.timeouts).await
         })
     }
 }
