@@ -367,4 +367,17 @@ mod tests {
         assert!(out.contains("5 more entries not shown"));
         Ok(())
     }
+
+    #[tokio::test]
+    async fn special_files_are_refused_without_blocking() -> TestResult {
+        let (_dir, ws) = workspace()?;
+        let fifo = std::ffi::CString::new(ws.join("pipe").to_string_lossy().as_bytes())?;
+        // SAFETY: mkfifo reads a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+        let message = error_text(call(&ReadFile, &ws, json!({"path": "pipe"})).await);
+        assert!(message.contains("not a regular file"), "{message}");
+        let listing = call(&ListDir, &ws, json!({})).await?;
+        assert!(listing.contains("pipe"), "{listing}");
+        Ok(())
+    }
 }

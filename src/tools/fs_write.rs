@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 
 use schemars::JsonSchema;
 use serde::Deserialize;
-use similar::{ChangeTag, TextDiff};
 
+use super::diff_report::{change_report, unified};
 use super::{ToolContext, ToolError, TypedTool};
 use crate::protocol::ApprovalAction;
 use crate::sandbox::approval::Action;
@@ -43,7 +43,7 @@ impl TypedTool for WriteFile {
         let (path, shown) = resolve(&args.path, ctx)?;
         let old = read_text(&path, ctx).await.unwrap_or_default();
         Ok(ApprovalAction::Write {
-            diff: unified(&shown, &old, &args.content),
+            diff: preview_diff(shown.clone(), old, args.content).await?,
             path: shown,
         })
     }
@@ -64,7 +64,7 @@ impl TypedTool for WriteFile {
             Some(Ok(old)) if old == content => {
                 format!("{shown} already had this content; nothing changed")
             }
-            Some(Ok(old)) => change_report("wrote", &shown, &old, &content),
+            Some(Ok(old)) => report("wrote", shown, old, content).await?,
         })
     }
 }
@@ -107,7 +107,7 @@ impl TypedTool for EditFile {
         let old = read_text(&path, ctx).await.map_err(path_error)?;
         let new = replace_unique(&old, &args.old_string, &args.new_string).map_err(path_error)?;
         Ok(ApprovalAction::Write {
-            diff: unified(&shown, &old, &new),
+            diff: preview_diff(shown.clone(), old, new).await?,
             path: shown,
         })
     }
@@ -139,13 +139,32 @@ impl TypedTool for EditFile {
             Ok(new)
         })
         .await?;
-        Ok(change_report("edited", &shown, &old, &new))
+        report("edited", shown, old, new).await
     }
 }
 
 /// The real path to write and how it is shown, under the session's write policy.
 fn resolve(requested: &str, ctx: &ToolContext) -> Result<(PathBuf, String), ToolError> {
     ctx.resolve_write(requested)
+}
+
+/// The change report, worked out on a blocking thread: a diff of large files takes a while,
+/// and the tool's timeout and the user's interrupt must still reach the call meanwhile.
+async fn report(
+    verb: &'static str,
+    shown: String,
+    old: String,
+    new: String,
+) -> Result<String, ToolError> {
+    tokio::task::spawn_blocking(move || change_report(verb, &shown, &old, &new))
+        .await
+        .map_err(|e| ToolError::Failed(format!("the change report failed: {e}")))
+}
+
+async fn preview_diff(shown: String, old: String, new: String) -> Result<String, ToolError> {
+    tokio::task::spawn_blocking(move || unified(&shown, &old, &new))
+        .await
+        .map_err(|e| ToolError::Failed(format!("the diff failed: {e}")))
 }
 
 /// Runs file work on a blocking thread; an IO error becomes a path error for `shown`.
@@ -222,32 +241,6 @@ fn replace_unique(text: &str, old: &str, new: &str) -> Result<String, String> {
 
 fn squeeze(text: &str) -> String {
     text.chars().filter(|c| !c.is_whitespace()).collect()
-}
-
-/// A one-line summary plus a unified diff with `a/` and `b/` headers.
-fn change_report(verb: &str, shown: &str, old: &str, new: &str) -> String {
-    let diff = TextDiff::from_lines(old, new);
-    let (mut added, mut removed) = (0, 0);
-    for change in diff.iter_all_changes() {
-        match change.tag() {
-            ChangeTag::Insert => added += 1,
-            ChangeTag::Delete => removed += 1,
-            ChangeTag::Equal => {}
-        }
-    }
-    let unified = unified_of(&diff, shown);
-    format!("{verb} {shown}: +{added} -{removed} lines\n{unified}")
-}
-
-fn unified(shown: &str, old: &str, new: &str) -> String {
-    unified_of(&TextDiff::from_lines(old, new), shown)
-}
-
-fn unified_of<'a>(diff: &'a TextDiff<'a, 'a, 'a, str>, shown: &str) -> String {
-    diff.unified_diff()
-        .context_radius(3)
-        .header(&format!("a/{shown}"), &format!("b/{shown}"))
-        .to_string()
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@
 pub mod approvals;
 pub mod builtin;
 pub mod describe;
+pub mod diff_report;
 pub mod fs_read;
 pub mod fs_write;
 pub mod memory;

@@ -408,6 +408,17 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_fifo_in_the_workspace_does_not_stop_a_search() -> TestResult {
+        let (_dir, ws) = tree()?;
+        let fifo = std::ffi::CString::new(ws.join("src/pipe.rs").to_string_lossy().as_bytes())?;
+        // SAFETY: mkfifo reads a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+        let out = call(&Grep, &ws, json!({"pattern": "hello"})).await?;
+        assert!(out.contains("src/lib/mod.rs:1:pub fn hello"), "{out}");
+        Ok(())
+    }
+
+    #[tokio::test]
     async fn symlinks_out_of_the_workspace_are_skipped_and_counted() -> TestResult {
         let (dir, ws) = tree()?;
         let outside = dir.path().join("outside");
