@@ -5,6 +5,7 @@ use std::io::Write;
 
 use crate::agent::AgentHandle;
 use crate::protocol::{Event, Op, ToolStatus, TurnStatus};
+use crate::signals::{Signals, Stop};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OutputMode {
@@ -17,10 +18,15 @@ pub enum OutputMode {
 pub struct RunReport {
     pub status: TurnStatus,
     pub message: Option<String>,
+    /// The signal that stopped the run, if one did: it decides the exit status.
+    pub stopped_by: Option<Stop>,
 }
 
 impl RunReport {
     pub fn exit_code(&self) -> i32 {
+        if let Some(stop) = self.stopped_by {
+            return i32::from(stop.exit_code());
+        }
         match self.status {
             TurnStatus::Completed => 0,
             TurnStatus::Failed => 1,
@@ -33,8 +39,9 @@ impl RunReport {
     }
 }
 
-/// Sends `prompt`, prints events until the turn ends, then shuts the agent down. Ctrl+C
-/// interrupts the turn.
+/// Sends `prompt`, prints events until the turn ends, then shuts the agent down. Ctrl+C,
+/// SIGTERM and SIGHUP interrupt the turn (what was streamed is kept, commands are killed);
+/// a second one stops waiting at once.
 pub async fn run_prompt(
     mut handle: AgentHandle,
     prompt: String,
@@ -52,16 +59,20 @@ pub async fn run_prompt(
     // Sub-agents still running in the background report back in another turn: wait for it.
     let mut agents_pending = false;
     let mut between_turns = false;
+    let mut signals = Signals::new()?;
+    let mut stopped_by: Option<Stop> = None;
     let report = loop {
         let event = tokio::select! {
             event = handle.events.recv() => event,
-            _ = tokio::signal::ctrl_c() => {
+            stop = signals.recv() => {
                 let _ = handle.ops.send(Op::Interrupt).await;
-                if between_turns {
+                let again = stopped_by.replace(stop).is_some();
+                if between_turns || again {
                     // The interrupt cancels the sub-agents; no turn will follow.
                     break RunReport {
                         status: TurnStatus::Interrupted,
-                        message: Some("interrupted while sub-agents worked".into()),
+                        message: Some(format!("stopped by {}", stop.name())),
+                        stopped_by,
                     };
                 }
                 continue;
@@ -71,6 +82,7 @@ pub async fn run_prompt(
             break RunReport {
                 status: TurnStatus::Failed,
                 message: Some("the agent task ended unexpectedly".into()),
+                stopped_by,
             };
         };
         if mode == OutputMode::Json {
@@ -87,7 +99,14 @@ pub async fn run_prompt(
             }
             Event::TurnFinished {
                 status, message, ..
-            } => break RunReport { status, message },
+            } => {
+                let message = message.or(stopped_by.map(|s| format!("stopped by {}", s.name())));
+                break RunReport {
+                    status,
+                    message,
+                    stopped_by,
+                };
+            }
             _ => {}
         }
     };

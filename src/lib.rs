@@ -10,5 +10,6 @@ pub mod llm;
 pub mod memory;
 pub mod protocol;
 pub mod sandbox;
+pub mod signals;
 pub mod tools;
 pub mod tui;

@@ -318,8 +318,8 @@ fn real_main(cli: Cli) -> anyhow::Result<ExitCode> {
                 start_questions::Outcome::Start(loaded) => *loaded,
                 start_questions::Outcome::Quit => return Ok(ExitCode::from(2)),
             };
-            runtime()?.block_on(mnemo::tui::run(loaded, overrides, start))?;
-            Ok(ExitCode::SUCCESS)
+            let stopped = runtime()?.block_on(mnemo::tui::run(loaded, overrides, start))?;
+            Ok(stopped.map_or(ExitCode::SUCCESS, |stop| ExitCode::from(stop.exit_code())))
         }
     }
 }

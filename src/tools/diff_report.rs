@@ -48,17 +48,27 @@ fn bounded_unified<'a>(diff: &'a TextDiff<'a, 'a, 'a, str>, shown: &str) -> Stri
     let mut out = String::new();
     let mut lines = 0usize;
     let mut left_out = 0usize;
-    let text = diff
-        .unified_diff()
+    let mut unified = diff.unified_diff();
+    unified
         .context_radius(3)
-        .header(&format!("a/{shown}"), &format!("b/{shown}"))
-        .to_string();
-    for line in text.split_inclusive('\n') {
-        if lines < MAX_DIFF_LINES && out.len() + line.len() <= MAX_DIFF_BYTES {
-            out.push_str(line);
-            lines += 1;
-        } else {
-            left_out += 1;
+        .header(&format!("a/{shown}"), &format!("b/{shown}"));
+    let mut header = true;
+    for hunk in unified.iter_hunks() {
+        // Past the limit, hunks are only counted: formatting them is what costs.
+        if lines >= MAX_DIFF_LINES || out.len() >= MAX_DIFF_BYTES {
+            left_out += hunk.iter_changes().count() + 1;
+            continue;
+        }
+        if std::mem::take(&mut header) {
+            out.push_str(&format!("--- a/{shown}\n+++ b/{shown}\n"));
+        }
+        for line in hunk.to_string().split_inclusive('\n') {
+            if lines < MAX_DIFF_LINES && out.len() + line.len() <= MAX_DIFF_BYTES {
+                out.push_str(line);
+                lines += 1;
+            } else {
+                left_out += 1;
+            }
         }
     }
     if left_out > 0 {

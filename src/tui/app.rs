@@ -10,7 +10,6 @@ use crossterm::event::{Event as TermEvent, EventStream};
 use futures_util::StreamExt;
 use ratatui::layout::Size;
 use ratatui::text::Line;
-use tokio::signal::unix::{Signal, SignalKind, signal};
 use tokio::sync::mpsc::error::{TryRecvError, TrySendError};
 
 use super::TuiStart;
@@ -26,6 +25,7 @@ use crate::agent::AgentHandle;
 use crate::config::CliOverrides;
 use crate::launch::Loaded;
 use crate::protocol::{Event, Op};
+use crate::signals::{Signals, Stop};
 
 /// At most about 60 frames per second.
 const FRAME: Duration = Duration::from_millis(16);
@@ -55,7 +55,7 @@ enum Wake {
     Terminal(Option<io::Result<TermEvent>>),
     Agent(Option<Event>),
     History(HistoryRead),
-    Signal,
+    Signal(Stop),
     Timer,
 }
 
@@ -77,8 +77,9 @@ impl<W: Write> App<W> {
         }
     }
 
-    /// Runs until the user quits; `start` says which session opens first.
-    pub async fn run(&mut self, start: TuiStart) -> io::Result<()> {
+    /// Runs until the user quits (`None`) or a signal stops it; `start` says which session
+    /// opens first.
+    pub async fn run(&mut self, start: TuiStart) -> io::Result<Option<Stop>> {
         let mut terminal = EventStream::new();
         let mut signals = Signals::new()?;
         self.draw(Instant::now())?;
@@ -96,14 +97,15 @@ impl<W: Write> App<W> {
                 event = terminal.next() => Wake::Terminal(event),
                 event = next_event(&mut self.agent) => Wake::Agent(event),
                 read = next_history(&mut self.full_history) => Wake::History(read),
-                () = signals.recv() => Wake::Signal,
+                stop = signals.recv() => Wake::Signal(stop),
                 () = sleep_until(deadline) => Wake::Timer,
             };
             let now = Instant::now();
             let mut effects = Vec::new();
             match wake {
                 Wake::Terminal(Some(event)) => self.on_terminal(event?, now, &mut effects),
-                Wake::Terminal(None) | Wake::Signal => return Ok(()),
+                Wake::Terminal(None) => return Ok(Some(Stop::Hangup)),
+                Wake::Signal(stop) => return Ok(Some(stop)),
                 Wake::Agent(Some(event)) => self.state.handle_event(event, now),
                 Wake::Agent(None) => self.agent_stopped(),
                 Wake::History(read) => self.history_arrived(read),
@@ -116,7 +118,7 @@ impl<W: Write> App<W> {
             for effect in effects {
                 match effect {
                     Effect::Send(op) => self.send(op),
-                    Effect::Quit => return Ok(()),
+                    Effect::Quit => return Ok(None),
                     Effect::NewSession => self.new_session().await,
                     Effect::OpenPicker => self.open_picker(PickerCancel::Close).await,
                     Effect::Resume(id) => self.resume(id).await,
@@ -281,31 +283,5 @@ async fn sleep_until(deadline: Option<Instant>) {
     match deadline {
         Some(deadline) => tokio::time::sleep_until(deadline.into()).await,
         None => std::future::pending().await,
-    }
-}
-
-/// The signals that end the session cleanly: SIGTERM, SIGHUP (the terminal went away) and
-/// SIGINT sent from outside (Ctrl+C itself arrives as a key in raw mode).
-struct Signals {
-    term: Signal,
-    hangup: Signal,
-    interrupt: Signal,
-}
-
-impl Signals {
-    fn new() -> io::Result<Self> {
-        Ok(Self {
-            term: signal(SignalKind::terminate())?,
-            hangup: signal(SignalKind::hangup())?,
-            interrupt: signal(SignalKind::interrupt())?,
-        })
-    }
-
-    async fn recv(&mut self) {
-        tokio::select! {
-            _ = self.term.recv() => {}
-            _ = self.hangup.recv() => {}
-            _ = self.interrupt.recv() => {}
-        }
     }
 }

@@ -36,6 +36,7 @@ use ratatui::layout::Size;
 
 use crate::config::CliOverrides;
 use crate::launch::{Loaded, SessionChoice};
+use crate::signals::Stop;
 
 #[derive(Debug, thiserror::Error)]
 pub enum TuiError {
@@ -54,7 +55,12 @@ pub enum TuiStart {
 
 /// Runs the interactive session until the user quits. A session that cannot be prepared
 /// (no API key, a bad script) still opens and shows how to configure a provider.
-pub async fn run(loaded: Loaded, cli: CliOverrides, start: TuiStart) -> Result<(), TuiError> {
+/// Returns the signal that stopped the session, `None` when the user quit.
+pub async fn run(
+    loaded: Loaded,
+    cli: CliOverrides,
+    start: TuiStart,
+) -> Result<Option<Stop>, TuiError> {
     highlight::preload();
     let guard = modes::ModesGuard::enable()?;
     let (width, height) = crossterm::terminal::size()?;
@@ -65,6 +71,7 @@ pub async fn run(loaded: Loaded, cli: CliOverrides, start: TuiStart) -> Result<(
     let result = app.run(start).await;
     let finished = app.finish().await;
     drop(guard);
-    result?;
-    Ok(finished?)
+    let stopped = result?;
+    finished?;
+    Ok(stopped)
 }
