@@ -10,6 +10,7 @@ use mnemo::commands::{self, sessions::ExportFormat};
 use mnemo::config::{CliOverrides, ProviderKind};
 use mnemo::headless::{OutputMode, run_prompt};
 use mnemo::launch::{self, SessionChoice};
+use mnemo::memory::StoreError;
 use mnemo::tui::start_questions;
 
 #[derive(Parser)]
@@ -287,7 +288,15 @@ fn real_main(cli: Cli) -> anyhow::Result<ExitCode> {
                 OutputMode::Text
             };
             let report = runtime()?.block_on(async {
-                let session = launch::prepare_session_with(&loaded, &overrides, choice).await?;
+                let session = match launch::prepare_session_with(&loaded, &overrides, choice).await
+                {
+                    Ok(session) => session,
+                    // The prompt must not be lost with the session it could not reach.
+                    Err(busy @ launch::LaunchError::Session(StoreError::SessionBusy { .. })) => {
+                        anyhow::bail!("{busy}. Your prompt was not sent:\n{prompt}")
+                    }
+                    Err(other) => return Err(other.into()),
+                };
                 let handle = mnemo::agent::spawn(session);
                 let mut err = std::io::stderr();
                 anyhow::Ok(run_prompt(handle, prompt, mode, &mut out, &mut err).await?)

@@ -14,6 +14,7 @@ use crate::llm::fallback::{ChainModel, FallbackChain};
 use crate::llm::tokens::Calibration;
 use crate::llm::{ContentBlock, Message, Role, Usage};
 use crate::memory::StoreError;
+use crate::memory::session_lock::SessionLock;
 use crate::memory::types::{Experience, NewSession, StoredMessage};
 use crate::memory::{EmbeddingClient, Store};
 use crate::protocol::Event;
@@ -76,6 +77,8 @@ pub(super) struct MessageMeta {
 
 pub struct Session {
     pub id: String,
+    /// Keeps other processes out of this session while it lives.
+    _lock: Option<SessionLock>,
     pub settings: SessionSettings,
     /// The session's model and its fallbacks.
     pub(super) chain: Arc<FallbackChain>,
@@ -127,6 +130,7 @@ impl Session {
         parent_id: Option<String>,
     ) -> Result<Self, StoreError> {
         let id = uuid::Uuid::new_v4().to_string();
+        let lock = store.lock_session(&id)?;
         let new = NewSession {
             id: id.clone(),
             parent_id,
@@ -135,7 +139,9 @@ impl Session {
             title: String::new(),
         };
         store.call(move |db| db.create_session(new)).await?;
-        Ok(Self::assemble(id, settings, chain, tools, store))
+        let mut session = Self::assemble(id, settings, chain, tools, store);
+        session._lock = lock;
+        Ok(session)
     }
 
     /// Loads a stored session: its working set exactly as it was, and its totals. A step
@@ -148,9 +154,13 @@ impl Session {
         id_or_prefix: &str,
     ) -> Result<Self, StoreError> {
         let wanted = id_or_prefix.to_string();
+        let id = store.call(move |db| Ok(db.session(&wanted)?.id)).await?;
+        // Taken before anything is read or repaired: a turn another process still runs is
+        // not a killed one.
+        let lock = store.lock_session(&id)?;
         let (row, active, totals, max_seq, summary) = store
             .call(move |db| {
-                let row = db.session(&wanted)?;
+                let row = db.session(&id)?;
                 db.mark_running_turns_killed(&row.id)?;
                 let active = db.active_messages(&row.id)?;
                 let totals = db.session_totals(&row.id)?;
@@ -161,6 +171,7 @@ impl Session {
             .await?;
         let archived = row.message_count > active.len() as u64;
         let mut session = Self::assemble(row.id, settings, chain, tools, store);
+        session._lock = lock;
         session.turns = totals.turns;
         session.total_usage = totals.usage;
         session.cost_usd = totals.cost_usd;
@@ -223,6 +234,7 @@ impl Session {
             embedder: None,
             experiences: None,
             startup_notices: Vec::new(),
+            _lock: None,
             tool_specs,
             runs,
             mailbox: Mailbox::default(),

@@ -39,6 +39,9 @@ impl Db {
             })?;
         }
         let conn = Connection::open(path)?;
+        // Before the first statement: switching a new file to WAL takes the write lock, which
+        // another process starting at the same moment may hold.
+        conn.busy_timeout(BUSY_TIMEOUT)?;
         let _mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))?;
         conn.pragma_update(None, "synchronous", "NORMAL")?;
         Db::configure(conn)

@@ -17,6 +17,13 @@ pub enum StoreError {
     #[error("cannot remember an empty text")]
     EmptyExperience,
 
+    #[error(
+        "session {id} is open in another mnemo{}; nothing was sent. Finish there first, or \
+         start a new session",
+        .pid.map(|p| format!(" (process {p})")).unwrap_or_default()
+    )]
+    SessionBusy { id: String, pid: Option<u32> },
+
     #[error("database error: {0}")]
     Sqlite(#[from] rusqlite::Error),
 

@@ -14,6 +14,7 @@ pub mod messages;
 pub mod ranking;
 pub mod schema;
 pub mod search;
+pub mod session_lock;
 pub mod sessions;
 pub mod store;
 pub mod summary;
