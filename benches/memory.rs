@@ -292,6 +292,7 @@ fn resume(path: &Path, words: &Words) -> BenchResult {
             let last = (first + RESUME_ENTRY_MESSAGES - 1).min(archived);
             let stretch = &messages[(first - 1) as usize..last as usize];
             let (topic, summary) = mnemo::memory::mechanical_summary(stretch);
+            let topic = topic.unwrap_or_else(|| "untitled stretch".to_owned());
             db.archive_messages(NewArchiveEntry {
                 session_id: "resume".to_owned(),
                 topic,

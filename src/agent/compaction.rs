@@ -1,7 +1,11 @@
-//! Compaction: the older middle of the working set moves to the archive and a structured
-//! summary takes its place, while the first user message and the recent turns stay. The
-//! summary comes from the compressor model; if that fails, a mechanical one is used, so a
-//! compaction never loses anything.
+//! Compaction: the older middle of the working set moves to the archive, whole turns at a
+//! time, and a structured summary takes its place, while the first user message and the recent
+//! turns stay. The summary comes from the compressor model; if that fails, a mechanical one is
+//! used, so a compaction never loses anything. One estimate decides both when to compact and
+//! how much to keep (the system prompt, the summary and the tool schemas counted, corrected by
+//! what the provider reported), and a compaction leaves the context at half the budget, so the
+//! next one is many steps away. A message too big for the context by itself is cut, its whole
+//! text kept in the archive.
 
 use std::fmt::Write;
 use std::sync::Arc;
@@ -10,7 +14,7 @@ use futures_util::StreamExt;
 use serde::{Deserialize, Serialize};
 
 use super::Session;
-use super::compaction_plan::plan;
+use super::compaction_plan::{Keep, plan};
 use crate::llm::fallback::ChainModel;
 use crate::llm::{Message, ModelRequest, StreamEvent};
 use crate::memory::types::{NewArchiveEntry, Scope};
@@ -23,6 +27,13 @@ const COMPRESSOR_PROMPT: &str = include_str!("../../assets/compressor.md");
 const MIN_TAIL: usize = 10;
 /// The compressor reads at most this much of the dropped stretch.
 const MAX_TRANSCRIPT_CHARS: usize = 200_000;
+/// The longest summary kept when mechanical summaries are merged.
+const MAX_SUMMARY_CHARS: usize = 6_000;
+/// Tokens kept free for the summary a compaction writes (a new one replaces the previous one,
+/// which is already counted, so this covers its growth).
+const SUMMARY_ALLOWANCE: u64 = 400;
+/// Characters per token assumed when a message is cut to a token size.
+const CHARS_PER_TOKEN: usize = 3;
 
 /// Why a compaction runs; the kind of summary follows from it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -91,10 +102,11 @@ impl Session {
     /// Compacts when the working set passed its message limit, when the estimated context
     /// (corrected by what the provider counted) passed the threshold, or when asked.
     pub(super) async fn maybe_compact(&mut self, asked: bool) -> Result<(), StoreError> {
-        if self.history.len() > self.settings.max_active_messages {
+        // At the limit already: the step is about to add at least one message.
+        if self.history.len() >= self.settings.max_active_messages {
             self.compact(CompactReason::MessageLimit).await?;
         }
-        let used = self.calibration.apply(self.working_tokens()) as f64;
+        let used = self.context_tokens() as f64;
         let budget = self.budget() as f64;
         // Past a quarter of the budget, exact counts start to matter: load the tokenizer.
         if used >= budget / 4.0 {
@@ -122,22 +134,44 @@ impl Session {
     /// Compacts the working set. Returns whether anything was compacted.
     pub(super) async fn compact(&mut self, reason: CompactReason) -> Result<bool, StoreError> {
         let tokens: Vec<u32> = self.meta.iter().map(|m| m.tokens).collect();
+        let starts: Vec<bool> = self.meta.iter().map(|m| m.starts_turn).collect();
+        let budget = self.message_budget(self.budget());
         // Over the message limit, keep three quarters of it so this does not run every step;
         // over the budget, keep what fits half of it.
-        let (target, min_tail) = match reason {
-            CompactReason::MessageLimit => (0, self.settings.max_active_messages * 3 / 4),
-            CompactReason::Threshold => (self.budget() / 2, MIN_TAIL),
-            CompactReason::Requested => (0, MIN_TAIL),
+        let keep = match reason {
+            CompactReason::MessageLimit => Keep {
+                target: 0,
+                hard: budget,
+                min_tail: self.settings.max_active_messages * 3 / 4,
+            },
+            CompactReason::Threshold => Keep {
+                // Room is left for the summary that the compaction adds.
+                target: self
+                    .message_budget(self.budget() / 2)
+                    .saturating_sub(SUMMARY_ALLOWANCE),
+                hard: budget,
+                min_tail: MIN_TAIL,
+            },
+            CompactReason::Requested => Keep {
+                target: 0,
+                hard: budget,
+                min_tail: MIN_TAIL,
+            },
         };
-        let Some(plan) = plan(&self.history, &tokens, target, min_tail) else {
-            return Ok(false);
+        let Some(plan) = plan(&self.history, &tokens, &starts, keep) else {
+            return self.cut_oversized().await;
         };
-        let before = self.working_tokens();
+        let before = self.context_tokens();
         let dropped: Vec<Message> = self.history[1..plan.tail_start]
             .iter()
             .map(|m| (**m).clone())
             .collect();
         let (mechanical_topic, mechanical_summary) = summary::mechanical_summary(&dropped);
+        let mechanical_topic = match mechanical_topic {
+            Some(topic) => topic,
+            // The stretch continues the first turn: it is about what that turn asked.
+            None => summary::topic_of(&self.history[0]),
+        };
         let written = match reason {
             CompactReason::Threshold | CompactReason::Requested => self.summarize(&dropped).await,
             CompactReason::MessageLimit => None,
@@ -170,7 +204,9 @@ impl Session {
             messages: dropped,
         };
         let summary = match &self.summary {
-            Some(previous) if kind == CompactionKind::Mechanical => format!("{previous}\n{text}"),
+            Some(previous) if kind == CompactionKind::Mechanical => {
+                merge_summaries(previous, &text)
+            }
             _ => text,
         };
         let (key, stored_summary) = (summary_key(&self.id), summary.clone());
@@ -192,7 +228,8 @@ impl Session {
         self.summary = Some(summary);
         self.archived_any = true;
         self.refresh_system_prompt().await?;
-        let after = self.working_tokens();
+        self.cut_oversized().await?;
+        let after = self.context_tokens();
         self.emit(Event::Compacted {
             tokens_before: before,
             tokens_after: after,
@@ -203,11 +240,72 @@ impl Session {
         Ok(true)
     }
 
-    /// Tokens the next request would carry: system prompt, summary and working set, from
-    /// the estimates stored with each message.
+    /// Cuts the biggest messages of the working set while it is still over the budget: each
+    /// keeps its head and tail and a note, and its whole text goes to the archive. Returns
+    /// whether anything was cut.
+    async fn cut_oversized(&mut self) -> Result<bool, StoreError> {
+        let budget = self.message_budget(self.budget());
+        // A message is cut to a quarter of the budget, so several still fit beside it.
+        let room = (budget / 4).max(200);
+        let mut cut_any = false;
+        loop {
+            let total: u64 = self.meta.iter().map(|m| u64::from(m.tokens)).sum();
+            let biggest = (0..self.meta.len()).max_by_key(|&i| self.meta[i].tokens);
+            let Some(index) =
+                biggest.filter(|&i| total > budget && u64::from(self.meta[i].tokens) > room)
+            else {
+                return Ok(cut_any);
+            };
+            let original = (*self.history[index]).clone();
+            let tokens = self.meta[index].tokens;
+            let chars = usize::try_from(room).unwrap_or(usize::MAX) * CHARS_PER_TOKEN;
+            let cut = cut_message(&original, chars, tokens);
+            let cut_tokens = crate::llm::tokens::estimate_message(&cut);
+            let meta = self.meta[index];
+            let entry = NewArchiveEntry {
+                session_id: self.id.clone(),
+                topic: format!("full text of a message too big for the context ({tokens} tokens)"),
+                summary: summary::topic_of(&original),
+                token_count: u64::from(tokens),
+                importance: importance::importance(std::slice::from_ref(&original)),
+                embedding: None,
+                first_seq: meta.seq,
+                last_seq: meta.seq,
+                started_at: meta.created_at,
+                ended_at: meta.created_at,
+                messages: vec![original],
+            };
+            let stored = cut.clone();
+            self.store
+                .call(move |db| db.archive_and_cut(entry, &stored, cut_tokens))
+                .await?;
+            self.history[index] = Arc::new(cut);
+            self.meta[index].tokens = cut_tokens;
+            self.archived_any = true;
+            cut_any = true;
+        }
+    }
+
+    /// What the messages may take when the whole request is to fit `context` (corrected
+    /// tokens): the fixed part (system prompt, summary, tools) comes off, and the rest is
+    /// turned back into the units of the per-message estimates.
+    fn message_budget(&self, context: u64) -> u64 {
+        let ratio = self.calibration.ratio().max(0.01);
+        let raw = (context as f64 / ratio) as u64;
+        raw.saturating_sub(self.prompt_tokens + self.tool_tokens)
+    }
+
+    /// The estimate of the next request, corrected by what the provider counted: the one
+    /// figure both the trigger and the target of compaction use.
+    pub(super) fn context_tokens(&self) -> u64 {
+        self.calibration.apply(self.working_tokens())
+    }
+
+    /// Tokens the next request would carry: system prompt, summary, tool schemas and working
+    /// set, from the estimates stored with each message.
     pub(super) fn working_tokens(&self) -> u64 {
         let messages: u64 = self.meta.iter().map(|m| u64::from(m.tokens)).sum();
-        messages + self.prompt_tokens
+        messages + self.prompt_tokens + self.tool_tokens
     }
 
     /// The context the session's model can fill: its window less its output and a reserve.
@@ -249,6 +347,72 @@ impl Session {
     }
 }
 
+/// A mechanical summary added to the one before: the new one whole, and as much of the
+/// previous one as fits the bound, its latest lines first.
+fn merge_summaries(previous: &str, new: &str) -> String {
+    let room = MAX_SUMMARY_CHARS.saturating_sub(new.len() + 1);
+    let mut kept: Vec<&str> = Vec::new();
+    let mut used = 0;
+    for line in previous.lines().rev() {
+        if used + line.len() + 1 > room {
+            break;
+        }
+        used += line.len() + 1;
+        kept.push(line);
+    }
+    kept.reverse();
+    let mut merged = kept.join("\n");
+    if !merged.is_empty() {
+        merged.push('\n');
+    }
+    merged.push_str(new);
+    merged
+}
+
+/// `message` with each long text or tool result cut to about `chars` characters, head and
+/// tail, saying that the whole is in the archive.
+fn cut_message(message: &Message, chars: usize, tokens: u32) -> Message {
+    let note = |cut: usize| {
+        format!(
+            "\n[… {cut} characters cut here: the message ({tokens} tokens) was too big for the \
+             context; its whole text is in the archive (memory_search) …]\n"
+        )
+    };
+    let shorten = |text: &str| -> String {
+        let total = text.chars().count();
+        if total <= chars {
+            return text.to_string();
+        }
+        let half = chars / 2;
+        let head: String = text.chars().take(half).collect();
+        let tail: String = text.chars().skip(total - half).collect();
+        format!("{head}{}{tail}", note(total - 2 * half))
+    };
+    let content = message
+        .content
+        .iter()
+        .map(|block| match block {
+            crate::llm::ContentBlock::Text { text } => crate::llm::ContentBlock::Text {
+                text: shorten(text),
+            },
+            crate::llm::ContentBlock::ToolResult {
+                tool_use_id,
+                content,
+                is_error,
+            } => crate::llm::ContentBlock::ToolResult {
+                tool_use_id: tool_use_id.clone(),
+                content: shorten(content),
+                is_error: *is_error,
+            },
+            other => other.clone(),
+        })
+        .collect();
+    Message {
+        role: message.role,
+        content,
+    }
+}
+
 pub(super) fn summary_key(session_id: &str) -> String {
     format!("summary:{session_id}")
 }
@@ -263,6 +427,35 @@ fn parse_summary(text: &str) -> Option<StructuredSummary> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn merged_mechanical_summaries_stay_bounded_and_keep_the_newest() {
+        let mut summary = String::new();
+        for i in 0..500 {
+            let next = format!("Requests:\n- request number {i}\nOutcome: done {i}");
+            summary = match summary.is_empty() {
+                true => next,
+                false => merge_summaries(&summary, &next),
+            };
+        }
+        assert!(summary.len() <= MAX_SUMMARY_CHARS, "{}", summary.len());
+        assert!(summary.ends_with("Outcome: done 499"));
+        assert!(!summary.contains("request number 0\n"));
+    }
+
+    #[test]
+    fn a_cut_message_keeps_head_and_tail_and_says_where_the_rest_is() {
+        let text = format!("HEAD{}TAIL", "x".repeat(100_000));
+        let cut = cut_message(&Message::user_text(text), 1000, 33_000);
+        let cut = cut.text();
+        assert!(
+            cut.starts_with("HEAD") && cut.ends_with("TAIL"),
+            "{}",
+            &cut[..50]
+        );
+        assert!(cut.len() < 1300, "{}", cut.len());
+        assert!(cut.contains("whole text is in the archive"));
+    }
 
     #[test]
     fn the_summary_is_read_from_json_even_inside_a_code_fence() {

@@ -1,6 +1,8 @@
 //! Which messages a compaction drops. Pure, so its promises are property-tested: the first
-//! user message stays, a tool call is never separated from its result, the kept part fits the
-//! target when it can, and every message is either kept or dropped exactly once.
+//! user message stays, a tool call is never separated from its result, every message is either
+//! kept or dropped exactly once, the dropped stretch holds whole turns (a user's message through
+//! the last reply it caused) unless the turn in progress alone is too big, and the kept part
+//! fits the target when the last turn does, and the hard limit whenever anything can.
 
 use std::sync::Arc;
 
@@ -12,29 +14,54 @@ pub struct Plan {
     pub tail_start: usize,
 }
 
-/// Plans a compaction. The tail grows from the end while it fits `target_tokens`, and holds
-/// at least `min_tail` messages; it never starts with tool results (it takes their call
-/// along instead). `None` when there is nothing to drop.
+/// How much a compaction keeps, in the units of the token counts given.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Keep {
+    /// What the kept messages should fit.
+    pub target: u64,
+    /// What they must fit: recent messages beyond `min_tail` are dropped rather than break it.
+    pub hard: u64,
+    /// Recent messages kept even past the target (while within `hard`).
+    pub min_tail: usize,
+}
+
+/// Plans a compaction of `history`, whose messages count `tokens` and of which those marked in
+/// `turn_starts` open a turn. `None` when there is nothing to drop.
 pub fn plan(
     history: &[Arc<Message>],
     tokens: &[u32],
-    target_tokens: u64,
-    min_tail: usize,
+    turn_starts: &[bool],
+    keep: Keep,
 ) -> Option<Plan> {
-    let n = history.len().min(tokens.len());
+    let n = history.len().min(tokens.len()).min(turn_starts.len());
     if n < 3 {
         return None;
     }
+    let kept_from = |start: usize| -> u64 {
+        u64::from(tokens[0]) + tokens[start..n].iter().map(|&t| u64::from(t)).sum::<u64>()
+    };
+    // The longest tail that fits the target, with the last message always and at least
+    // `min_tail` of them while the hard limit allows.
     let mut tail_start = n;
     let mut tail_tokens = u64::from(tokens[0]);
     while tail_start > 1 {
         let next = u64::from(tokens[tail_start - 1]);
-        let must = n - tail_start < min_tail;
-        if !must && tail_tokens + next > target_tokens {
+        let short = n - tail_start < keep.min_tail && tail_tokens + next <= keep.hard;
+        if tail_start < n && !short && tail_tokens + next > keep.target {
             break;
         }
         tail_start -= 1;
         tail_tokens += next;
+    }
+    // Whole turns: start the tail at the next turn (dropping the rest of the one it cut), or
+    // else keep the turn it cut whole if that fits the hard limit; only a turn in progress
+    // that is too big by itself is split.
+    if let Some(next) = (tail_start..n).find(|&i| turn_starts[i]) {
+        tail_start = next;
+    } else if let Some(start) = (2..tail_start).rev().find(|&i| turn_starts[i])
+        && kept_from(start) <= keep.hard
+    {
+        tail_start = start;
     }
     // Results travel with their call: a tail that would open on results takes the call too.
     while tail_start > 1 && is_tool_results(&history[tail_start]) {
@@ -61,15 +88,17 @@ mod tests {
 
     /// A history of turns: a user prompt, then steps of (assistant with calls, results), then
     /// an answer — the shapes the agent writes.
-    fn history_strategy() -> impl Strategy<Value = (Vec<Arc<Message>>, Vec<u32>)> {
+    fn history_strategy() -> impl Strategy<Value = (Vec<Arc<Message>>, Vec<u32>, Vec<bool>)> {
         prop::collection::vec((prop::collection::vec(0usize..3, 0..4), 1u32..400), 1..25).prop_map(
             |turns| {
                 let mut history = Vec::new();
                 let mut tokens = Vec::new();
+                let mut starts = Vec::new();
                 let mut call = 0;
                 for (steps, size) in turns {
                     history.push(Arc::new(Message::user_text("do something")));
                     tokens.push(size);
+                    starts.push(true);
                     for calls in steps {
                         let ids: Vec<String> = (0..=calls)
                             .map(|_| {
@@ -87,6 +116,7 @@ mod tests {
                                 .collect(),
                         )));
                         tokens.push(size / 2 + 1);
+                        starts.push(false);
                         history.push(Arc::new(Message {
                             role: Role::User,
                             content: ids
@@ -99,33 +129,38 @@ mod tests {
                                 .collect(),
                         }));
                         tokens.push(size * 2);
+                        starts.push(false);
                     }
                     history.push(Arc::new(Message::assistant(vec![ContentBlock::Text {
                         text: "done".into(),
                     }])));
                     tokens.push(size);
+                    starts.push(false);
                 }
-                (history, tokens)
+                (history, tokens, starts)
             },
         )
     }
 
     proptest! {
         #[test]
-        fn compaction_keeps_pairs_the_first_message_the_budget_and_loses_nothing(
-            (history, tokens) in history_strategy(),
+        fn compaction_keeps_pairs_the_first_message_whole_turns_and_loses_nothing(
+            (history, tokens, starts) in history_strategy(),
             target in 50u64..5000,
+            extra in 0u64..5000,
             min_tail in 1usize..12,
         ) {
-            let Some(plan) = plan(&history, &tokens, target, min_tail) else {
+            let keep = Keep { target, hard: target + extra, min_tail };
+            let Some(plan) = plan(&history, &tokens, &starts, keep) else {
                 return Ok(());
             };
-            let kept: Vec<usize> = std::iter::once(0).chain(plan.tail_start..history.len()).collect();
+            let n = history.len();
+            let kept: Vec<usize> = std::iter::once(0).chain(plan.tail_start..n).collect();
             let dropped: Vec<usize> = (1..plan.tail_start).collect();
             // Nothing lost, nothing twice.
             let mut all: Vec<usize> = kept.iter().chain(&dropped).copied().collect();
             all.sort_unstable();
-            prop_assert_eq!(all, (0..history.len()).collect::<Vec<_>>());
+            prop_assert_eq!(all, (0..n).collect::<Vec<_>>());
             // The first user message stays.
             prop_assert_eq!(kept[0], 0);
             // Calls and results are never split.
@@ -137,15 +172,21 @@ mod tests {
                     }
                 }
             }
-            // The tail holds at least `min_tail` messages, or everything after the first.
-            prop_assert!(history.len() - plan.tail_start >= min_tail.min(history.len() - 1) || plan.tail_start == 1);
-            // The budget holds whenever the minimal tail itself fits it.
-            let min_start = history.len().saturating_sub(min_tail).max(1);
-            let minimal: u64 = u64::from(tokens[0]) + tokens[min_start..].iter().map(|&t| u64::from(t)).sum::<u64>();
+            // Whole turns: the tail starts a turn, or it lies within the last turn.
+            let later_start = (plan.tail_start + 1..n).any(|i| starts[i]);
+            prop_assert!(starts[plan.tail_start] || !later_start, "a finished turn was split");
+            // Without a minimal tail, the target holds whenever the last turn fits it.
             let kept_tokens: u64 = kept.iter().map(|&i| u64::from(tokens[i])).sum();
+            let last_turn = (1..n).rev().find(|&i| starts[i]).unwrap_or(1);
+            let last_turn_tokens = u64::from(tokens[0]) + tokens[last_turn..].iter().map(|&t| u64::from(t)).sum::<u64>();
+            if min_tail == 1 && last_turn_tokens <= target && last_turn > 1 {
+                prop_assert!(kept_tokens <= target, "kept {} > target {}", kept_tokens, target);
+            }
+            // The hard limit holds (give or take the call that results take along) whenever
+            // the first and the last message fit it.
             let max_pair = tokens.iter().map(|&t| u64::from(t)).max().unwrap_or(0) * 2;
-            if minimal + max_pair <= target {
-                prop_assert!(kept_tokens <= target + max_pair, "kept {} > target {}", kept_tokens, target);
+            if u64::from(tokens[0]) + u64::from(tokens[n - 1]) <= keep.hard {
+                prop_assert!(kept_tokens <= keep.hard + max_pair, "kept {} > hard {}", kept_tokens, keep.hard);
             }
         }
     }
@@ -175,6 +216,32 @@ mod tests {
             (),
         );
         let tokens = [10, 10, 10, 10];
-        assert_eq!(plan(&history, &tokens, 20, 1), Some(Plan { tail_start: 2 }));
+        let starts = [true, false, false, false];
+        let keep = Keep {
+            target: 20,
+            hard: 20,
+            min_tail: 1,
+        };
+        assert_eq!(
+            plan(&history, &tokens, &starts, keep),
+            Some(Plan { tail_start: 2 })
+        );
+    }
+
+    #[test]
+    fn an_oversized_recent_tail_is_compacted_instead_of_kept_whole() {
+        let history: Vec<Arc<Message>> = (0..8)
+            .map(|i| Arc::new(Message::user_text(format!("prompt {i}"))))
+            .collect();
+        let tokens = [100, 3000, 3000, 3000, 3000, 3000, 3000, 3000];
+        let starts = [true; 8];
+        let keep = Keep {
+            target: 4000,
+            hard: 8000,
+            min_tail: 10,
+        };
+        let plan = plan(&history, &tokens, &starts, keep);
+        // Ten recent messages would be 21,000 tokens: only what fits the hard limit stays.
+        assert_eq!(plan, Some(Plan { tail_start: 6 }));
     }
 }

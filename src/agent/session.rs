@@ -17,7 +17,7 @@ use crate::memory::StoreError;
 use crate::memory::session_lock::SessionLock;
 use crate::memory::types::{Experience, NewSession, StoredMessage};
 use crate::memory::{EmbeddingClient, Store};
-use crate::protocol::Event;
+use crate::protocol::{Event, UserMessageKind};
 use crate::sandbox::Confinement;
 use crate::tools::{Approvals, ToolRegistry};
 
@@ -66,6 +66,17 @@ impl SessionSettings {
     }
 }
 
+/// Whether `message`, written as `kind`, opens a turn: a user's text that is a prompt or a
+/// queued message (not an injection, a continuation or tool results).
+fn opens_turn(message: &Message, kind: UserMessageKind) -> bool {
+    message.role == Role::User
+        && matches!(kind, UserMessageKind::Prompt | UserMessageKind::Queued)
+        && message
+            .content
+            .iter()
+            .any(|block| matches!(block, ContentBlock::Text { .. }))
+}
+
 /// Where a working-set message sits in the store, and when it was written.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct MessageMeta {
@@ -73,6 +84,9 @@ pub(super) struct MessageMeta {
     pub created_at: i64,
     /// The token estimate stored with the message.
     pub tokens: u32,
+    /// Whether the message opens a turn (a user's prompt or queued message): compaction
+    /// archives whole turns.
+    pub starts_turn: bool,
 }
 
 pub struct Session {
@@ -98,6 +112,8 @@ pub struct Session {
     pub(super) summary: Option<String>,
     /// Estimated tokens of the system prompt and the summary, updated when they change.
     pub(super) prompt_tokens: u64,
+    /// The estimated tokens of the tool schemas every request carries.
+    pub(super) tool_tokens: u64,
     /// Writes compaction summaries; the session's own model when `None`.
     pub(super) compressor: Option<ChainModel>,
     /// Tokens the provider counted per token we estimated, learned from usage reports.
@@ -183,13 +199,16 @@ impl Session {
             message,
             created_at,
             tokens,
+            kind,
             ..
         } in active
         {
+            let starts_turn = opens_turn(&message, kind.unwrap_or(UserMessageKind::Prompt));
             session.meta.push(MessageMeta {
                 seq,
                 created_at,
                 tokens,
+                starts_turn,
             });
             session.history.push(Arc::new(message));
         }
@@ -206,12 +225,19 @@ impl Session {
         tools: ToolRegistry,
         store: Store,
     ) -> Self {
-        let tool_specs = tools
+        let tool_specs: Arc<[ToolSpec]> = tools
             .specs()
             .iter()
             .chain(agent_tool_specs().iter())
             .cloned()
             .collect();
+        let tool_tokens = tool_specs
+            .iter()
+            .map(|spec| {
+                let schema = serde_json::to_string(spec).unwrap_or_default();
+                u64::from(crate::llm::tokens::estimate_text(&schema))
+            })
+            .sum();
         let runs = Arc::new(AgentRuns::top_level(settings.max_agent_depth));
         Self {
             id,
@@ -229,6 +255,7 @@ impl Session {
             archived_any: false,
             summary: None,
             prompt_tokens: 0,
+            tool_tokens,
             compressor: None,
             calibration: Calibration::new(),
             embedder: None,
@@ -327,7 +354,17 @@ impl Session {
     /// Writes a completed message to the store, then adds it to the working set. This is the
     /// one place history grows, so nothing the model or user produced exists only in memory.
     pub(super) async fn commit(&mut self, message: Message) -> Result<(), StoreError> {
+        self.commit_as(message, UserMessageKind::Injected).await
+    }
+
+    /// Commits a message; `kind` says whether a user's text opens a turn.
+    pub(super) async fn commit_as(
+        &mut self,
+        message: Message,
+        kind: UserMessageKind,
+    ) -> Result<(), StoreError> {
         let seq = self.next_seq;
+        let starts_turn = opens_turn(&message, kind);
         let tokens = crate::llm::tokens::estimate_message(&message);
         let message = Arc::new(message);
         let stored = Arc::clone(&message);
@@ -340,6 +377,7 @@ impl Session {
             seq,
             created_at: super::turn_loop::now_millis(),
             tokens,
+            starts_turn,
         });
         self.history.push(message);
         Ok(())

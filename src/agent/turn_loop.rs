@@ -104,7 +104,8 @@ impl Session {
         kind: UserMessageKind,
     ) -> Result<(), StoreError> {
         let seq = self.next_seq;
-        self.commit(Message::user_text(text.clone())).await?;
+        self.commit_as(Message::user_text(text.clone()), kind)
+            .await?;
         if kind != UserMessageKind::Prompt {
             let id = self.id.clone();
             self.store

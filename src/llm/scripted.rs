@@ -20,6 +20,10 @@ use super::{
 #[serde(deny_unknown_fields)]
 pub struct Script {
     pub turns: Vec<ScriptTurn>,
+    /// Reports the prompt of each request as this many times mnemo's own estimate of it, as a
+    /// provider whose tokenizer counts differently would (turns without `usage` only).
+    #[serde(default)]
+    pub prompt_token_factor: Option<f64>,
 }
 
 /// One model response. Text comes from `chunks` (or `text`, split after each word), each
@@ -85,6 +89,7 @@ pub enum ScriptLoadError {
 
 pub struct ScriptedProvider {
     turns: Vec<ScriptTurn>,
+    prompt_token_factor: Option<f64>,
     /// Whether any turn has `when`; without, turns simply go in order.
     matching: bool,
     used: Mutex<Used>,
@@ -105,6 +110,7 @@ impl ScriptedProvider {
                 first_free: 0,
             }),
             turns: script.turns,
+            prompt_token_factor: script.prompt_token_factor,
         }
     }
 
@@ -177,6 +183,9 @@ impl Provider for ScriptedProvider {
     fn stream(&self, request: ModelRequest) -> BoxFuture<'_, Result<EventStream, ProviderError>> {
         let index = self.take(&request);
         let total = self.turns.len();
+        let prompt_tokens = self
+            .prompt_token_factor
+            .map(|factor| (estimate_request(&request) as f64 * factor) as u64);
         Box::pin(async move {
             let Some((index, turn)) = index.and_then(|i| Some((i, self.turns.get(i)?.clone())))
             else {
@@ -192,9 +201,28 @@ impl Provider for ScriptedProvider {
             {
                 return Err(error.to_provider_error());
             }
-            Ok(replay(turn, chunks, index))
+            Ok(replay(turn, chunks, index, prompt_tokens))
         })
     }
+}
+
+/// mnemo's own estimate of a request's prompt: system prompt, messages and tool schemas.
+fn estimate_request(request: &ModelRequest) -> u64 {
+    let system = u64::from(super::tokens::estimate_text(&request.system));
+    let messages: u64 = request
+        .messages
+        .iter()
+        .map(|m| u64::from(super::tokens::estimate_message(m)))
+        .sum();
+    let tools: u64 = request
+        .tools
+        .iter()
+        .map(|spec| {
+            let schema = serde_json::to_string(spec).unwrap_or_default();
+            u64::from(super::tokens::estimate_text(&schema))
+        })
+        .sum();
+    system + messages + tools
 }
 
 fn turn_chunks(turn: &ScriptTurn) -> Vec<String> {
@@ -207,7 +235,12 @@ fn turn_chunks(turn: &ScriptTurn) -> Vec<String> {
     }
 }
 
-fn replay(turn: ScriptTurn, chunks: Vec<String>, index: usize) -> EventStream {
+fn replay(
+    turn: ScriptTurn,
+    chunks: Vec<String>,
+    index: usize,
+    prompt_tokens: Option<u64>,
+) -> EventStream {
     let delay = Duration::from_millis(turn.delay_ms);
     let mut steps: Vec<Result<StreamEvent, ProviderError>> = Vec::new();
     if let Some(reasoning) = &turn.reasoning {
@@ -216,7 +249,13 @@ fn replay(turn: ScriptTurn, chunks: Vec<String>, index: usize) -> EventStream {
     steps.extend(chunks.iter().map(|c| Ok(StreamEvent::TextDelta(c.clone()))));
     match &turn.error {
         Some(error) => steps.push(Err(error.to_provider_error())),
-        None => steps.push(Ok(StreamEvent::Completed(response(&turn, &chunks, index)))),
+        None => {
+            let mut response = response(&turn, &chunks, index);
+            if let (None, Some(tokens)) = (turn.usage, prompt_tokens) {
+                response.usage.input_tokens = tokens;
+            }
+            steps.push(Ok(StreamEvent::Completed(response)));
+        }
     }
     let stream = futures_util::stream::unfold(
         (steps.into_iter(), true),

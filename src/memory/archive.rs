@@ -21,6 +21,32 @@ impl Db {
             .ok_or_else(|| StoreError::Corrupt("archive insert returned no id".to_owned()))
     }
 
+    /// Keeps the whole of one working-set message in the archive (as `entry`) and puts the cut
+    /// `replacement` in its place, in one transaction: for a message too big for the context.
+    pub fn archive_and_cut(
+        &mut self,
+        entry: NewArchiveEntry,
+        replacement: &crate::llm::Message,
+        tokens: u32,
+    ) -> Result<i64, StoreError> {
+        let now = now_ms();
+        let seq = entry.first_seq;
+        let tx = self.conn.transaction()?;
+        let id = insert_entry(&tx, &entry, None, now)?;
+        tx.prepare_cached(
+            "UPDATE messages SET content = ?3, tokens = ?4, active = 1
+             WHERE session_id = ?1 AND seq = ?2",
+        )?
+        .execute(params![
+            entry.session_id,
+            seq,
+            serde_json::to_string(&replacement.content)?,
+            tokens
+        ])?;
+        tx.commit()?;
+        Ok(id)
+    }
+
     /// Archives several stretches in one transaction (imports, benchmarks); ids in order.
     pub fn archive_many(&mut self, entries: &[NewArchiveEntry]) -> Result<Vec<i64>, StoreError> {
         let now = now_ms();

@@ -13,17 +13,15 @@ const LINE_CHARS: usize = 160;
 const MAX_REQUESTS: usize = 8;
 const MAX_FILES: usize = 12;
 
-/// `(topic, summary)` for a stretch of conversation.
-pub fn mechanical_summary(messages: &[Message]) -> (String, String) {
+/// `(topic, summary)` for a stretch of conversation; the topic is its first request, `None`
+/// when the stretch holds none (it continues a turn that started before it).
+pub fn mechanical_summary(messages: &[Message]) -> (Option<String>, String) {
     let requests: Vec<&str> = messages
         .iter()
         .filter(|message| message.role == Role::User)
         .filter_map(|message| first_text_line(message))
         .collect();
-    let topic = requests
-        .first()
-        .map(|line| clip(line, TOPIC_CHARS))
-        .unwrap_or_else(|| "conversation without a user request".to_owned());
+    let topic = requests.first().map(|line| clip(line, TOPIC_CHARS));
 
     let mut files: Vec<&str> = Vec::new();
     let mut tools: BTreeMap<&str, usize> = BTreeMap::new();
@@ -75,6 +73,26 @@ pub fn mechanical_summary(messages: &[Message]) -> (String, String) {
         lines.push(format!("Outcome: {}", clip(answer, LINE_CHARS)));
     }
     (topic, lines.join("\n"))
+}
+
+/// A topic for a message: its first line of text, or what its tool calls touched.
+pub fn topic_of(message: &Message) -> String {
+    if let Some(line) = first_text_line(message) {
+        return clip(line, TOPIC_CHARS);
+    }
+    let calls: Vec<String> = message
+        .tool_calls()
+        .map(
+            |call| match call.input.get("path").and_then(|p| p.as_str()) {
+                Some(path) => format!("{} {path}", call.name),
+                None => call.name.to_owned(),
+            },
+        )
+        .collect();
+    match calls.is_empty() {
+        true => "tool results".to_owned(),
+        false => clip(&calls.join(", "), TOPIC_CHARS),
+    }
 }
 
 /// The first non-blank line of the message's text blocks (tool results are not text).
@@ -149,7 +167,7 @@ mod tests {
             }]),
         ];
         let (topic, summary) = mechanical_summary(&messages);
-        assert_eq!(topic, "Fix the failing login test");
+        assert_eq!(topic.as_deref(), Some("Fix the failing login test"));
         assert_eq!(
             summary,
             "Requests:\n- Fix the failing login test\n- also update the changelog\n\
@@ -163,14 +181,21 @@ mod tests {
     #[test]
     fn a_long_first_line_is_clipped_to_the_topic_length() {
         let (topic, _) = mechanical_summary(&[Message::user_text("é".repeat(200))]);
+        let topic = topic.unwrap_or_default();
         assert_eq!(topic.chars().count(), TOPIC_CHARS);
         assert!(topic.ends_with('…'));
     }
 
     #[test]
-    fn a_stretch_without_text_still_gets_a_topic() {
+    fn a_stretch_without_a_request_has_no_topic_of_its_own() {
         let (topic, summary) = mechanical_summary(&[result("output")]);
-        assert_eq!(topic, "conversation without a user request");
+        assert_eq!(topic, None);
         assert_eq!(summary, "");
+        let call = Message::assistant(vec![call("read_file", json!({"path": "src/a.rs"}))]);
+        assert_eq!(topic_of(&call), "read_file src/a.rs");
+        assert_eq!(
+            topic_of(&Message::user_text("\n  fix it\nplease")),
+            "fix it"
+        );
     }
 }

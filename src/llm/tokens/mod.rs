@@ -128,7 +128,6 @@ impl Calibration {
         (estimate as f64 * self.ratio).round() as u64
     }
 
-    #[cfg(test)]
     /// Actual tokens per estimated token, 1.0 until the first observation.
     pub fn ratio(&self) -> f64 {
         self.ratio
