@@ -1,102 +1,18 @@
 //! Sub-agents on the scripted provider: spawn and the answer it returns, the depth limit,
 //! cancellation through three levels, the elastic timeout and the later injection, read-only
-//! children, fork isolation, gather_all, and the child sessions in the store. Script turns with
+//! children and the child sessions in the store (forks: `tests/subagent_forks.rs`). Script turns with
 //! `when` answer only the session whose latest user text contains it.
 
 mod agent_support;
+mod subagent_support;
 
 use std::time::{Duration, Instant};
 
-use agent_support::{Harness, start};
-use mnemo::llm::{ContentBlock, Message, Role};
-use mnemo::memory::types::SessionRow;
-use mnemo::protocol::{
-    AgentActivity, AgentStatus, Event, Op, ToolStatus, TurnStatus, UserMessageKind,
-};
+use agent_support::start;
+use mnemo::llm::ContentBlock;
+use mnemo::protocol::{AgentActivity, AgentStatus, Event, Op, TurnStatus, UserMessageKind};
 use serde_json::{Value, json};
-
-fn call(name: &str, arguments: Value) -> Value {
-    json!({"name": name, "arguments": arguments})
-}
-
-/// A turn for the session whose latest user text contains `when`.
-fn turn(when: &str, body: Value) -> Value {
-    let mut body = body;
-    body["when"] = json!(when);
-    body
-}
-
-fn tool_outputs(events: &[Event]) -> Vec<(String, ToolStatus, String)> {
-    events
-        .iter()
-        .filter_map(|e| match e {
-            Event::ToolCallFinished {
-                name,
-                status,
-                output,
-                ..
-            } => Some((name.clone(), *status, output.clone())),
-            _ => None,
-        })
-        .collect()
-}
-
-fn output_json(events: &[Event], tool: &str) -> Value {
-    let (_, _, output) = tool_outputs(events)
-        .into_iter()
-        .find(|(name, ..)| name == tool)
-        .unwrap_or_else(|| panic!("no {tool} result in {events:#?}"));
-    serde_json::from_str(&output).unwrap_or_else(|e| panic!("{tool} output {output:?}: {e}"))
-}
-
-fn finished(events: &[Event]) -> Vec<(String, AgentStatus)> {
-    events
-        .iter()
-        .filter_map(|e| match e {
-            Event::AgentFinished { run_id, status, .. } => Some((run_id.clone(), *status)),
-            _ => None,
-        })
-        .collect()
-}
-
-async fn children(session: &mnemo::agent::Session, id: &str) -> Vec<SessionRow> {
-    let id = id.to_string();
-    session
-        .store()
-        .call(move |db| db.child_sessions(&id))
-        .await
-        .unwrap_or_else(|e| panic!("{e}"))
-}
-
-async fn messages(session: &mnemo::agent::Session, id: &str) -> Vec<Message> {
-    let id = id.to_string();
-    session
-        .store()
-        .call(move |db| db.all_messages(&id))
-        .await
-        .unwrap_or_else(|e| panic!("{e}"))
-        .into_iter()
-        .map(|m| m.message)
-        .collect()
-}
-
-fn texts<M: std::borrow::Borrow<Message>>(messages: &[M]) -> Vec<String> {
-    messages
-        .iter()
-        .map(|m| m.borrow())
-        .filter(|m| {
-            m.content
-                .iter()
-                .any(|b| matches!(b, ContentBlock::Text { .. }))
-        })
-        .map(|m| m.text())
-        .collect()
-}
-
-async fn run_prompt(h: &mut Harness, text: &str) -> Vec<Event> {
-    h.send(Op::UserInput { text: text.into() }).await;
-    h.until_turn_finished().await
-}
+use subagent_support::*;
 
 #[tokio::test]
 async fn a_spawned_agent_answers_and_is_stored_as_a_child_session() {
@@ -367,52 +283,6 @@ async fn a_readonly_agent_has_no_tools_that_change_anything() {
         "{refused:?}"
     );
     assert!(!refused[0].contains("shell"), "{refused:?}");
-}
-
-#[tokio::test]
-async fn forks_see_the_context_at_the_fork_and_gather_all_returns_every_answer() {
-    let script = json!({"turns": [
-        turn("PARENT", json!({"tool_calls": [
-            call("fork", json!({"task": "alpha", "instruction": "do alpha"})),
-            call("fork", json!({"task": "beta", "instruction": "do beta"}))
-        ]})),
-        turn("Task: alpha", json!({"text": "alpha result", "delay_ms": 100})),
-        turn("Task: beta", json!({"text": "beta result", "delay_ms": 100})),
-        turn("PARENT", json!({"tool_calls": [call("gather_all", json!({}))]})),
-        turn("PARENT", json!({"text": "both done"})),
-        turn("LATER", json!({"text": "a later answer"}))
-    ]});
-    let mut h = start(script, |_| {}).await;
-    let events = run_prompt(&mut h, "PARENT: split the work").await;
-    let gathered = output_json(&events, "gather_all");
-    assert_eq!(
-        gathered,
-        json!({
-            "f1": {"status": "completed", "response": "alpha result"},
-            "f2": {"status": "completed", "response": "beta result"}
-        })
-    );
-    run_prompt(&mut h, "LATER: more").await;
-    let session = h.finish().await;
-    let forks = children(&session, &session.id).await;
-    assert_eq!(forks.len(), 2);
-    for fork in &forks {
-        let stored = messages(&session, &fork.id).await;
-        let first = stored.first().map(Message::text);
-        assert_eq!(first.as_deref(), Some("PARENT: split the work"));
-        let all = texts(&stored).join("\n");
-        assert!(
-            !all.contains("LATER"),
-            "a later parent message reached a fork"
-        );
-        assert_eq!(stored.last().map(|m| m.role), Some(Role::Assistant));
-    }
-    // And the forks changed nothing in the parent.
-    assert!(
-        texts(session.history())
-            .iter()
-            .all(|t| !t.contains("alpha result"))
-    );
 }
 
 #[tokio::test]

@@ -62,6 +62,8 @@ impl Session {
             })
             .await;
         }
+        // Forks the turn never gathered report back instead of being dropped unseen.
+        self.runs.release_open_forks(&self.mailbox);
         // Results that arrived as the turn ended open the next turn too.
         let arrived = self
             .mailbox

@@ -13,7 +13,7 @@ use super::args::ContextMode;
 use super::{AgentRuns, Mailbox, Run};
 use crate::agent::Session;
 use crate::llm::fallback::FallbackChain;
-use crate::llm::{Message, Role};
+use crate::llm::{ContentBlock, Message, Role};
 use crate::protocol::{AgentActivity, AgentKind, AgentStatus, Event, TurnStatus, UserMessageKind};
 use crate::tools::describe;
 
@@ -158,9 +158,9 @@ impl Session {
         }
     }
 
-    /// The conversation as the model last saw it, without the assistant message whose calls
-    /// are running now (a copy shares the messages; later changes to this session do not
-    /// reach it).
+    /// The conversation as the model last saw it, with the text of the assistant message whose
+    /// calls run now but not those calls (a copy shares the messages; later changes to this
+    /// session do not reach it).
     pub(super) fn context_snapshot(&self) -> Vec<Arc<Message>> {
         let mut end = self.history.len();
         if let Some(last) = self.history.last()
@@ -170,6 +170,21 @@ impl Session {
             end -= 1;
         }
         let mut snapshot: Vec<Arc<Message>> = self.history[..end].to_vec();
+        // What the model said as it made the call stays: only the calls, which have no
+        // results yet, are left out.
+        if let Some(last) = self.history.get(end) {
+            let said: Vec<ContentBlock> = last
+                .content
+                .iter()
+                .filter(
+                    |block| matches!(block, ContentBlock::Text { text } if !text.trim().is_empty()),
+                )
+                .cloned()
+                .collect();
+            if !said.is_empty() {
+                snapshot.push(Arc::new(Message::assistant(said)));
+            }
+        }
         if let Some(summary) = self.summary_message() {
             snapshot.insert(snapshot.len().min(1), summary);
         }
@@ -275,12 +290,8 @@ async fn drive_run(
     run.finish(status, response, |response| {
         // A cancelled run was stopped by its parent (or the user): telling the parent again
         // would only start another turn nobody asked for.
-        if run.kind == AgentKind::Spawn && status != AgentStatus::Cancelled {
-            parent_mail.deliver(format!(
-                "[sub-agent {} {} in the background]\n{response}",
-                run.id,
-                status.label()
-            ));
+        if status != AgentStatus::Cancelled {
+            parent_mail.deliver(super::background_report(&run, status, response));
         }
     });
 }

@@ -176,6 +176,38 @@ impl AgentRuns {
     fn all(&self) -> Vec<Arc<Run>> {
         lock(&self.runs).clone()
     }
+
+    /// At the end of a turn, the forks it never gathered: a running one reports back as a
+    /// background run does, a finished one reports now through `mail`, so no result is
+    /// dropped unseen. Returns how many reported now.
+    pub fn release_open_forks(&self, mail: &Mailbox) -> u32 {
+        let mut reported = 0;
+        for run in self.all().into_iter().filter(|run| run.is_open_fork()) {
+            run.mark_gathered();
+            if run.move_to_background() {
+                continue;
+            }
+            let (status, response) = run.report();
+            if status != AgentStatus::Cancelled {
+                mail.deliver(background_report(&run, status, &response));
+                reported += 1;
+            }
+        }
+        reported
+    }
+}
+
+/// The message that brings a run's result to its parent after the parent stopped waiting.
+pub(super) fn background_report(run: &Run, status: AgentStatus, response: &str) -> String {
+    let what = match run.kind {
+        AgentKind::Spawn => "sub-agent",
+        AgentKind::Fork => "fork",
+    };
+    format!(
+        "[{what} {} {} in the background]\n{response}",
+        run.id,
+        status.label()
+    )
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
