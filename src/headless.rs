@@ -79,9 +79,12 @@ pub async fn run_prompt(
             }
         };
         let Some(event) = event else {
+            let record = crate::crash::last_record()
+                .map(|path| format!("; a crash record was written to {}", path.display()))
+                .unwrap_or_default();
             break RunReport {
                 status: TurnStatus::Failed,
-                message: Some("the agent task ended unexpectedly".into()),
+                message: Some(format!("the agent task ended unexpectedly{record}")),
                 stopped_by,
             };
         };

@@ -4,6 +4,7 @@
 pub mod agent;
 pub mod commands;
 pub mod config;
+pub mod crash;
 pub mod headless;
 pub mod launch;
 pub mod llm;

@@ -106,6 +106,8 @@ enum Command {
         #[command(subcommand)]
         action: MemoryAction,
     },
+    /// Check the set-up (sandbox, keys, data directory, database) and list recent crashes.
+    Doctor,
     /// Let this workspace's .mnemo/config.toml lower safety or choose model endpoints, as the
     /// file is now (a changed file needs trusting again).
     Trust {
@@ -181,6 +183,7 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
 }
 
 fn real_main(cli: Cli) -> anyhow::Result<ExitCode> {
+    mnemo::crash::install(mnemo::config::Dirs::from_env().data.as_deref());
     let workspace = match &cli.cd {
         Some(dir) => dir.clone(),
         None => std::env::current_dir().context("cannot read the current directory")?,
@@ -208,6 +211,7 @@ fn real_main(cli: Cli) -> anyhow::Result<ExitCode> {
         (None, false) => SessionChoice::New,
     };
     let loaded = launch::load_config(&workspace, &overrides)?;
+    mnemo::crash::set_webhook(loaded.config.crash_webhook.clone());
     let mut out = std::io::stdout().lock();
     match cli.command {
         Some(Command::Config) => {
@@ -256,6 +260,14 @@ fn real_main(cli: Cli) -> anyhow::Result<ExitCode> {
                 MemoryAction::List => commands::memory::list(&loaded, &mut out)?,
             }
             Ok(ExitCode::SUCCESS)
+        }
+        Some(Command::Doctor) => {
+            let healthy = runtime()?.block_on(commands::doctor::doctor(&loaded, &mut out))?;
+            Ok(if healthy {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            })
         }
         Some(Command::Trust { revoke, list }) => {
             let dirs = &loaded.dirs;

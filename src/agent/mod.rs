@@ -52,7 +52,8 @@ pub fn spawn(session: Session) -> AgentHandle {
     let (op_tx, op_rx) = mpsc::channel(OP_CAPACITY);
     let (event_tx, event_rx) = mpsc::channel(EVENT_CAPACITY);
     let task = tokio::spawn(async move {
-        let mut session = drive(session, op_rx, event_tx).await;
+        let id = Some(session.id.clone());
+        let mut session = crate::crash::scoped("agent", id, drive(session, op_rx, event_tx)).await;
         // Dropping the sender tells the front end that no more events will come.
         session.detach();
         session

@@ -166,13 +166,20 @@ impl Session {
             }
         }
         let run = self.tools.execute(&call.name, call.input.clone(), &ctx);
+        // A tool that panics is a failed call the model hears of; the session goes on.
+        let component = format!("tool:{}", call.name);
+        let run = crate::crash::within(component, Some(self.id.clone()), run);
         tokio::select! {
-            result = tokio::time::timeout(timeout + CLEANUP_GRACE, run) => {
-                result.unwrap_or(Err(ToolError::TimedOut {
+            result = tokio::time::timeout(timeout + CLEANUP_GRACE, run) => match result {
+                Ok(Ok(outcome)) => outcome,
+                Ok(Err(crashed)) => Err(ToolError::Failed(format!(
+                    "the tool failed: {crashed}. The session goes on; try another way"
+                ))),
+                Err(_) => Err(ToolError::TimedOut {
                     after: timeout,
                     output: String::new(),
-                }))
-            }
+                }),
+            },
             // Dropping `run` drops the tool's future; tools clean up in their Drop guards.
             () = cancel.cancelled() => Err(ToolError::Cancelled),
         }

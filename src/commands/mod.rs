@@ -1,6 +1,8 @@
-//! The non-interactive subcommands (`mnemo sessions …`, `mnemo memory …`, `mnemo trust`). Each writes its
+//! The non-interactive subcommands (`mnemo sessions …`, `mnemo memory …`, `mnemo trust`,
+//! `mnemo doctor`). Each writes its
 //! answer to a writer so that it can be tested without a process.
 
+pub mod doctor;
 pub mod memory;
 pub mod sessions;
 pub mod trust;

@@ -27,6 +27,9 @@ pub struct Config {
     pub sandbox: crate::sandbox::SandboxSection,
     /// When the agent asks before acting: read_only, ask, auto or full.
     pub approval: crate::sandbox::ApprovalMode,
+    /// Where crash records are posted too, besides `<data dir>/crashes/`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub crash_webhook: Option<String>,
     pub models: BTreeMap<String, ModelConfig>,
 }
 

@@ -219,6 +219,8 @@ pub fn restrict(lower: &Table, mut layer: Table) -> (Table, Vec<Ignored>) {
     if looser(lower.get("approval"), layer.get("approval"), approval_rank) {
         drop(&mut layer, "approval", "");
     }
+    // Where crash records go is the person's choice too.
+    drop(&mut layer, "crash_webhook", "");
     // Which models get the conversation is the person's choice, not the repository's.
     for key in ["default_model", "fallbacks"] {
         if layer.get(key).is_some() && layer.get(key) != lower.get(key) {

@@ -64,6 +64,15 @@ impl Db {
         })
     }
 
+    /// SQLite's own check of the file: `ok`, or what is damaged.
+    pub fn integrity_check(&self) -> Result<String, StoreError> {
+        let mut stmt = self.conn.prepare("PRAGMA integrity_check")?;
+        let lines = stmt
+            .query_map([], |row| row.get::<_, String>(0))?
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(lines.join("; "))
+    }
+
     /// The schema version of the open database (`PRAGMA user_version`).
     pub fn schema_version(&self) -> Result<i64, StoreError> {
         Ok(self

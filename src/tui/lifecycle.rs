@@ -69,10 +69,14 @@ impl AppState {
         self.running.clear();
         self.status.activity = Activity::Offline;
         self.status.turn_started = None;
-        self.notice(
-            NoticeLevel::Error,
-            "The agent stopped; /clear starts a new session.",
-        );
+        let text = match crate::crash::last_record() {
+            Some(record) => format!(
+                "The agent stopped: it crashed (record: {}); /clear starts a new session.",
+                record.display()
+            ),
+            None => "The agent stopped; /clear starts a new session.".to_string(),
+        };
+        self.notice(NoticeLevel::Error, &text);
     }
 
     /// Forgets the old session before a new one starts (`/clear`).

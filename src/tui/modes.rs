@@ -1,7 +1,7 @@
 //! Terminal modes and their restoration. Raw mode, bracketed paste and the keyboard
 //! enhancement that tells Shift+Enter from Enter are switched on for the session and off
-//! again on every way out: a normal exit (the guard's drop), a panic (the hook restores,
-//! then runs the previous hook) and a signal (the app loop ends and drops the guard).
+//! again on every way out: a normal exit (the guard's drop), a fatal panic (the crash boundary
+//! restores them before it reports) and a signal (the app loop ends and drops the guard).
 
 use std::io::{self, Write};
 use std::sync::Once;
@@ -74,12 +74,10 @@ pub fn restore() {
     let _ = out.flush();
 }
 
+/// A panic that ends mnemo restores the terminal before anything is printed.
 fn install_panic_hook() {
     HOOK.call_once(|| {
-        let previous = std::panic::take_hook();
-        std::panic::set_hook(Box::new(move |info| {
-            restore();
-            previous(info);
-        }));
+        crate::crash::install(None);
+        crate::crash::on_fatal(restore);
     });
 }

@@ -216,7 +216,8 @@ fn role_note(depth: u32, readonly: bool) -> String {
 }
 
 /// The run as a boxed future: a session's turn can start sub-agents whose turns start more,
-/// and the named type breaks that cycle for the compiler.
+/// and the named type breaks that cycle for the compiler. A sub-agent that crashes is recorded
+/// and reported as failed; its parent goes on.
 fn boxed_run(
     child: Session,
     prompt: String,
@@ -224,7 +225,17 @@ fn boxed_run(
     parent_mail: Mailbox,
     parent_runs: Arc<AgentRuns>,
 ) -> BoxFuture<'static, ()> {
-    Box::pin(drive_run(child, prompt, run, parent_mail, parent_runs))
+    Box::pin(async move {
+        let session_id = Some(child.id.clone());
+        let (watched, mail, runs) = (run.clone(), parent_mail.clone(), parent_runs.clone());
+        let driven = drive_run(child, prompt, run, parent_mail, parent_runs);
+        if let Err(crashed) = crate::crash::within("sub-agent", session_id, driven).await
+            && watched.status() == AgentStatus::Running
+        {
+            let why = format!("the sub-agent stopped: {crashed}");
+            report_end(&watched, &mail, &runs, AgentStatus::Failed, why).await;
+        }
+    })
 }
 
 /// Runs the sub-agent's turn and reports how it ended.
@@ -278,6 +289,17 @@ async fn drive_run(
             (AgentStatus::Failed, why)
         }
     };
+    report_end(&run, &parent_mail, &parent_runs, status, response).await;
+}
+
+/// Tells the parent how the run ended and records it.
+async fn report_end(
+    run: &Arc<Run>,
+    parent_mail: &Mailbox,
+    parent_runs: &AgentRuns,
+    status: AgentStatus,
+    response: String,
+) {
     // Told before the run counts as finished, so the event comes before anything the parent
     // does with the result.
     parent_runs
@@ -291,7 +313,7 @@ async fn drive_run(
         // A cancelled run was stopped by its parent (or the user): telling the parent again
         // would only start another turn nobody asked for.
         if status != AgentStatus::Cancelled {
-            parent_mail.deliver(super::background_report(&run, status, response));
+            parent_mail.deliver(super::background_report(run, status, response));
         }
     });
 }

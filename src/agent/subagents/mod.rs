@@ -273,7 +273,7 @@ impl Run {
         }
     }
 
-    fn status(&self) -> AgentStatus {
+    pub(super) fn status(&self) -> AgentStatus {
         lock(&self.state).status
     }
 
