@@ -175,11 +175,17 @@ fn main() -> ExitCode {
     }
 }
 
-fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
-    Ok(tokio::runtime::Builder::new_multi_thread()
+/// Runs `future` on a runtime of its own, then shuts the runtime down without waiting more
+/// than a moment for blocking work (a read stuck on a special file must not keep mnemo from
+/// exiting).
+fn block_on<F: std::future::Future>(future: F) -> anyhow::Result<F::Output> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
-        .build()?)
+        .build()?;
+    let output = runtime.block_on(future);
+    runtime.shutdown_timeout(std::time::Duration::from_millis(500));
+    Ok(output)
 }
 
 fn real_main(cli: Cli) -> anyhow::Result<ExitCode> {
@@ -250,8 +256,7 @@ fn real_main(cli: Cli) -> anyhow::Result<ExitCode> {
             match action {
                 MemoryAction::Search { query, limit } => {
                     let query = query.join(" ");
-                    runtime()?
-                        .block_on(commands::memory::search(&loaded, &query, limit, &mut out))?
+                    block_on(commands::memory::search(&loaded, &query, limit, &mut out))??
                 }
                 MemoryAction::Remember { text, global } => {
                     commands::memory::remember(&loaded, &text.join(" "), global, &mut out)?
@@ -262,7 +267,7 @@ fn real_main(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Doctor) => {
-            let healthy = runtime()?.block_on(commands::doctor::doctor(&loaded, &mut out))?;
+            let healthy = block_on(commands::doctor::doctor(&loaded, &mut out))??;
             Ok(if healthy {
                 ExitCode::SUCCESS
             } else {
@@ -299,7 +304,7 @@ fn real_main(cli: Cli) -> anyhow::Result<ExitCode> {
             } else {
                 OutputMode::Text
             };
-            let report = runtime()?.block_on(async {
+            let report = block_on(async {
                 let session = match launch::prepare_session_with(&loaded, &overrides, choice).await
                 {
                     Ok(session) => session,
@@ -312,7 +317,7 @@ fn real_main(cli: Cli) -> anyhow::Result<ExitCode> {
                 let handle = mnemo::agent::spawn(session);
                 let mut err = std::io::stderr();
                 anyhow::Ok(run_prompt(handle, prompt, mode, &mut out, &mut err).await?)
-            })?;
+            })??;
             if let Some(reason) = &report.message
                 && report.exit_code() != 0
             {
@@ -339,7 +344,7 @@ fn real_main(cli: Cli) -> anyhow::Result<ExitCode> {
                 start_questions::Outcome::Start(loaded) => *loaded,
                 start_questions::Outcome::Quit => return Ok(ExitCode::from(2)),
             };
-            let stopped = runtime()?.block_on(mnemo::tui::run(loaded, overrides, start))?;
+            let stopped = block_on(mnemo::tui::run(loaded, overrides, start))??;
             Ok(stopped.map_or(ExitCode::SUCCESS, |stop| ExitCode::from(stop.exit_code())))
         }
     }

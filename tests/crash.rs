@@ -78,7 +78,10 @@ async fn a_tool_that_panics_leaves_a_record_and_the_session_goes_on() -> TestRes
     }
     assert!(matches!(
         events.last(),
-        Some(Event::TurnFinished { status: TurnStatus::Completed, .. })
+        Some(Event::TurnFinished {
+            status: TurnStatus::Completed,
+            ..
+        })
     ));
     let output = events
         .iter()
@@ -91,7 +94,10 @@ async fn a_tool_that_panics_leaves_a_record_and_the_session_goes_on() -> TestRes
             _ => None,
         })
         .ok_or("no failed tool call")?;
-    assert!(output.contains("it crashed (index out of bounds"), "{output}");
+    assert!(
+        output.contains("it crashed (index out of bounds"),
+        "{output}"
+    );
     assert!(output.contains("a crash record was written to"), "{output}");
 
     let records = mnemo::crash::recent(&mnemo::crash::crash_dir(data.path()), 5);
@@ -101,7 +107,12 @@ async fn a_tool_that_panics_leaves_a_record_and_the_session_goes_on() -> TestRes
     assert_eq!(record.component, "tool:buggy");
     assert_eq!(record.session_id.as_deref(), Some(id.as_str()));
     assert!(record.message.contains("index out of bounds"));
-    assert!(record.location.as_deref().is_some_and(|l| l.contains("crash.rs")));
+    assert!(
+        record
+            .location
+            .as_deref()
+            .is_some_and(|l| l.contains("crash.rs"))
+    );
     assert_eq!(record.version, env!("CARGO_PKG_VERSION"));
     assert!(!record.backtrace.is_empty());
 
@@ -144,7 +155,10 @@ fn doctor_checks_the_set_up_and_lists_crash_records() -> TestResult {
     ] {
         assert!(stdout.contains(line), "missing {line:?} in:\n{stdout}");
     }
-    assert!(stdout.contains("claude-sonnet: no key (ANTHROPIC_API_KEY unset)"), "{stdout}");
+    assert!(
+        stdout.contains("claude-sonnet: no key (ANTHROPIC_API_KEY unset)"),
+        "{stdout}"
+    );
 
     std::fs::write(ws.path().join(".cfg/config.toml"), "")?;
     let out = ws.mnemo(&["doctor"], None);

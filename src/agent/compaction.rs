@@ -137,7 +137,7 @@ impl Session {
         let starts: Vec<bool> = self.meta.iter().map(|m| m.starts_turn).collect();
         let budget = self.message_budget(self.budget());
         // Over the message limit, keep three quarters of it so this does not run every step;
-        // over the budget, keep what fits half of it.
+        // over the budget, keep what fits under half of it.
         let keep = match reason {
             CompactReason::MessageLimit => Keep {
                 target: 0,
@@ -145,9 +145,10 @@ impl Session {
                 min_tail: self.settings.max_active_messages * 3 / 4,
             },
             CompactReason::Threshold => Keep {
-                // Room is left for the summary that the compaction adds.
+                // A little under half the budget, so the next compaction is many steps away,
+                // with room for the summary that the compaction adds.
                 target: self
-                    .message_budget(self.budget() / 2)
+                    .message_budget(self.budget() * 9 / 20)
                     .saturating_sub(SUMMARY_ALLOWANCE),
                 hard: budget,
                 min_tail: MIN_TAIL,
