@@ -73,3 +73,30 @@ fn a_home_directory_workspace_needs_a_yes() -> TestResult {
     term.quit()?;
     Ok(())
 }
+
+#[test]
+fn continue_after_an_empty_launch_resumes_the_real_session() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let script = dir.path().join("script.json");
+    std::fs::write(&script, r#"{"turns": [{"text": "The answer is 42."}]}"#)?;
+    let model = format!("scripted:{}", script.display());
+    let mut term = Terminal::spawn(&["--model", &model], dir.path())?;
+    term.wait_for("● idle")?;
+    term.send("what is the answer\r")?;
+    term.wait_for("The answer is 42.")?;
+    term.wait_for("● idle")?;
+    term.quit()?;
+    term.wait_for("saved · mnemo --resume ")?;
+
+    // A launch where nothing is typed leaves nothing behind, and says nothing on exit.
+    let mut term = Terminal::spawn(&["--model", &model], dir.path())?;
+    term.wait_for("● idle")?;
+    term.quit()?;
+    assert!(!term.contents().contains("saved · mnemo --resume"));
+
+    let mut term = Terminal::spawn(&["--model", &model, "--continue"], dir.path())?;
+    term.wait_for("Resumed session “what is the answer”")?;
+    term.wait_for("The answer is 42.")?;
+    term.quit()?;
+    Ok(())
+}

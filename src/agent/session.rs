@@ -93,6 +93,8 @@ pub struct Session {
     pub id: String,
     /// Keeps other processes out of this session while it lives.
     _lock: Option<SessionLock>,
+    /// The row of a new session, written with its first message.
+    unstored: Option<NewSession>,
     pub settings: SessionSettings,
     /// The session's model and its fallbacks.
     pub(super) chain: Arc<FallbackChain>,
@@ -154,10 +156,23 @@ impl Session {
             model: chain.primary().map(|m| m.name.clone()).unwrap_or_default(),
             title: String::new(),
         };
-        store.call(move |db| db.create_session(new)).await?;
         let mut session = Self::assemble(id, settings, chain, tools, store);
         session._lock = lock;
+        // Stored with its first message: a launch left without one leaves nothing behind.
+        session.unstored = Some(new);
         Ok(session)
+    }
+
+    /// Writes the session's row if this is its first write.
+    pub(super) async fn ensure_stored(&mut self) -> Result<(), StoreError> {
+        if let Some(new) = self.unstored.take() {
+            let pending = new.clone();
+            if let Err(err) = self.store.call(move |db| db.create_session(pending)).await {
+                self.unstored = Some(new);
+                return Err(err);
+            }
+        }
+        Ok(())
     }
 
     /// Loads a stored session: its working set exactly as it was, and its totals. A step
@@ -262,6 +277,7 @@ impl Session {
             experiences: None,
             startup_notices: Vec::new(),
             _lock: None,
+            unstored: None,
             tool_specs,
             runs,
             mailbox: Mailbox::default(),
@@ -363,6 +379,7 @@ impl Session {
         message: Message,
         kind: UserMessageKind,
     ) -> Result<(), StoreError> {
+        self.ensure_stored().await?;
         let seq = self.next_seq;
         let starts_turn = opens_turn(&message, kind);
         let tokens = crate::llm::tokens::estimate_message(&message);

@@ -92,6 +92,7 @@ impl Session {
         text: String,
         kind: UserMessageKind,
     ) -> Result<(), StoreError> {
+        self.ensure_stored().await?;
         let id = self.id.clone();
         self.store
             .call(move |db| db.begin_turn(&id, turn, started_at))

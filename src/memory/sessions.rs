@@ -122,9 +122,18 @@ impl Db {
         Ok(rows)
     }
 
-    /// The most recently updated top-level session started in `cwd`.
+    /// The most recently updated top-level session started in `cwd` that holds a message (an
+    /// empty one, left by an older mnemo, has nothing to continue).
     pub fn latest_session(&self, cwd: &str) -> Result<Option<SessionRow>, StoreError> {
-        Ok(self.list_sessions(Some(cwd), 1)?.pop())
+        let mut stmt = self.conn.prepare_cached(&format!(
+            "{SELECT_SESSION} WHERE s.parent_id IS NULL AND s.cwd = ?1
+               AND EXISTS (SELECT 1 FROM messages m WHERE m.session_id = s.id)
+             ORDER BY s.updated_at DESC, s.created_at DESC, s.rowid DESC LIMIT 1"
+        ))?;
+        let rows = stmt
+            .query_map(params![cwd], session_row)?
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(rows.into_iter().next())
     }
 
     /// Every sub-agent session below `root_id`, depth first, each with its depth (1 for a

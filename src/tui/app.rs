@@ -148,6 +148,16 @@ impl<W: Write> App<W> {
         }
     }
 
+    /// The session to name on exit: the current one, when it holds a message.
+    pub fn saved_session(&self) -> Option<String> {
+        let has_messages = self
+            .state
+            .transcript
+            .iter()
+            .any(|cell| matches!(cell, super::cells::Cell::User { .. }));
+        self.session_id.clone().filter(|_| has_messages)
+    }
+
     /// Shuts the agent down and hands the screen back to the shell.
     pub async fn finish(&mut self) -> io::Result<()> {
         self.shutdown_agent().await;

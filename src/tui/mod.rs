@@ -69,9 +69,19 @@ pub async fn run(
     let screen = terminal::Screen::new(out, Size::new(width, height), cursor_row);
     let mut app = app::App::new(screen, loaded, cli);
     let result = app.run(start).await;
+    let saved = app.saved_session();
     let finished = app.finish().await;
     drop(guard);
+    if let Some(id) = saved {
+        println!("{}", exit_line(&id));
+    }
     let stopped = result?;
     finished?;
     Ok(stopped)
+}
+
+/// What mnemo says as it exits after a session with messages: how to come back to it.
+pub fn exit_line(session_id: &str) -> String {
+    let short: String = session_id.chars().take(8).collect();
+    format!("Session {short} saved · mnemo --resume {short}")
 }

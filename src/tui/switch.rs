@@ -200,7 +200,12 @@ impl<W: Write> App<W> {
             Some(id) => SessionChoice::Resume(id.clone()),
             None => SessionChoice::New,
         };
-        let Err(error) = self.prepare(choice.clone(), cli.clone()).await else {
+        let mut outcome = self.prepare(choice.clone(), cli.clone()).await;
+        // A session without a message is not stored yet: a new one is the same to the user.
+        if let Err(LaunchError::Session(StoreError::NotFound { .. })) = outcome {
+            outcome = self.prepare(SessionChoice::New, cli.clone()).await;
+        }
+        let Err(error) = outcome else {
             self.cli = cli;
             return;
         };
