@@ -237,6 +237,7 @@ fn print_event(
         | Event::ApprovalResolved { .. }
         | Event::AgentActivity { .. }
         | Event::Usage { .. }
+        | Event::QueuedWithdrawn { .. }
         | Event::TurnFinished { .. } => {}
     }
     Ok(())

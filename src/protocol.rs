@@ -15,6 +15,9 @@ pub enum Op {
     UserInput { text: String },
     /// Text for the running turn: it becomes a user message before the next model call.
     Inject { text: String },
+    /// Takes back a queued message (`UserInput` sent during a turn) that has not started yet;
+    /// answered by `Event::QueuedWithdrawn` when it was still waiting.
+    Withdraw { text: String },
     /// Cancels the step in flight and ends the turn as `Interrupted`.
     Interrupt,
     /// Compacts the working set now (or at the next step of a running turn).
@@ -164,6 +167,10 @@ pub enum Event {
     },
     TurnStarted {
         turn: u64,
+    },
+    /// A queued message was taken back before it started (`Op::Withdraw`).
+    QueuedWithdrawn {
+        text: String,
     },
     /// A user message entered the history.
     UserMessage {

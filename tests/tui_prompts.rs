@@ -40,16 +40,24 @@ fn approval_requests_show_the_command_or_the_diff_and_take_an_answer() {
     ]);
     let command = harness.screen(80, 16);
     let key = |c: char| KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE);
-    // A key typed as the question appears was meant for something else.
+    // A key typed as the question appears was meant for something else: it is typed.
     assert!(harness.state.handle_key(key('a'), harness.now).is_empty());
+    assert_eq!(harness.state.composer.text(), "a");
     harness.now += Duration::from_secs(1);
+    // While a message is being typed, letters stay letters; Alt with the letter answers.
+    assert!(harness.state.handle_key(key('n'), harness.now).is_empty());
+    assert_eq!(harness.state.composer.text(), "an");
     assert_eq!(
-        harness.state.handle_key(key('a'), harness.now),
+        harness.state.handle_key(
+            KeyEvent::new(KeyCode::Char('a'), KeyModifiers::ALT),
+            harness.now
+        ),
         [Effect::Send(Op::Approval {
             id: "approval-1".into(),
             decision: ApprovalDecision::AllowSession,
         })]
     );
+    harness.state.composer.clear();
     let answered = harness.screen(80, 16);
     harness.event(Event::ApprovalResolved {
         id: "approval-1".into(),

@@ -214,7 +214,8 @@ fn in_ask_mode_a_write_waits_for_the_users_answer() -> TestResult {
         !dir.path().join("secret.md").exists(),
         "a denied write happened"
     );
-    term.wait_for("the user denied this action")?;
+    term.wait_for("Denied by you · write_file: secret.md")?;
+    term.wait_for("denied by you")?;
     term.quit()
 }
 

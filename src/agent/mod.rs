@@ -101,6 +101,8 @@ async fn drive(
                     queued.push_back((text, UserMessageKind::Prompt));
                 }
                 Some(Op::Interrupt) => runs.cancel_all(),
+                // Nothing waits between turns: a queued message has already started.
+                Some(Op::Withdraw { .. }) => {}
                 Some(Op::Compact) => session.compact_now().await,
                 Some(Op::Approval { id, decision }) => control.answer(&id, decision),
                 Some(Op::SetApprovalMode { mode }) => control.set_mode(mode).await,
@@ -119,6 +121,15 @@ async fn drive(
                     Some(Op::Inject { text }) => mailbox.deliver(text),
                     Some(Op::UserInput { text }) => {
                         queued.push_back((text, UserMessageKind::Queued));
+                    }
+                    Some(Op::Withdraw { text }) => {
+                        let waiting = queued
+                            .iter()
+                            .rposition(|(t, kind)| *t == text && *kind == UserMessageKind::Queued);
+                        if let Some(index) = waiting {
+                            queued.remove(index);
+                            let _ = control.events.send(Event::QueuedWithdrawn { text }).await;
+                        }
                     }
                     Some(Op::Interrupt) => {
                         cancel.cancel();

@@ -17,6 +17,9 @@ use crate::protocol::{ApprovalAction, ApprovalDecision, Event};
 use crate::sandbox::approval::{self, Action, CommandGrant, Verdict, command_grant};
 use crate::sandbox::{ApprovalMode, Confinement, Escalation, SandboxConfig, SandboxPolicy};
 
+/// How a denial by the user begins, so front ends can say it in their own words.
+pub const DENIED_BY_USER: &str = "the user denied this action";
+
 /// What "allow for this session" remembers.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 enum Allowance {
@@ -241,11 +244,10 @@ impl Approvals {
                 }
                 Ok(())
             }
-            ApprovalDecision::Deny => Err(ToolError::Denied(
-                "the user denied this action. Do not try it again another way; ask the user \
-                 how to proceed if it is needed"
-                    .into(),
-            )),
+            ApprovalDecision::Deny => Err(ToolError::Denied(format!(
+                "{DENIED_BY_USER}. Do not try it again another way; ask the user how to proceed \
+                 if it is needed"
+            ))),
         }
     }
 

@@ -115,6 +115,9 @@ impl<W: Write> App<W> {
                 self.on_terminal(event?, now, &mut effects);
             }
             self.drain_agent(now);
+            for op in self.state.take_outbox() {
+                self.send(op);
+            }
             for effect in effects {
                 match effect {
                     Effect::Send(op) => self.send(op),

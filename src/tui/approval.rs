@@ -6,10 +6,11 @@
 
 use std::time::{Duration, Instant};
 
-use crossterm::event::{KeyCode, KeyEvent};
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 
+use super::cells::NoticeLevel;
 use super::diff;
 use crate::protocol::{ApprovalAction, ApprovalDecision};
 
@@ -31,22 +32,83 @@ pub struct ApprovalPrompt {
     pub answered: Option<ApprovalDecision>,
 }
 
+/// What a key means to an open question.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Answer {
+    Decision(ApprovalDecision),
+    /// An answer key for an answer the question does not offer, with why.
+    Unavailable(String),
+    /// An answer key pressed in the question's first moments.
+    TooSoon,
+    /// Not an answer: the key is typed.
+    NotAnAnswer,
+}
+
 impl ApprovalPrompt {
-    /// The decision `key` stands for, if it may answer now.
-    pub fn decision_for(&self, key: &KeyEvent, now: Instant) -> Option<ApprovalDecision> {
-        if now.saturating_duration_since(self.shown_at) < ANSWER_DELAY {
-            return None;
-        }
-        match key.code {
-            KeyCode::Char('y' | 'Y') => Some(ApprovalDecision::AllowOnce),
-            KeyCode::Char('a' | 'A') if self.session_grant.is_some() => {
-                Some(ApprovalDecision::AllowSession)
-            }
-            KeyCode::Char('n' | 'N') | KeyCode::Esc => Some(ApprovalDecision::Deny),
+    /// What `key` means now. While a message is being `typing` in the box, the letters are
+    /// typed and only Alt with a letter (or Esc) answers.
+    pub fn decision_for(&self, key: &KeyEvent, now: Instant, typing: bool) -> Answer {
+        let alt = key.modifiers.contains(KeyModifiers::ALT);
+        let letter = match key.code {
+            KeyCode::Char(c) if alt || !typing => Some(c.to_ascii_lowercase()),
             _ => None,
+        };
+        let decision = match (letter, key.code) {
+            (Some('y'), _) => ApprovalDecision::AllowOnce,
+            (Some('a'), _) if self.session_grant.is_some() => ApprovalDecision::AllowSession,
+            (Some('a'), _) => return Answer::Unavailable(NO_SESSION_GRANT.to_string()),
+            (Some('n'), _) | (_, KeyCode::Esc) => ApprovalDecision::Deny,
+            _ => return Answer::NotAnAnswer,
+        };
+        if now.saturating_duration_since(self.shown_at) < ANSWER_DELAY {
+            return Answer::TooSoon;
+        }
+        Answer::Decision(decision)
+    }
+}
+
+impl ApprovalPrompt {
+    /// The line the transcript keeps of the question and its answer.
+    pub fn record(&self, decision: ApprovalDecision) -> (NoticeLevel, String) {
+        let what = match &self.action {
+            ApprovalAction::Command { command, .. } => {
+                format!(
+                    "{}: {}",
+                    self.tool,
+                    command.lines().next().unwrap_or_default()
+                )
+            }
+            ApprovalAction::Write { path, .. } => format!("{}: {path}", self.tool),
+            ApprovalAction::Memory { change } => format!("{}: {change}", self.tool),
+        };
+        match (decision, self.answered) {
+            (ApprovalDecision::AllowOnce, _) => {
+                (NoticeLevel::Info, format!("Allowed once · {what}"))
+            }
+            (ApprovalDecision::AllowSession, _) => {
+                let grant = self.session_grant.as_deref().unwrap_or("the same");
+                (
+                    NoticeLevel::Info,
+                    format!("Allowed for this session ({grant}) · {what}"),
+                )
+            }
+            (ApprovalDecision::Deny, Some(_)) => {
+                (NoticeLevel::Warning, format!("Denied by you · {what}"))
+            }
+            (ApprovalDecision::Deny, None) => (
+                NoticeLevel::Warning,
+                format!("Not run: the question was withdrawn unanswered · {what}"),
+            ),
         }
     }
+}
 
+/// Why a command question offers no "allow for this session".
+pub const NO_SESSION_GRANT: &str = "\"a\" is not offered for this command: one with pipes, \
+    redirections, chains or substitutions is asked each time, since a session grant could not \
+    say what it covers";
+
+impl ApprovalPrompt {
     pub fn lines(&self) -> Vec<Line<'static>> {
         let accent = Style::default().fg(Color::Yellow);
         let bold = accent.add_modifier(Modifier::BOLD);
@@ -109,10 +171,21 @@ impl ApprovalPrompt {
         let mut answers = vec![Span::raw("  "), key("y"), Span::raw(" allow once   ")];
         if let Some(grant) = &self.session_grant {
             answers.push(key("a"));
-            answers.push(Span::raw(format!(" allow {grant} for this session   ")));
+            answers.push(Span::raw(format!(" allow for this session: {grant}   ")));
         }
         answers.extend([key("n"), Span::raw(" deny")]);
         lines.push(Line::from(answers));
+        if self.session_grant.is_none() && matches!(self.action, ApprovalAction::Command { .. }) {
+            lines.push(Line::styled(
+                "  (no \"allow for this session\": a command with pipes, redirections, chains or \
+                 substitutions is asked each time)",
+                dim(),
+            ));
+        }
+        lines.push(Line::styled(
+            "  while you type a message, Alt+y / Alt+a / Alt+n answer",
+            dim(),
+        ));
         lines
     }
 }

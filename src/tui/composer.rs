@@ -1,6 +1,7 @@
 //! The input box. It stays live while the agent works: Enter sends, Tab queues, Shift+Enter
-//! or Alt+Enter adds a line, Up/Down recall earlier messages when the box is empty, and
-//! typing `/` opens the command completion popup. Keys come in, outcomes go out; the
+//! or Alt+Enter adds a line, Up/Down recall earlier messages when the box is empty, Ctrl+U
+//! deletes to the start of the line, Ctrl+Z undoes and Ctrl+Y redoes, and typing `/` opens the
+//! command completion popup. Keys come in, outcomes go out; the
 //! composer never talks to the agent.
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
@@ -66,6 +67,13 @@ impl Composer {
 
     pub fn clear(&mut self) {
         self.set_text("");
+    }
+
+    /// Puts text back in the box (text that could not be sent), the cursor at its end.
+    pub fn restore(&mut self, text: &str) {
+        self.set_text(text);
+        self.textarea.move_cursor(CursorMove::Bottom);
+        self.textarea.move_cursor(CursorMove::End);
     }
 
     fn set_text(&mut self, text: &str) {
@@ -150,6 +158,19 @@ impl Composer {
                 ComposerOutcome::Handled
             }
             KeyCode::Esc => ComposerOutcome::Ignored,
+            // As in a shell: Ctrl+U deletes to the start of the line; undo has its own key.
+            KeyCode::Char('u') if ctrl => {
+                self.textarea.delete_line_by_head();
+                ComposerOutcome::Handled
+            }
+            KeyCode::Char('z') if ctrl => {
+                self.textarea.undo();
+                ComposerOutcome::Handled
+            }
+            KeyCode::Char('y') if ctrl => {
+                self.textarea.redo();
+                ComposerOutcome::Handled
+            }
             _ => {
                 if self.textarea.input(key) {
                     self.recalled = None;

@@ -1,11 +1,15 @@
 //! Keys, pastes and mouse events on the model. What the user types while the agent works
 //! becomes an injection (Enter) or a queued next message (Tab) and stays visible as pending
-//! until the agent applies it; Esc interrupts; Ctrl+C interrupts, or quits when pressed twice.
+//! until the agent applies it; Up on an empty box takes the last queued message back to edit;
+//! Esc interrupts; Ctrl+C interrupts, or quits when pressed twice. Nothing typed is thrown
+//! away: text sent while the session starts waits for it, text that cannot be sent goes back
+//! into the box, and keys that do not answer an open question or drive the picker are typed.
 
 use std::time::Instant;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseEvent};
 
+use super::approval::Answer;
 use super::cells::NoticeLevel;
 use super::composer::ComposerOutcome;
 use super::pager::{Pager, PagerOutcome};
@@ -40,8 +44,11 @@ impl AppState {
                 PickerOutcome::Cancel(PickerCancel::Close) | PickerOutcome::Handled => Vec::new(),
             };
         }
-        if !self.approvals.is_empty() && !ctrl {
-            return self.answer_approval(&key, now);
+        if !self.approvals.is_empty()
+            && !ctrl
+            && let Some(effects) = self.answer_approval(&key, now)
+        {
+            return effects;
         }
         match key.code {
             KeyCode::Char('c') if ctrl => return self.ctrl_c(now),
@@ -68,6 +75,13 @@ impl AppState {
             _ => {}
         }
         self.quit_armed = None;
+        if key.code == KeyCode::Up
+            && key.modifiers.is_empty()
+            && self.composer.is_empty()
+            && let Some(effects) = self.withdraw_queued()
+        {
+            return effects;
+        }
         match self.composer.handle_key(key) {
             ComposerOutcome::Submit(text) => self.submit(text, UserMessageKind::Injected, now),
             ComposerOutcome::Queue(text) => self.submit(text, UserMessageKind::Queued, now),
@@ -109,20 +123,45 @@ impl AppState {
         }
     }
 
-    /// While a question is open, keys answer it and nothing else. The question stays until the
-    /// agent confirms, so an answer that got lost can be given again.
-    fn answer_approval(&mut self, key: &KeyEvent, now: Instant) -> Vec<Effect> {
-        let Some(prompt) = self.approvals.first_mut() else {
-            return Vec::new();
-        };
-        let Some(decision) = prompt.decision_for(key, now) else {
-            return Vec::new();
-        };
-        prompt.answered = Some(decision);
-        vec![Effect::Send(Op::Approval {
-            id: prompt.id.clone(),
-            decision,
-        })]
+    /// While a question is open, its answer keys answer it: y, a, n and Esc when the box is
+    /// empty, Alt with the letter while a message is being typed. `None` for any other key,
+    /// which is typed as usual. The question stays until the agent confirms, so an answer that
+    /// got lost can be given again.
+    fn answer_approval(&mut self, key: &KeyEvent, now: Instant) -> Option<Vec<Effect>> {
+        let typing = !self.composer.is_empty();
+        let prompt = self.approvals.first_mut()?;
+        match prompt.decision_for(key, now, typing) {
+            Answer::Decision(decision) => {
+                prompt.answered = Some(decision);
+                Some(vec![Effect::Send(Op::Approval {
+                    id: prompt.id.clone(),
+                    decision,
+                })])
+            }
+            Answer::Unavailable(why) => {
+                self.notice(NoticeLevel::Warning, &why);
+                Some(Vec::new())
+            }
+            // Too soon after the question appeared: typed, or for Esc, ignored.
+            Answer::TooSoon if key.code == KeyCode::Esc => Some(Vec::new()),
+            Answer::TooSoon | Answer::NotAnAnswer => None,
+        }
+    }
+
+    /// Takes the last queued message back into the box to edit or drop; the agent is told
+    /// to withdraw it (if it has not started it yet).
+    fn withdraw_queued(&mut self) -> Option<Vec<Effect>> {
+        let index = self
+            .pending
+            .iter()
+            .rposition(|p| p.kind == UserMessageKind::Queued && !p.waiting)?;
+        let pending = self.pending.remove(index);
+        self.composer.restore(&pending.text);
+        self.notice(
+            NoticeLevel::Info,
+            "Queued message taken back to edit; Tab queues it again",
+        );
+        Some(vec![Effect::Send(Op::Withdraw { text: pending.text })])
     }
 
     fn interrupt(&mut self) -> Vec<Effect> {
@@ -144,12 +183,19 @@ impl AppState {
         }
         match self.status.activity {
             Activity::Offline => {
-                let note = "No model is ready: configure one as the panel shows, then start again";
+                let note = "No model is ready: configure one as the panel shows, then start \
+                            again; your message is back in the box";
                 self.notice(NoticeLevel::Warning, note);
+                self.composer.restore(&text);
                 return Vec::new();
             }
             Activity::Starting => {
-                self.notice(NoticeLevel::Warning, "The session is still starting");
+                // Sent as soon as the session is ready (`release_waiting`).
+                self.pending.push(PendingInput {
+                    text,
+                    kind: UserMessageKind::Prompt,
+                    waiting: true,
+                });
                 return Vec::new();
             }
             Activity::Idle
@@ -175,7 +221,11 @@ impl AppState {
                 Op::UserInput { text: text.clone() },
             )
         };
-        self.pending.push(PendingInput { text, kind });
+        self.pending.push(PendingInput {
+            text,
+            kind,
+            waiting: false,
+        });
         vec![Effect::Send(op)]
     }
 }

@@ -58,6 +58,7 @@ impl AppState {
 
     /// No model could be prepared: show the first-run panel.
     pub fn set_offline(&mut self, first_run: FirstRun) {
+        self.return_waiting();
         self.first_run = Some(first_run);
         self.status.activity = Activity::Offline;
         self.mark_dirty();

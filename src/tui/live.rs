@@ -81,6 +81,7 @@ fn content_lines(state: &AppState, width: u16, now: Instant) -> Vec<Line<'static
     }
     for pending in &state.pending {
         let (label, colour) = match pending.kind {
+            _ if pending.waiting => ("⏳ sent when the session is ready: ", Color::Cyan),
             UserMessageKind::Injected => ("↳ injecting: ", Color::Yellow),
             UserMessageKind::Queued => ("⏭ queued: ", Color::Magenta),
             UserMessageKind::Prompt | UserMessageKind::Continuation => ("› ", Color::DarkGray),

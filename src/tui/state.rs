@@ -47,6 +47,8 @@ pub enum Effect {
 pub struct PendingInput {
     pub text: String,
     pub kind: UserMessageKind,
+    /// Typed before the session was ready: sent once it is.
+    pub waiting: bool,
 }
 
 pub struct AppState {
@@ -70,6 +72,8 @@ pub struct AppState {
     /// The configured model names, for `/model`.
     pub models: Vec<String>,
     pub(super) quit_armed: Option<Instant>,
+    /// Ops the app loop sends next (messages held until the session was ready).
+    pub(super) outbox: Vec<Op>,
     dirty: bool,
 }
 
@@ -98,6 +102,7 @@ impl AppState {
             picker: None,
             models: Vec::new(),
             quit_armed: None,
+            outbox: Vec::new(),
             dirty: true,
         }
     }
@@ -116,6 +121,7 @@ impl AppState {
                 self.status.model = model;
                 self.status.workspace = workspace;
                 self.notice(NoticeLevel::Info, &text);
+                self.release_waiting(now);
             }
             Event::TurnStarted { .. } => {
                 self.status.activity = Activity::Thinking;
@@ -127,6 +133,11 @@ impl AppState {
                     self.pending.remove(index);
                 }
                 self.commit_cell(Cell::User { text, kind });
+            }
+            Event::QueuedWithdrawn { text } => {
+                if let Some(index) = self.pending.iter().position(|p| p.text == text) {
+                    self.pending.remove(index);
+                }
             }
             Event::TextDelta { text } => {
                 self.finish_reasoning();
@@ -215,7 +226,11 @@ impl AppState {
                 self.status.approval_mode = mode;
                 self.notice(NoticeLevel::Info, &format!("Approval {}", mode.explain()));
             }
-            Event::ApprovalResolved { id, .. } => {
+            Event::ApprovalResolved { id, decision } => {
+                if let Some(prompt) = self.approvals.iter().find(|p| p.id == id) {
+                    let (level, record) = prompt.record(decision);
+                    self.notice(level, &record);
+                }
                 self.approvals.retain(|prompt| prompt.id != id);
                 if let Some(next) = self.approvals.first_mut() {
                     // The next question starts its grace period now that it shows.
@@ -331,6 +346,50 @@ impl AppState {
                 self.notice(NoticeLevel::Error, &message);
             }
         }
+    }
+
+    /// Sends what was typed while the session started: the first message starts a turn, the
+    /// rest wait for it as queued messages.
+    fn release_waiting(&mut self, now: Instant) {
+        for pending in self.pending.iter_mut().filter(|p| p.waiting) {
+            pending.waiting = false;
+            if self.outbox.is_empty() {
+                self.status.activity = Activity::Thinking;
+                self.status.turn_started = Some(now);
+            } else {
+                pending.kind = UserMessageKind::Queued;
+            }
+            self.outbox.push(Op::UserInput {
+                text: pending.text.clone(),
+            });
+        }
+    }
+
+    /// Messages that could not be sent at all (no session could start) go back into the
+    /// composer, one after the other.
+    pub(super) fn return_waiting(&mut self) {
+        let waiting: Vec<String> = self
+            .pending
+            .iter()
+            .filter(|p| p.waiting)
+            .map(|p| p.text.clone())
+            .collect();
+        self.pending.retain(|p| !p.waiting);
+        if !waiting.is_empty() {
+            let mut text = self.composer.text();
+            for piece in waiting {
+                if !text.is_empty() {
+                    text.push('\n');
+                }
+                text.push_str(&piece);
+            }
+            self.composer.restore(&text);
+        }
+    }
+
+    /// The ops to send now.
+    pub fn take_outbox(&mut self) -> Vec<Op> {
+        std::mem::take(&mut self.outbox)
     }
 
     /// A model call failed and is retried or handed to another model. When the retry

@@ -12,6 +12,7 @@ use serde_json::Value;
 use super::cells::Detail;
 use super::diff;
 use crate::protocol::ToolStatus;
+use crate::tools::approvals::DENIED_BY_USER;
 
 /// Live output kept per running call; older bytes are dropped (the finished call carries the
 /// full, capped output).
@@ -96,6 +97,13 @@ impl ToolCell {
             duration,
         )];
         let body: Vec<Line<'static>> = match self.status {
+            // The model is told at length not to try again; the person only needs the fact.
+            ToolStatus::Error if self.output.contains(DENIED_BY_USER) => {
+                vec![Line::styled(
+                    "denied by you",
+                    Style::default().fg(Color::Yellow),
+                )]
+            }
             ToolStatus::Error => {
                 let red = Style::default().fg(Color::Red);
                 match detail {

@@ -1,0 +1,219 @@
+//! Nothing typed is lost and every answer leaves a record: text sent while the session starts
+//! waits for it, text that cannot be sent goes back into the box, keys typed while a question
+//! is open are typed, Up takes a queued message back, Ctrl+U and Ctrl+Z edit as in a shell,
+//! approvals are recorded in the transcript in words for the person, and the exit says how to
+//! come back.
+
+mod tui_support;
+
+use std::time::Duration;
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use mnemo::launch::LaunchError;
+use mnemo::protocol::{ApprovalAction, ApprovalDecision, Event, Op, ToolStatus};
+use mnemo::tui::first_run::FirstRun;
+use mnemo::tui::state::Effect;
+use tui_support::Harness;
+
+fn key(code: KeyCode) -> KeyEvent {
+    KeyEvent::new(code, KeyModifiers::NONE)
+}
+
+fn ctrl(c: char) -> KeyEvent {
+    KeyEvent::new(KeyCode::Char(c), KeyModifiers::CONTROL)
+}
+
+#[test]
+fn text_sent_while_the_session_starts_is_sent_when_it_is_ready() {
+    let mut harness = Harness::new();
+    harness.type_text("fix the failing test");
+    let effects = harness.state.handle_key(key(KeyCode::Enter), harness.now);
+    assert!(effects.is_empty(), "nothing can be sent yet: {effects:?}");
+    harness.type_text("then run clippy");
+    harness.state.handle_key(key(KeyCode::Enter), harness.now);
+    let waiting = harness.screen(80, 10);
+    assert!(waiting.contains("fix the failing test"), "{waiting}");
+    harness.event(Event::SessionStarted {
+        session_id: "0f3c9a7e-5b1d-4c2e-9f00-1234567890ab".into(),
+        model: "claude-sonnet".into(),
+        workspace: "/home/ada/project".into(),
+    });
+    assert_eq!(
+        harness.state.take_outbox(),
+        [
+            Op::UserInput {
+                text: "fix the failing test".into()
+            },
+            Op::UserInput {
+                text: "then run clippy".into()
+            }
+        ]
+    );
+    insta::assert_snapshot!("typed_while_starting", waiting);
+}
+
+#[test]
+fn text_that_cannot_be_sent_goes_back_into_the_box() {
+    let mut harness = Harness::new();
+    harness.type_text("hello there");
+    harness.state.handle_key(key(KeyCode::Enter), harness.now);
+    let error = LaunchError::NoDataDir;
+    harness.state.set_offline(FirstRun::from_error(&error));
+    assert_eq!(harness.state.composer.text(), "hello there");
+    assert!(harness.state.pending.is_empty());
+    // Sent again while no model is ready: still kept.
+    harness.state.handle_key(key(KeyCode::Enter), harness.now);
+    assert_eq!(harness.state.composer.text(), "hello there");
+}
+
+#[test]
+fn up_takes_a_queued_message_back_to_edit() {
+    let mut harness = Harness::started();
+    harness.prompt("first");
+    harness.type_text("second thing");
+    let effects = harness.state.handle_key(key(KeyCode::Tab), harness.now);
+    assert_eq!(
+        effects,
+        [Effect::Send(Op::UserInput {
+            text: "second thing".into()
+        })]
+    );
+    let effects = harness.state.handle_key(key(KeyCode::Up), harness.now);
+    assert_eq!(
+        effects,
+        [Effect::Send(Op::Withdraw {
+            text: "second thing".into()
+        })]
+    );
+    assert_eq!(harness.state.composer.text(), "second thing");
+    assert!(harness.state.pending.is_empty(), "shown as queued no more");
+}
+
+#[test]
+fn ctrl_u_deletes_to_the_start_of_the_line_and_ctrl_z_undoes() {
+    let mut harness = Harness::started();
+    harness.type_text("keep this line");
+    harness.state.handle_key(
+        KeyEvent::new(KeyCode::Enter, KeyModifiers::ALT),
+        harness.now,
+    );
+    harness.type_text("drop this");
+    harness.state.handle_key(ctrl('u'), harness.now);
+    assert_eq!(harness.state.composer.text(), "keep this line\n");
+    harness.state.handle_key(ctrl('z'), harness.now);
+    assert_eq!(harness.state.composer.text(), "keep this line\ndrop this");
+}
+
+fn ask(harness: &mut Harness, id: &str, action: ApprovalAction, grant: Option<&str>) {
+    harness.event(Event::ApprovalRequested {
+        id: id.into(),
+        call_id: format!("call-{id}"),
+        tool: match &action {
+            ApprovalAction::Command { .. } => "shell".into(),
+            _ => "write_file".into(),
+        },
+        action,
+        reason: "approval mode is ask".into(),
+        session_grant: grant.map(String::from),
+    });
+    harness.now += Duration::from_secs(1);
+}
+
+#[test]
+fn answers_are_recorded_in_words_for_the_person() {
+    let mut harness = Harness::started();
+    harness.prompt("set things up");
+    let command = |text: &str| ApprovalAction::Command {
+        command: text.into(),
+        escalation: None,
+        sandbox: "workspace-write, network off".into(),
+    };
+    ask(
+        &mut harness,
+        "q1",
+        command("cargo test"),
+        Some("commands starting with `cargo test`"),
+    );
+    harness
+        .state
+        .handle_key(key(KeyCode::Char('a')), harness.now);
+    harness.event(Event::ApprovalResolved {
+        id: "q1".into(),
+        decision: ApprovalDecision::AllowSession,
+    });
+    // A command a grant cannot cover: `a` says why instead of doing nothing.
+    ask(&mut harness, "q2", command("curl x | sh"), None);
+    let effects = harness
+        .state
+        .handle_key(key(KeyCode::Char('a')), harness.now);
+    assert!(effects.is_empty());
+    let explained = harness.screen(100, 30);
+    assert!(
+        explained.contains("\"a\" is not offered for this command"),
+        "{explained}"
+    );
+    harness
+        .state
+        .handle_key(key(KeyCode::Char('n')), harness.now);
+    harness.event(Event::ApprovalResolved {
+        id: "q2".into(),
+        decision: ApprovalDecision::Deny,
+    });
+    harness.event(Event::ToolCallFinished {
+        call_id: "call-q2".into(),
+        name: "shell".into(),
+        status: ToolStatus::Error,
+        output: "not run: the user denied this action. Do not try it again another way; ask \
+                 the user how to proceed if it is needed"
+            .into(),
+        duration_ms: 0,
+    });
+    ask(
+        &mut harness,
+        "q3",
+        ApprovalAction::Write {
+            path: "notes.md".into(),
+            diff: "--- a/notes.md\n+++ b/notes.md\n@@ -0,0 +1 @@\n+hi\n".into(),
+        },
+        Some("writes to notes.md"),
+    );
+    harness
+        .state
+        .handle_key(key(KeyCode::Char('y')), harness.now);
+    harness.event(Event::ApprovalResolved {
+        id: "q3".into(),
+        decision: ApprovalDecision::AllowOnce,
+    });
+    let screen = harness.screen(100, 30);
+    assert!(!screen.contains("Do not try it again"), "{screen}");
+    insta::assert_snapshot!("approval_records", screen);
+}
+
+#[test]
+fn the_exit_line_names_the_session_and_how_to_resume_it() {
+    insta::assert_snapshot!(
+        "exit_line",
+        mnemo::tui::exit_line("1959ed58-2f3a-4c1b-9d00-aaaaaaaaaaaa")
+    );
+}
+
+#[test]
+fn keys_typed_while_a_question_is_open_are_not_lost() {
+    let mut harness = Harness::started();
+    harness.prompt("deploy");
+    harness.event(Event::ApprovalRequested {
+        id: "q".into(),
+        call_id: "c".into(),
+        tool: "shell".into(),
+        action: ApprovalAction::Command {
+            command: "make deploy".into(),
+            escalation: None,
+            sandbox: "workspace-write, network off".into(),
+        },
+        reason: "approval mode is ask".into(),
+        session_grant: Some("commands starting with `make deploy`".into()),
+    });
+    harness.type_text("why is");
+    assert_eq!(harness.state.composer.text(), "why is");
+    assert_eq!(harness.state.approvals[0].answered, None);
+}
