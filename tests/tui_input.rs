@@ -217,3 +217,41 @@ fn keys_typed_while_a_question_is_open_are_not_lost() {
     assert_eq!(harness.state.composer.text(), "why is");
     assert_eq!(harness.state.approvals[0].answered, None);
 }
+
+#[test]
+fn the_model_picker_shows_keys_and_filters_as_you_type() {
+    use mnemo::tui::model_picker::{KeyNote, ModelInfo};
+    let mut harness = Harness::started();
+    harness.state.model_info = vec![
+        ModelInfo {
+            name: "claude-sonnet".into(),
+            detail: "claude-sonnet-4-5 on api.anthropic.com".into(),
+            key: KeyNote::Available("ANTHROPIC_API_KEY".into()),
+        },
+        ModelInfo {
+            name: "gpt".into(),
+            detail: "gpt-5.1 on api.openai.com".into(),
+            key: KeyNote::Missing("OPENAI_API_KEY".into()),
+        },
+        ModelInfo {
+            name: "ollama".into(),
+            detail: "qwen3-coder on localhost".into(),
+            key: KeyNote::NotNeeded,
+        },
+    ];
+    harness.state.models = harness
+        .state
+        .model_info
+        .iter()
+        .map(|m| m.name.clone())
+        .collect();
+    harness.type_text("/model");
+    harness.state.handle_key(key(KeyCode::Enter), harness.now);
+    let all = harness.screen(100, 14);
+    harness.type_text("loc");
+    let filtered = harness.screen(100, 14);
+    let effects = harness.state.handle_key(key(KeyCode::Enter), harness.now);
+    assert_eq!(effects, [Effect::SwitchModel("ollama".into())]);
+    insta::assert_snapshot!("model_picker", all);
+    insta::assert_snapshot!("model_picker_filtered", filtered);
+}

@@ -15,6 +15,7 @@ use tokio::sync::mpsc::error::{TryRecvError, TrySendError};
 use super::TuiStart;
 use super::cells::NoticeLevel;
 use super::live::live_view;
+use super::model_picker::{KeyNote, ModelInfo};
 use super::pager_view;
 use super::picker::PickerCancel;
 use super::state::{AppState, Effect};
@@ -23,6 +24,7 @@ use super::terminal::Screen;
 use super::wrap::wrap_lines;
 use crate::agent::AgentHandle;
 use crate::config::CliOverrides;
+use crate::config::KeyStatus;
 use crate::launch::Loaded;
 use crate::protocol::{Event, Op};
 use crate::signals::{Signals, Stop};
@@ -63,6 +65,7 @@ impl<W: Write> App<W> {
     pub fn new(screen: Screen<W>, loaded: Loaded, cli: CliOverrides) -> Self {
         let mut state = AppState::new();
         state.models = loaded.config.models.keys().cloned().collect();
+        state.model_info = model_info(&loaded.config);
         state.status.approval_mode = loaded.config.approval;
         Self {
             state,
@@ -123,6 +126,10 @@ impl<W: Write> App<W> {
                     Effect::Send(op) => self.send(op),
                     Effect::Quit => return Ok(None),
                     Effect::NewSession => self.new_session().await,
+                    Effect::ClearSession => {
+                        self.screen.clear()?;
+                        self.new_session().await;
+                    }
                     Effect::OpenPicker => self.open_picker(PickerCancel::Close).await,
                     Effect::Resume(id) => self.resume(id).await,
                     Effect::SwitchModel(name) => self.switch_model(name).await,
@@ -290,6 +297,36 @@ async fn next_history(pending: &mut Option<FullHistory>) -> HistoryRead {
         Some(pending) => (&mut pending.cells).await,
         None => std::future::pending().await,
     }
+}
+
+/// The configured models with where their key comes from, for the model picker.
+fn model_info(config: &crate::config::Config) -> Vec<ModelInfo> {
+    let env = |name: &str| std::env::var(name).ok();
+    config
+        .models
+        .keys()
+        .filter_map(|name| crate::config::select::named(config, name).ok())
+        .map(|model| {
+            let key = match model.key_status(&env) {
+                KeyStatus::Available(var) => KeyNote::Available(var),
+                KeyStatus::Missing(_) | KeyStatus::NotNeeded if model.is_local() => {
+                    KeyNote::NotNeeded
+                }
+                KeyStatus::Missing(var) => KeyNote::Missing(var),
+                KeyStatus::NotNeeded => KeyNote::NotNeeded,
+            };
+            let host = crate::llm::http::host_of(&model.base_url).unwrap_or_default();
+            let detail = match host.is_empty() {
+                true => model.model.clone(),
+                false => format!("{} on {host}", model.model),
+            };
+            ModelInfo {
+                name: model.name,
+                detail,
+                key,
+            }
+        })
+        .collect()
 }
 
 async fn sleep_until(deadline: Option<Instant>) {

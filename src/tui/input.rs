@@ -12,9 +12,10 @@ use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseEvent
 use super::approval::Answer;
 use super::cells::NoticeLevel;
 use super::composer::ComposerOutcome;
+use super::model_picker::ModelOutcome;
 use super::pager::{Pager, PagerOutcome};
 use super::picker::{PickerCancel, PickerOutcome};
-use super::slash::{self, Parsed};
+use super::slash::{self, Parsed, SlashCommand};
 use super::state::{AppState, Effect, PendingInput, QUIT_WINDOW};
 use super::status::Activity;
 use crate::protocol::{Op, UserMessageKind};
@@ -40,8 +41,30 @@ impl AppState {
             }
             return match outcome {
                 PickerOutcome::Open(id) => vec![Effect::Resume(id)],
+                PickerOutcome::Typed(text) => {
+                    self.composer.restore(&text);
+                    Vec::new()
+                }
                 PickerOutcome::Cancel(PickerCancel::NewSession) => vec![Effect::NewSession],
                 PickerOutcome::Cancel(PickerCancel::Close) | PickerOutcome::Handled => Vec::new(),
+            };
+        }
+        if let Some(picker) = self.model_picker.as_mut().filter(|_| !ctrl_c) {
+            let outcome = picker.handle_key(key);
+            if outcome != ModelOutcome::Handled {
+                self.model_picker = None;
+            }
+            return match outcome {
+                ModelOutcome::Switch(name) => slash::execute(SlashCommand::Model, &name, self),
+                ModelOutcome::Refused(why) => {
+                    self.notice(NoticeLevel::Warning, &why);
+                    Vec::new()
+                }
+                ModelOutcome::Typed(text) => {
+                    self.composer.restore(&text);
+                    Vec::new()
+                }
+                ModelOutcome::Close | ModelOutcome::Handled => Vec::new(),
             };
         }
         if !self.approvals.is_empty()

@@ -1,12 +1,14 @@
 //! The session picker: this directory's stored sessions, newest first, each with its title
-//! (and current topic), when it was last used and how many messages it holds. Enter opens
-//! the chosen one; Esc closes the picker (or, when mnemo was started with `--resume` and no
-//! id, starts a new session). It shows in the live area, above the composer.
+//! (and current topic), when it was last used and how many messages it holds. Typing filters
+//! the list; Enter opens the chosen one; Esc closes the picker (or, when mnemo was started
+//! with `--resume` and no id, starts a new session). What was typed is never lost: when
+//! nothing matches, Enter hands it back to the composer. It shows in the live area.
 
 use crossterm::event::{KeyCode, KeyEvent};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 
+use super::filter::Filter;
 use super::wrap::str_width;
 use crate::memory::types::SessionRow;
 
@@ -29,12 +31,18 @@ pub enum PickerCancel {
 pub enum PickerOutcome {
     Open(String),
     Cancel(PickerCancel),
+    /// Enter when nothing matches what was typed: the text was meant for the composer.
+    Typed(String),
     Handled,
 }
 
 #[derive(Debug, Clone)]
 pub struct SessionPicker {
     rows: Vec<SessionRow>,
+    filter: Filter,
+    /// Indices into `rows` of those the filter lets through.
+    visible: Vec<usize>,
+    /// Index into `visible`.
     selected: usize,
     /// The moment "when" is measured from, in milliseconds since the epoch.
     now_ms: i64,
@@ -50,8 +58,11 @@ impl SessionPicker {
         current: Option<String>,
         on_cancel: PickerCancel,
     ) -> Self {
+        let visible = (0..rows.len()).collect();
         Self {
             rows,
+            filter: Filter::default(),
+            visible,
             selected: 0,
             now_ms,
             current,
@@ -59,24 +70,46 @@ impl SessionPicker {
         }
     }
 
+    /// What was typed into the filter.
+    pub fn typed(&self) -> &str {
+        self.filter.query()
+    }
+
     pub fn handle_key(&mut self, key: KeyEvent) -> PickerOutcome {
-        let last = self.rows.len().saturating_sub(1);
+        let last = self.visible.len().saturating_sub(1);
         match key.code {
-            KeyCode::Up | KeyCode::Char('k') => self.selected = self.selected.saturating_sub(1),
-            KeyCode::Down | KeyCode::Char('j') => self.selected = (self.selected + 1).min(last),
+            KeyCode::Up => self.selected = self.selected.saturating_sub(1),
+            KeyCode::Down => self.selected = (self.selected + 1).min(last),
             KeyCode::PageUp => self.selected = self.selected.saturating_sub(VISIBLE_ROWS),
             KeyCode::PageDown => self.selected = (self.selected + VISIBLE_ROWS).min(last),
             KeyCode::Home => self.selected = 0,
             KeyCode::End => self.selected = last,
             KeyCode::Enter => {
-                if let Some(row) = self.rows.get(self.selected) {
-                    return PickerOutcome::Open(row.id.clone());
-                }
+                return match self.visible.get(self.selected) {
+                    Some(&index) => PickerOutcome::Open(self.rows[index].id.clone()),
+                    None => PickerOutcome::Typed(self.filter.query().to_string()),
+                };
             }
             KeyCode::Esc => return PickerOutcome::Cancel(self.on_cancel),
-            _ => {}
+            _ => {
+                if self.filter.handle_key(key) {
+                    self.refilter();
+                }
+            }
         }
         PickerOutcome::Handled
+    }
+
+    fn refilter(&mut self) {
+        let filter = &self.filter;
+        self.visible = (0..self.rows.len())
+            .filter(|&i| {
+                let row = &self.rows[i];
+                let subtitle = row.subtitle.as_deref().unwrap_or_default();
+                filter.matches(&format!("{} {subtitle}", row.title))
+            })
+            .collect();
+        self.selected = 0;
     }
 
     /// A header, the visible rows (the selected one highlighted) and a key hint.
@@ -86,29 +119,42 @@ impl SessionPicker {
         let title = Style::default()
             .fg(Color::Cyan)
             .add_modifier(Modifier::BOLD);
+        let position = match self.visible.is_empty() {
+            true => format!("  none of {} match", self.rows.len()),
+            false => format!("  {} of {}", self.selected + 1, self.visible.len()),
+        };
         let mut lines = vec![
             Line::default(),
             Line::from(vec![
                 Span::styled("Resume a session", title),
-                Span::styled(
-                    format!("  {} of {}", self.selected + 1, self.rows.len()),
-                    dim,
-                ),
+                Span::styled(position, dim),
             ]),
         ];
+        if !self.filter.query().is_empty() {
+            lines.push(Line::from(vec![
+                Span::styled("  filter: ", dim),
+                Span::raw(self.filter.query().to_string()),
+            ]));
+        }
         let first = self
             .selected
             .saturating_sub(VISIBLE_ROWS - 1)
-            .min(self.rows.len().saturating_sub(VISIBLE_ROWS));
-        for (index, row) in self.rows.iter().enumerate().skip(first).take(VISIBLE_ROWS) {
-            lines.push(self.row_line(row, index == self.selected, width));
+            .min(self.visible.len().saturating_sub(VISIBLE_ROWS));
+        for (slot, &index) in self
+            .visible
+            .iter()
+            .enumerate()
+            .skip(first)
+            .take(VISIBLE_ROWS)
+        {
+            lines.push(self.row_line(&self.rows[index], slot == self.selected, width));
         }
         let esc = match self.on_cancel {
             PickerCancel::NewSession => "new session",
             PickerCancel::Close => "close",
         };
         lines.push(Line::styled(
-            format!("↑↓ choose · Enter open · Esc {esc}"),
+            format!("type to filter · ↑↓ choose · Enter open · Esc {esc}"),
             dim,
         ));
         lines
@@ -249,6 +295,30 @@ mod tests {
         let lines = picker.lines(80);
         assert_eq!(lines.len(), 2 + VISIBLE_ROWS + 1);
         assert!(lines[VISIBLE_ROWS + 1].to_string().starts_with("› s14"));
+    }
+
+    #[test]
+    fn typing_filters_and_enter_without_a_match_hands_the_text_back() {
+        let mut rows: Vec<SessionRow> = (0..4).map(|n| row(&format!("s{n}"))).collect();
+        rows[2].title = "fix the parser".into();
+        let mut picker = SessionPicker::new(rows, 0, None, PickerCancel::Close);
+        for c in "parser".chars() {
+            picker.handle_key(key(KeyCode::Char(c)));
+        }
+        let lines: Vec<String> = picker.lines(80).iter().map(|l| l.to_string()).collect();
+        assert!(lines[1].contains("1 of 1"), "{lines:?}");
+        assert!(lines[2].contains("filter: parser"), "{lines:?}");
+        assert_eq!(
+            picker.handle_key(key(KeyCode::Enter)),
+            PickerOutcome::Open("s2".into())
+        );
+        for c in " now".chars() {
+            picker.handle_key(key(KeyCode::Char(c)));
+        }
+        assert_eq!(
+            picker.handle_key(key(KeyCode::Enter)),
+            PickerOutcome::Typed("parser now".into())
+        );
     }
 
     #[test]

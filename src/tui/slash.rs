@@ -3,6 +3,7 @@
 //! what needs the agent or the store becomes an effect for the app loop.
 
 use super::cells::NoticeLevel;
+use super::model_picker::ModelPicker;
 use super::state::{AppState, Effect};
 use super::status::compact_count;
 use crate::protocol::Op;
@@ -56,7 +57,7 @@ impl SlashCommand {
             SlashCommand::Help => "keys and commands",
             SlashCommand::Model => "switch the model",
             SlashCommand::Compact => "summarise the conversation to free context",
-            SlashCommand::Clear => "start a new session",
+            SlashCommand::Clear => "clear the screen and start a new session",
             SlashCommand::Sessions => "list past sessions",
             SlashCommand::Resume => "resume a past session",
             SlashCommand::Memory => "search the memory archive",
@@ -111,7 +112,7 @@ pub fn execute(command: SlashCommand, args: &str, state: &mut AppState) -> Vec<E
             state.notice(NoticeLevel::Info, &text);
             Vec::new()
         }
-        SlashCommand::Clear => vec![Effect::NewSession],
+        SlashCommand::Clear => vec![Effect::ClearSession],
         SlashCommand::Compact => vec![Effect::Send(Op::Compact)],
         SlashCommand::Quit => vec![Effect::Quit],
         SlashCommand::Sessions | SlashCommand::Resume => {
@@ -140,6 +141,11 @@ pub fn execute(command: SlashCommand, args: &str, state: &mut AppState) -> Vec<E
 /// `scripted:PATH` model) and the session goes on with it.
 fn model(name: &str, state: &mut AppState) -> Vec<Effect> {
     let current = state.status.model.clone();
+    if name.is_empty() && !state.model_info.is_empty() {
+        let picker = ModelPicker::new(state.model_info.clone(), current);
+        state.model_picker = Some(picker);
+        return Vec::new();
+    }
     if name.is_empty() {
         let mut text = String::from("Models (/model NAME switches; the session goes on):");
         for model in &state.models {

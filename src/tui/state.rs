@@ -13,6 +13,7 @@ use super::approval::ApprovalPrompt;
 use super::cells::{Cell, Detail, NoticeLevel};
 use super::composer::Composer;
 use super::first_run::FirstRun;
+use super::model_picker::{ModelInfo, ModelPicker};
 use super::pager::Pager;
 use super::picker::SessionPicker;
 use super::status::{Activity, Status, compact_count};
@@ -32,6 +33,8 @@ pub enum Effect {
     Quit,
     /// Shut the agent down and prepare a fresh session.
     NewSession,
+    /// `/clear`: a fresh session on a cleared screen.
+    ClearSession,
     /// List this directory's sessions in the picker.
     OpenPicker,
     /// Shut the agent down and continue the stored session with this id.
@@ -69,8 +72,11 @@ pub struct AppState {
     pub pager: Option<Pager>,
     pub first_run: Option<FirstRun>,
     pub picker: Option<SessionPicker>,
+    pub model_picker: Option<ModelPicker>,
     /// The configured model names, for `/model`.
     pub models: Vec<String>,
+    /// The configured models with their keys, for the model picker.
+    pub model_info: Vec<ModelInfo>,
     pub(super) quit_armed: Option<Instant>,
     /// Ops the app loop sends next (messages held until the session was ready).
     pub(super) outbox: Vec<Op>,
@@ -100,7 +106,9 @@ impl AppState {
             pager: None,
             first_run: None,
             picker: None,
+            model_picker: None,
             models: Vec::new(),
+            model_info: Vec::new(),
             quit_armed: None,
             outbox: Vec::new(),
             dirty: true,

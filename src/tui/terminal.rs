@@ -104,6 +104,14 @@ impl<W: Write> Screen<W> {
         Ok(())
     }
 
+    /// Clears the screen (`/clear`): the live area starts again at the top.
+    pub fn clear(&mut self) -> io::Result<()> {
+        queue!(self.backend, MoveTo(0, 0), Clear(ClearType::All))?;
+        self.viewport = Rect::new(0, 0, self.size.width, 0);
+        self.valid = false;
+        Ok(())
+    }
+
     /// Writes `lines` (already wrapped to the width) above the live area: first into free
     /// rows below it, moving it down, then by scrolling the rows above it upwards, which
     /// pushes the top rows into the scrollback.
