@@ -162,6 +162,18 @@ async fn a_small_window_compacts_rarely_and_to_half_the_budget() -> TestResult {
         );
     }
     assert!(compactions.len() <= steps / 8, "{compactions:?}");
+    // The context gauge follows a compaction at once (`/compact` too), not the next call.
+    for pair in events.windows(2) {
+        if let [Event::Compacted { .. }, next] = pair {
+            let Event::Usage {
+                context_percent, ..
+            } = next
+            else {
+                panic!("no gauge update after a compaction: {next:?}");
+            };
+            assert!(*context_percent <= 50.0, "{context_percent}");
+        }
+    }
     Ok(())
 }
 

@@ -238,6 +238,15 @@ impl Session {
             kind,
         })
         .await;
+        // The context gauge shows what is left now, not what the last call used.
+        let percent = (after as f64 / self.budget() as f64 * 100.0).min(100.0) as f32;
+        self.emit(Event::Usage {
+            last: crate::llm::Usage::default(),
+            total: self.total_usage,
+            cost_usd: self.cost_usd,
+            context_percent: percent,
+        })
+        .await;
         Ok(true)
     }
 

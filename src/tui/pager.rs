@@ -25,6 +25,8 @@ pub struct Search {
     /// The line of the match last jumped to.
     pub current: Option<usize>,
     pub not_found: bool,
+    /// Which match that is (from 1) and how many there are.
+    pub position: Option<(usize, usize)>,
 }
 
 #[derive(Debug)]
@@ -198,16 +200,20 @@ impl Pager {
         } else {
             from
         };
-        let found = self.cache.find(from, forward, |line| {
+        let matches = |line: &ratatui::text::Line<'static>| {
             line.spans
                 .iter()
                 .map(|s| s.content.as_ref())
                 .collect::<String>()
                 .to_lowercase()
                 .contains(&query)
-        });
+        };
+        let found = self.cache.find(from, forward, matches);
         self.search.not_found = found.is_none();
+        self.search.position = None;
         if let Some(line) = found {
+            let (before, total) = self.cache.rank(line, matches);
+            self.search.position = Some((before + 1, total));
             self.search.current = Some(line);
             self.scroll_to(line.saturating_sub(self.height / 3));
         }

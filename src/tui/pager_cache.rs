@@ -130,6 +130,26 @@ impl WrapCache {
         }
         None
     }
+
+    /// How many lines match, and how many of them come before `line` (its position among
+    /// them, counting from 0).
+    pub fn rank(
+        &self,
+        line: usize,
+        mut matches: impl FnMut(&Line<'static>) -> bool,
+    ) -> (usize, usize) {
+        let (mut total, mut before) = (0, 0);
+        for index in 0..self.total() {
+            let cell = self.cell_at(index);
+            if self.line(cell, index).is_some_and(&mut matches) {
+                total += 1;
+                if index < line {
+                    before += 1;
+                }
+            }
+        }
+        (before, total)
+    }
 }
 
 #[cfg(test)]

@@ -114,10 +114,12 @@ fn footer(pager: &Pager, cells: usize) -> Line<'static> {
         Span::raw(format!(" {cells} cells · {percent}% ")),
     ];
     if !pager.search.query.is_empty() {
-        let note = if pager.search.not_found {
-            format!("· no match for \"{}\" ", pager.search.query)
-        } else {
-            format!("· \"{}\" n/N ", pager.search.query)
+        let note = match (pager.search.not_found, pager.search.position) {
+            (true, _) => format!("· no match for \"{}\" ", pager.search.query),
+            (false, Some((at, of))) => {
+                format!("· \"{}\" match {at} of {of} · n/N ", pager.search.query)
+            }
+            (false, None) => format!("· \"{}\" n/N ", pager.search.query),
         };
         spans.push(Span::styled(note, Style::default().fg(Color::Yellow)));
     }
