@@ -13,6 +13,9 @@ use mnemo::launch::LaunchError;
 use mnemo::protocol::{ApprovalAction, ApprovalDecision, Event, Op, ToolStatus};
 use mnemo::tui::first_run::FirstRun;
 use mnemo::tui::state::Effect;
+use mnemo::tui::pager_view;
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
 use tui_support::Harness;
 
 fn key(code: KeyCode) -> KeyEvent {
@@ -254,4 +257,54 @@ fn the_model_picker_shows_keys_and_filters_as_you_type() {
     assert_eq!(effects, [Effect::SwitchModel("ollama".into())]);
     insta::assert_snapshot!("model_picker", all);
     insta::assert_snapshot!("model_picker_filtered", filtered);
+}
+
+#[test]
+fn a_large_paste_is_a_chip_in_the_box_and_the_transcript_but_sent_whole() {
+    let mut harness = Harness::started();
+    let log: String = (1..=200)
+        .map(|n| format!("test {n:>3} ... ok\n"))
+        .collect();
+    harness.type_text("why does this fail? ");
+    harness.state.handle_paste(&log);
+    let typing = harness.screen(70, 8);
+    assert!(typing.contains("[pasted 200 lines · 3.2 kB]"), "{typing}");
+    assert!(!typing.contains("test   1"), "{typing}");
+    let effects = harness.state.handle_key(key(KeyCode::Enter), harness.now);
+    let sent = format!("why does this fail? {log}");
+    assert_eq!(effects, [Effect::Send(Op::UserInput { text: sent.clone() })]);
+    harness.event(Event::UserMessage {
+        text: sent,
+        kind: mnemo::protocol::UserMessageKind::Prompt,
+    });
+    let shown = harness.screen(70, 8);
+    assert!(shown.contains("› why does this fail? [pasted 200 lines · 3.2 kB]"), "{shown}");
+    assert!(!shown.contains("test 200"), "{shown}");
+    insta::assert_snapshot!("paste_chip", format!("{typing}\n----\n{shown}"));
+    // The pager shows what was sent when the message is opened.
+    harness.state.handle_key(ctrl('t'), harness.now);
+    let pager = pager_screen(&mut harness, 70, 30);
+    assert!(pager.contains("[pasted 200 lines"), "{pager}");
+    harness.state.handle_key(key(KeyCode::Enter), harness.now);
+    let pager = pager_screen(&mut harness, 70, 30);
+    assert!(pager.contains("test 200 ... ok"), "{pager}");
+}
+
+fn pager_screen(harness: &mut Harness, width: u16, height: u16) -> String {
+    let area = Rect::new(0, 0, width, height);
+    let mut buf = Buffer::empty(area);
+    if let Some(pager) = harness.state.pager.as_mut() {
+        pager_view::render(pager, &harness.state.transcript, area, &mut buf);
+    }
+    tui_support::text_of(&buf)
+}
+
+#[test]
+fn ctrl_o_expands_a_paste_chip_into_its_text() {
+    let mut harness = Harness::started();
+    let lines: String = (1..=12).map(|n| format!("line {n}\n")).collect();
+    harness.state.handle_paste(&lines);
+    assert!(harness.state.composer.text().starts_with("[pasted 12 lines"));
+    harness.state.handle_key(ctrl('o'), harness.now);
+    assert_eq!(harness.state.composer.text(), lines);
 }

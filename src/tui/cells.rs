@@ -26,7 +26,12 @@ pub enum NoticeLevel {
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Cell {
-    User { text: String, kind: UserMessageKind },
+    User {
+        text: String,
+        kind: UserMessageKind,
+        /// The message with its large pastes as chips, shown until the cell is expanded.
+        folded: Option<String>,
+    },
     Assistant { text: String },
     Reasoning { text: String },
     Tool(ToolCell),
@@ -41,13 +46,17 @@ impl Cell {
     pub fn is_expandable(&self) -> bool {
         match self {
             Cell::Tool(_) | Cell::Reasoning { .. } => true,
-            Cell::User { .. } | Cell::Assistant { .. } | Cell::Notice { .. } => false,
+            Cell::User { folded, .. } => folded.is_some(),
+            Cell::Assistant { .. } | Cell::Notice { .. } => false,
         }
     }
 
     pub fn lines(&self, detail: Detail) -> Vec<Line<'static>> {
         match self {
-            Cell::User { text, kind } => user_lines(text, *kind),
+            Cell::User { text, kind, folded } => match (folded, detail) {
+                (Some(folded), Detail::Collapsed) => user_lines(folded, *kind),
+                _ => user_lines(text, *kind),
+            },
             Cell::Assistant { text } => markdown::render(text),
             Cell::Reasoning { text } => reasoning_lines(text, detail),
             Cell::Tool(tool) => tool.lines(detail),
@@ -163,6 +172,7 @@ mod tests {
         let injected = Cell::User {
             text: "also check b".into(),
             kind: UserMessageKind::Injected,
+            folded: None,
         };
         assert_eq!(
             text(&injected, Detail::Collapsed),
@@ -171,6 +181,7 @@ mod tests {
         let queued = Cell::User {
             text: "then c\nand d".into(),
             kind: UserMessageKind::Queued,
+            folded: None,
         };
         assert_eq!(
             text(&queued, Detail::Collapsed),

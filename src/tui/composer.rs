@@ -1,7 +1,7 @@
 //! The input box. It stays live while the agent works: Enter sends, Tab queues, Shift+Enter
 //! or Alt+Enter adds a line, Up/Down recall earlier messages when the box is empty, Ctrl+U
-//! deletes to the start of the line, Ctrl+Z undoes and Ctrl+Y redoes, and typing `/` opens the
-//! command completion popup. Keys come in, outcomes go out; the
+//! deletes to the start of the line, Ctrl+Z undoes and Ctrl+Y redoes, a large paste shows as a
+//! chip (Ctrl+O expands it), and typing `/` opens the command completion popup. Keys come in, outcomes go out; the
 //! composer never talks to the agent.
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
@@ -12,6 +12,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Widget;
 use ratatui_textarea::{CursorMove, TextArea, WrapMode};
 
+use super::paste::PasteChips;
 use super::slash::SlashCommand;
 use super::wrap::wrap_line;
 
@@ -33,6 +34,10 @@ pub enum ComposerOutcome {
 
 pub struct Composer {
     textarea: TextArea<'static>,
+    /// Large pastes shown as chips, and what they stand for.
+    pastes: PasteChips,
+    /// The pastes of the last message taken, `(text, label)`, for the transcript.
+    sent_folds: Vec<(String, String)>,
     history: Vec<String>,
     /// Index into `history` while recalling.
     recalled: Option<usize>,
@@ -50,6 +55,8 @@ impl Composer {
     pub fn new() -> Self {
         Self {
             textarea: configured(""),
+            pastes: PasteChips::default(),
+            sent_folds: Vec::new(),
             history: Vec::new(),
             recalled: None,
             popup_selected: 0,
@@ -76,17 +83,34 @@ impl Composer {
         self.textarea.move_cursor(CursorMove::End);
     }
 
+    /// Puts a message back in the box with its large pastes as chips again.
+    pub fn restore_folded(&mut self, text: &str, folds: Vec<(String, String)>) {
+        let shown = super::paste::folded(text, &folds);
+        for (content, label) in folds {
+            self.pastes.keep(label, content);
+        }
+        self.restore(shown.as_deref().unwrap_or(text));
+    }
+
     fn set_text(&mut self, text: &str) {
         self.textarea = configured(text);
         self.popup_selected = 0;
         self.popup_dismissed = false;
     }
 
-    /// Pasted text goes in as typed text, line breaks included.
+    /// Pasted text goes in as typed text, line breaks included; a large paste as a chip.
     pub fn paste(&mut self, text: &str) {
         let normalized = text.replace("\r\n", "\n").replace('\r', "\n");
-        self.textarea.insert_str(normalized);
+        match self.pastes.fold(&normalized) {
+            Some(label) => self.textarea.insert_str(label),
+            None => self.textarea.insert_str(normalized),
+        };
         self.recalled = None;
+    }
+
+    /// The pastes folded in the message last taken, `(text, label)`.
+    pub fn take_folds(&mut self) -> Vec<(String, String)> {
+        std::mem::take(&mut self.sent_folds)
     }
 
     /// The commands the popup offers, when the text is a `/` prefix being typed.
@@ -171,6 +195,11 @@ impl Composer {
                 self.textarea.redo();
                 ComposerOutcome::Handled
             }
+            KeyCode::Char('o') if ctrl && !self.pastes.is_empty() => {
+                let (expanded, _) = self.pastes.expand(&self.text());
+                self.restore(&expanded);
+                ComposerOutcome::Handled
+            }
             _ => {
                 if self.textarea.input(key) {
                     self.recalled = None;
@@ -187,12 +216,14 @@ impl Composer {
         ComposerOutcome::Handled
     }
 
-    /// Takes the text for sending and remembers it in the history.
+    /// Takes the text for sending (chips expanded) and remembers it in the history.
     fn take(&mut self) -> Option<String> {
-        let text = self.text();
-        if text.trim().is_empty() {
+        let typed = self.text();
+        if typed.trim().is_empty() {
             return None;
         }
+        let (text, folds) = self.pastes.expand(&typed);
+        self.sent_folds = folds;
         if self.history.last() != Some(&text) {
             self.history.push(text.clone());
         }

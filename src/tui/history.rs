@@ -144,6 +144,7 @@ fn user_cells(stored: &StoredMessage, calls: &mut Vec<Call>, cells: &mut Vec<Cel
         cells.push(Cell::User {
             text: texts.join("\n"),
             kind: stored.kind.unwrap_or(UserMessageKind::Prompt),
+            folded: None,
         });
     }
 }

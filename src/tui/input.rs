@@ -179,7 +179,8 @@ impl AppState {
             .iter()
             .rposition(|p| p.kind == UserMessageKind::Queued && !p.waiting)?;
         let pending = self.pending.remove(index);
-        self.composer.restore(&pending.text);
+        self.composer
+            .restore_folded(&pending.text, pending.folds.clone());
         self.notice(
             NoticeLevel::Info,
             "Queued message taken back to edit; Tab queues it again",
@@ -209,15 +210,18 @@ impl AppState {
                 let note = "No model is ready: configure one as the panel shows, then start \
                             again; your message is back in the box";
                 self.notice(NoticeLevel::Warning, note);
-                self.composer.restore(&text);
+                let folds = self.composer.take_folds();
+                self.composer.restore_folded(&text, folds);
                 return Vec::new();
             }
             Activity::Starting => {
                 // Sent as soon as the session is ready (`release_waiting`).
+                let folds = self.composer.take_folds();
                 self.pending.push(PendingInput {
                     text,
                     kind: UserMessageKind::Prompt,
                     waiting: true,
+                    folds,
                 });
                 return Vec::new();
             }
@@ -244,10 +248,12 @@ impl AppState {
                 Op::UserInput { text: text.clone() },
             )
         };
+        let folds = self.composer.take_folds();
         self.pending.push(PendingInput {
             text,
             kind,
             waiting: false,
+            folds,
         });
         vec![Effect::Send(op)]
     }

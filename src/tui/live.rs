@@ -86,8 +86,10 @@ fn content_lines(state: &AppState, width: u16, now: Instant) -> Vec<Line<'static
             UserMessageKind::Queued => ("⏭ queued: ", Color::Magenta),
             UserMessageKind::Prompt | UserMessageKind::Continuation => ("› ", Color::DarkGray),
         };
-        let mut text = pending.text.lines().next().unwrap_or_default().to_string();
-        if pending.text.lines().nth(1).is_some() {
+        let folded = super::paste::folded(&pending.text, &pending.folds);
+        let shown = folded.as_deref().unwrap_or(&pending.text);
+        let mut text = shown.lines().next().unwrap_or_default().to_string();
+        if shown.lines().nth(1).is_some() {
             text.push_str(" …");
         }
         logical.push(Line::from(vec![

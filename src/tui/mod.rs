@@ -19,6 +19,7 @@ pub mod markdown;
 pub mod model_picker;
 mod modes;
 pub mod pager;
+pub mod paste;
 mod pager_cache;
 pub mod pager_view;
 pub mod picker;

@@ -161,6 +161,7 @@ mod tests {
         Cell::User {
             text: text.into(),
             kind: UserMessageKind::Prompt,
+            folded: None,
         }
     }
 

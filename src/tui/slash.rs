@@ -214,9 +214,11 @@ fn refuse_while_busy(state: &mut AppState, what: &str) -> bool {
 fn help_text() -> String {
     let mut text = String::from(
         "Enter send (while the agent works: inject into the running turn) · Tab queue as the \
-         next message\nShift+Enter or Alt+Enter new line · Up/Down history · Esc interrupt · \
-         Ctrl+C interrupt, twice to quit · Ctrl+T transcript pager\nWhen the agent asks: y \
-         allow once · a allow for this session · n or Esc deny",
+         next message\nShift+Enter or Alt+Enter new line · Up/Down history (Up on an empty \
+         box takes a queued message back) · Ctrl+U delete to line start · Ctrl+Z/Ctrl+Y undo/redo \
+         · Ctrl+O expand pasted text\nEsc interrupt · Ctrl+C interrupt, twice to quit · Ctrl+T \
+         transcript pager\nWhen the agent asks: y allow once · a allow for this session · n or \
+         Esc deny (Alt+y/a/n while typing)",
     );
     for command in SlashCommand::ALL {
         text.push_str(&format!(

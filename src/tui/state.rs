@@ -52,6 +52,8 @@ pub struct PendingInput {
     pub kind: UserMessageKind,
     /// Typed before the session was ready: sent once it is.
     pub waiting: bool,
+    /// The large pastes in `text`, `(text, label)`, shown as their chips.
+    pub folds: Vec<(String, String)>,
 }
 
 pub struct AppState {
@@ -137,10 +139,11 @@ impl AppState {
             }
             Event::UserMessage { text, kind } => {
                 self.finish_stream();
+                let mut folded = None;
                 if let Some(index) = self.pending.iter().position(|p| p.text == text) {
-                    self.pending.remove(index);
+                    folded = super::paste::folded(&text, &self.pending.remove(index).folds);
                 }
-                self.commit_cell(Cell::User { text, kind });
+                self.commit_cell(Cell::User { text, kind, folded });
             }
             Event::QueuedWithdrawn { text } => {
                 if let Some(index) = self.pending.iter().position(|p| p.text == text) {
