@@ -12,8 +12,8 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use mnemo::launch::LaunchError;
 use mnemo::protocol::{ApprovalAction, ApprovalDecision, Event, Op, ToolStatus};
 use mnemo::tui::first_run::FirstRun;
-use mnemo::tui::state::Effect;
 use mnemo::tui::pager_view;
+use mnemo::tui::state::Effect;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use tui_support::Harness;
@@ -262,9 +262,7 @@ fn the_model_picker_shows_keys_and_filters_as_you_type() {
 #[test]
 fn a_large_paste_is_a_chip_in_the_box_and_the_transcript_but_sent_whole() {
     let mut harness = Harness::started();
-    let log: String = (1..=200)
-        .map(|n| format!("test {n:>3} ... ok\n"))
-        .collect();
+    let log: String = (1..=200).map(|n| format!("test {n:>3} ... ok\n")).collect();
     harness.type_text("why does this fail? ");
     harness.state.handle_paste(&log);
     let typing = harness.screen(70, 8);
@@ -272,13 +270,19 @@ fn a_large_paste_is_a_chip_in_the_box_and_the_transcript_but_sent_whole() {
     assert!(!typing.contains("test   1"), "{typing}");
     let effects = harness.state.handle_key(key(KeyCode::Enter), harness.now);
     let sent = format!("why does this fail? {log}");
-    assert_eq!(effects, [Effect::Send(Op::UserInput { text: sent.clone() })]);
+    assert_eq!(
+        effects,
+        [Effect::Send(Op::UserInput { text: sent.clone() })]
+    );
     harness.event(Event::UserMessage {
         text: sent,
         kind: mnemo::protocol::UserMessageKind::Prompt,
     });
     let shown = harness.screen(70, 8);
-    assert!(shown.contains("› why does this fail? [pasted 200 lines · 3.2 kB]"), "{shown}");
+    assert!(
+        shown.contains("› why does this fail? [pasted 200 lines · 3.2 kB]"),
+        "{shown}"
+    );
     assert!(!shown.contains("test 200"), "{shown}");
     insta::assert_snapshot!("paste_chip", format!("{typing}\n----\n{shown}"));
     // The pager shows what was sent when the message is opened.
@@ -304,7 +308,43 @@ fn ctrl_o_expands_a_paste_chip_into_its_text() {
     let mut harness = Harness::started();
     let lines: String = (1..=12).map(|n| format!("line {n}\n")).collect();
     harness.state.handle_paste(&lines);
-    assert!(harness.state.composer.text().starts_with("[pasted 12 lines"));
+    assert!(
+        harness
+            .state
+            .composer
+            .text()
+            .starts_with("[pasted 12 lines")
+    );
     harness.state.handle_key(ctrl('o'), harness.now);
     assert_eq!(harness.state.composer.text(), lines);
+}
+
+#[test]
+fn enter_on_the_running_session_in_the_picker_keeps_the_session() {
+    use mnemo::memory::types::SessionRow;
+    use mnemo::tui::picker::{PickerCancel, SessionPicker};
+    let mut harness = Harness::started();
+    let id = harness.state.status.session_id.clone();
+    let row = SessionRow {
+        id: id.clone(),
+        parent_id: None,
+        created_at: 0,
+        updated_at: 0,
+        cwd: "/home/ada/project".into(),
+        title: "fix the parser".into(),
+        subtitle: None,
+        model: "claude-sonnet".into(),
+        status: "active".into(),
+        message_count: 2,
+    };
+    harness.state.picker = Some(SessionPicker::new(
+        vec![row],
+        0,
+        Some(id),
+        PickerCancel::Close,
+    ));
+    let effects = harness.state.handle_key(key(KeyCode::Enter), harness.now);
+    assert!(effects.is_empty(), "{effects:?}");
+    assert!(harness.state.picker.is_none());
+    assert!(harness.screen(80, 10).contains("Already in this session"));
 }

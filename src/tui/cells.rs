@@ -32,10 +32,17 @@ pub enum Cell {
         /// The message with its large pastes as chips, shown until the cell is expanded.
         folded: Option<String>,
     },
-    Assistant { text: String },
-    Reasoning { text: String },
+    Assistant {
+        text: String,
+    },
+    Reasoning {
+        text: String,
+    },
     Tool(ToolCell),
-    Notice { level: NoticeLevel, text: String },
+    Notice {
+        level: NoticeLevel,
+        text: String,
+    },
 }
 
 /// Longest reasoning summary in the collapsed one-line form.

@@ -40,6 +40,10 @@ impl AppState {
                 self.picker = None;
             }
             return match outcome {
+                PickerOutcome::Open(id) if id == self.status.session_id => {
+                    self.notice(NoticeLevel::Info, "Already in this session");
+                    Vec::new()
+                }
                 PickerOutcome::Open(id) => vec![Effect::Resume(id)],
                 PickerOutcome::Typed(text) => {
                     self.composer.restore(&text);

@@ -22,7 +22,10 @@ impl PasteChips {
         }
         let mut label = format!("[pasted {lines} lines · {}]", size(text.len()));
         // Two pastes of the same size still need labels of their own.
-        let same = self.chips.iter().filter(|(l, _)| l.starts_with(&label[..label.len() - 1]));
+        let same = self
+            .chips
+            .iter()
+            .filter(|(l, _)| l.starts_with(&label[..label.len() - 1]));
         let n = same.count();
         if n > 0 {
             label.insert_str(label.len() - 1, &format!(" #{}", n + 1));
@@ -85,12 +88,17 @@ mod tests {
     fn a_large_paste_becomes_a_chip_that_expands_back() {
         let mut chips = PasteChips::default();
         assert_eq!(chips.fold("short\ntext"), None);
-        let log: String = (0..200).map(|i| format!("log line {i:>3} of the build: ok\n")).collect();
+        let log: String = (0..200)
+            .map(|i| format!("log line {i:>3} of the build: ok\n"))
+            .collect();
         let label = chips.fold(&log).unwrap_or_default();
         assert_eq!(label, format!("[pasted 200 lines · {}]", size(log.len())));
         let (sent, used) = chips.expand(&format!("Why does this fail?\n{label}"));
         assert_eq!(sent, format!("Why does this fail?\n{log}"));
-        assert_eq!(folded(&sent, &used).as_deref(), Some(format!("Why does this fail?\n{label}").as_str()));
+        assert_eq!(
+            folded(&sent, &used).as_deref(),
+            Some(format!("Why does this fail?\n{label}").as_str())
+        );
         assert!(chips.is_empty());
     }
 
