@@ -192,7 +192,7 @@ fn in_ask_mode_a_write_waits_for_the_users_answer() -> TestResult {
     term.wait_for("● idle")?;
     term.send("write the plan\r")?;
     term.wait_for("Apply this change to plan.md?")?;
-    term.wait_for("+step one")?;
+    term.wait_for("1 + step one")?;
     term.wait_for("waiting for approval")?;
     assert!(
         !dir.path().join("plan.md").exists(),

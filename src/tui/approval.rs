@@ -4,6 +4,7 @@
 //! interrupts), but not in its first moments: a key typed for something else must not answer
 //! a question that just appeared. It stays until the agent confirms the answer.
 
+use std::cell::RefCell;
 use std::time::{Duration, Instant};
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
@@ -11,7 +12,8 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 
 use super::cells::NoticeLevel;
-use super::diff;
+use super::diff::{self, Fold};
+use super::highlight;
 use crate::protocol::{ApprovalAction, ApprovalDecision};
 
 /// Diff lines shown in the question; the rest is summarised.
@@ -135,15 +137,10 @@ impl ApprovalPrompt {
                     Span::styled("? ", bold),
                     Span::styled(format!("Apply this change to {path}?"), bold),
                 ]));
-                let body = diff::render(text);
-                let hidden = body.len().saturating_sub(MAX_DIFF_LINES);
-                for line in body.into_iter().take(MAX_DIFF_LINES) {
+                for line in diff_lines(path, text) {
                     let mut spans = vec![Span::raw("  ")];
                     spans.extend(line.spans);
                     lines.push(Line::from(spans));
-                }
-                if hidden > 0 {
-                    lines.push(Line::styled(format!("  … {hidden} more lines"), dim()));
                 }
             }
             ApprovalAction::Memory { change } => {
@@ -188,6 +185,47 @@ impl ApprovalPrompt {
         ));
         lines
     }
+}
+
+/// The last diff rendered for a question and what it was rendered from.
+struct RenderedDiff {
+    path: String,
+    diff: String,
+    highlighted: bool,
+    lines: Vec<Line<'static>>,
+}
+
+thread_local! {
+    /// `lines()` runs on every frame while a question is open; highlighting must not. One
+    /// entry suffices: only the first question is drawn.
+    static RENDERED: RefCell<Option<RenderedDiff>> = const { RefCell::new(None) };
+}
+
+/// The folded, highlighted diff of a write, rendered again only when it changes or when the
+/// syntax sets finish loading.
+fn diff_lines(path: &str, text: &str) -> Vec<Line<'static>> {
+    let highlighted = highlight::is_ready();
+    RENDERED.with_borrow_mut(|cached| {
+        if let Some(hit) = cached.as_ref()
+            && hit.highlighted == highlighted
+            && hit.path == path
+            && hit.diff == text
+        {
+            return hit.lines.clone();
+        }
+        let fold = Fold::After {
+            lines: MAX_DIFF_LINES,
+            hint: "",
+        };
+        let lines = diff::render(text, Some(path), fold);
+        *cached = Some(RenderedDiff {
+            path: path.to_string(),
+            diff: text.to_string(),
+            highlighted,
+            lines: lines.clone(),
+        });
+        lines
+    })
 }
 
 fn dim() -> Style {

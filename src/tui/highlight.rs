@@ -40,32 +40,37 @@ pub fn load_now() {
     SETS.get_or_init(Sets::load);
 }
 
+/// Whether the syntax sets have loaded (until then everything renders plain).
+pub fn is_ready() -> bool {
+    SETS.get().is_some()
+}
+
 /// One styled line per line of `code`; plain when the language is unknown or the sets are
 /// still loading.
 pub fn highlight(code: &str, lang: &str) -> Vec<Line<'static>> {
-    let code_style = Style::default().fg(Color::Gray);
-    let plain = || {
+    highlight_known(code, lang).unwrap_or_else(|| {
+        let code_style = Style::default().fg(Color::Gray);
         code.lines()
             .map(|l| Line::from(Span::styled(l.to_string(), code_style)))
             .collect()
-    };
-    let Some(sets) = SETS.get() else {
-        return plain();
-    };
+    })
+}
+
+/// One styled line per line of `code`, or `None` when the language is unknown or the sets
+/// are still loading (callers that style plain code their own way need to know).
+pub fn highlight_known(code: &str, lang: &str) -> Option<Vec<Line<'static>>> {
+    let sets = SETS.get()?;
     let token = lang.split([' ', ',', '{']).next().unwrap_or_default();
-    let Some(syntax) = sets
+    let syntax = sets
         .syntaxes
         .find_syntax_by_token(token)
-        .or_else(|| sets.syntaxes.find_syntax_by_extension(token))
-    else {
-        return plain();
-    };
+        .or_else(|| sets.syntaxes.find_syntax_by_extension(token))?;
     let mut highlighter = HighlightLines::new(syntax, &sets.theme);
     let mut lines = Vec::new();
     for source_line in code.split_inclusive('\n') {
-        let Ok(ranges) = highlighter.highlight_line(source_line, &sets.syntaxes) else {
-            return plain();
-        };
+        let ranges = highlighter
+            .highlight_line(source_line, &sets.syntaxes)
+            .ok()?;
         let spans: Vec<Span<'static>> = ranges
             .into_iter()
             .map(|(style, text)| {
@@ -76,7 +81,7 @@ pub fn highlight(code: &str, lang: &str) -> Vec<Line<'static>> {
             .collect();
         lines.push(Line::from(spans));
     }
-    lines
+    Some(lines)
 }
 
 fn convert(style: syntect::highlighting::Style) -> Style {

@@ -8,6 +8,8 @@ pub mod approval;
 pub mod cells;
 pub mod composer;
 mod diff;
+mod diff_highlight;
+mod diff_hunks;
 pub mod filter;
 pub mod first_run;
 pub mod highlight;

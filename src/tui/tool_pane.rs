@@ -1,6 +1,6 @@
 //! One pane per tool call: the tool name and its key argument, the live output while it runs
-//! (last lines), then status and duration when done. A file change shows its coloured diff;
-//! a failed call shows its error.
+//! (last lines), then status and duration when done. A file change shows its diff (folded
+//! to its first lines outside the expanded pager view); a failed call shows its error.
 
 use crate::tools::describe::key_argument;
 use std::time::Instant;
@@ -112,13 +112,15 @@ impl ToolCell {
                 }
             }
             ToolStatus::Ok if diff::has_diff(&self.output) => {
-                let mut diff_lines = diff::render(&self.output);
-                if detail == Detail::Collapsed && diff_lines.len() > DIFF_PREVIEW_LINES {
-                    let more = diff_lines.len() - DIFF_PREVIEW_LINES;
-                    diff_lines.truncate(DIFF_PREVIEW_LINES);
-                    diff_lines.push(Line::styled(format!("… {more} more lines"), dim()));
-                }
-                diff_lines
+                let fold = match detail {
+                    Detail::Expanded => diff::Fold::All,
+                    Detail::Collapsed => diff::Fold::After {
+                        lines: DIFF_PREVIEW_LINES,
+                        hint: " (Ctrl+T to see all)",
+                    },
+                };
+                let path = self.arguments.get("path").and_then(Value::as_str);
+                diff::render(&self.output, path, fold)
             }
             ToolStatus::Ok => match detail {
                 Detail::Expanded => styled_lines(&self.output, dim()),
