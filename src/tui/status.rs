@@ -124,89 +124,128 @@ impl Status {
         )
     }
 
-    /// The status line; `hint` replaces the key hints on the right (e.g. "press Ctrl+C
-    /// again to quit").
-    pub fn line(&self, now: Instant, hint: Option<&str>) -> (Line<'static>, Line<'static>) {
+    /// The left part's pieces after the activity, in display order, each with its rank: the
+    /// lowest gives way first when the line is short (tokens), the approval mode (what the
+    /// agent may do) last.
+    fn pieces(&self) -> Vec<(u8, Vec<Span<'static>>)> {
         let dim = Style::default().fg(Color::DarkGray);
-        let sep = || Span::styled(" · ", dim);
-        let mut left = vec![Span::raw(" "), self.activity_span(now)];
+        let mut pieces = Vec::new();
         if !self.model.is_empty() {
-            left.push(sep());
-            left.push(Span::raw(self.model.clone()));
+            pieces.push((3, vec![Span::raw(self.model.clone())]));
         }
         if !self.session_id.is_empty() {
-            left.push(sep());
             let short: String = self.session_id.chars().take(8).collect();
-            left.push(Span::styled(short, dim));
+            pieces.push((1, vec![Span::styled(short, dim)]));
         }
         if self.approval_mode != ApprovalMode::default() {
-            left.push(sep());
             let colour = match self.approval_mode {
                 ApprovalMode::Full => Color::Red,
                 ApprovalMode::ReadOnly | ApprovalMode::Ask | ApprovalMode::Auto => Color::Cyan,
             };
             let label = format!("approval {}", self.approval_mode);
-            left.push(Span::styled(label, Style::default().fg(colour)));
+            pieces.push((5, vec![Span::styled(label, Style::default().fg(colour))]));
         }
         if self.total.input_tokens + self.total.output_tokens > 0 {
             let input = self.total.input_tokens
                 + self.total.cache_read_tokens
                 + self.total.cache_write_tokens;
-            left.push(sep());
-            left.push(Span::raw(format!("ctx {:.0}%", self.context_percent)));
-            left.push(sep());
-            left.push(Span::raw(format!(
+            let ctx = format!("ctx {:.0}%", self.context_percent);
+            pieces.push((4, vec![Span::raw(ctx)]));
+            let tokens = format!(
                 "↑{} ↓{}",
                 compact_count(input),
                 compact_count(self.total.output_tokens)
-            )));
-            left.push(sep());
-            left.push(Span::raw(format!("${:.4}", self.cost_usd)));
+            );
+            pieces.push((0, vec![Span::raw(tokens)]));
+            pieces.push((2, vec![Span::raw(format!("${:.4}", self.cost_usd))]));
         }
-        let right = match hint {
-            Some(hint) => Span::styled(
-                format!("{hint} "),
-                Style::default()
-                    .fg(Color::Yellow)
-                    .add_modifier(Modifier::BOLD),
-            ),
-            None if self.activity.is_busy() => {
-                Span::styled("⏎ inject · ⇥ queue · Esc interrupt ".to_string(), dim)
-            }
-            None => Span::styled("/ commands · Ctrl+T transcript ".to_string(), dim),
-        };
-        (Line::from(left), Line::from(right))
+        pieces
     }
 
-    /// Draws the line; a hint wins over the left part when both do not fit.
+    /// The key hints on the right, longest first; `hint` (e.g. "press Ctrl+C again to quit")
+    /// replaces them.
+    fn hints(&self, hint: Option<&str>) -> Vec<Span<'static>> {
+        let dim = Style::default().fg(Color::DarkGray);
+        match hint {
+            Some(hint) => {
+                let style = Style::default()
+                    .fg(Color::Yellow)
+                    .add_modifier(Modifier::BOLD);
+                vec![Span::styled(format!("{hint} "), style)]
+            }
+            None if self.activity.is_busy() => vec![
+                Span::styled("⏎ inject · ⇥ queue · Esc interrupt ", dim),
+                Span::styled("Esc interrupt ", dim),
+            ],
+            None => vec![
+                Span::styled("/ commands · Ctrl+T transcript ", dim),
+                Span::styled("/ commands ", dim),
+            ],
+        }
+    }
+
+    /// The status line for `width` columns. What must stay (the activity, the interrupt hint)
+    /// always does: the less important pieces give way first, then the longer hints.
+    pub fn line(
+        &self,
+        now: Instant,
+        hint: Option<&str>,
+        width: u16,
+    ) -> (Line<'static>, Line<'static>) {
+        let width = usize::from(width);
+        let mut pieces = self.pieces();
+        let hints = self.hints(hint);
+        let mut right = 0;
+        let activity = self.activity_span(now);
+        loop {
+            let left = left_line(&activity, &pieces);
+            let right_width = str_width(&hints[right].content);
+            if left.width() + right_width < width {
+                return (left, Line::from(hints[right].clone()));
+            }
+            let lowest = pieces.iter().map(|(rank, _)| *rank).min();
+            match lowest {
+                // Tokens and the session id give way before the long hint, the rest after it.
+                Some(rank) if rank < 2 || right + 1 == hints.len() => {
+                    pieces.retain(|(r, _)| *r != rank);
+                }
+                _ if right + 1 < hints.len() => right += 1,
+                _ => return (left, Line::from(hints[right].clone())),
+            }
+        }
+    }
+
+    /// Draws the line; the right part (the hint) wins over the left when both do not fit.
     pub fn render(&self, now: Instant, hint: Option<&str>, area: Rect, buf: &mut Buffer) {
-        let (left, right) = self.line(now, hint);
-        let right_width = (str_width(&right.to_string()) as u16).min(area.width);
-        let fits = left.width() as u16 + right_width < area.width;
-        let left_width = if fits || hint.is_none() {
-            area.width
-        } else {
-            area.width - right_width
-        };
+        let (left, right) = self.line(now, hint, area.width);
+        let right_width = (right.width() as u16).min(area.width);
         (&left).render(
             Rect {
-                width: left_width,
+                width: area.width - right_width,
                 ..area
             },
             buf,
         );
-        if fits || hint.is_some() {
-            let x = area.x + area.width - right_width;
-            (&right).render(
-                Rect {
-                    x,
-                    width: right_width,
-                    ..area
-                },
-                buf,
-            );
-        }
+        let x = area.x + area.width - right_width;
+        (&right).render(
+            Rect {
+                x,
+                width: right_width,
+                ..area
+            },
+            buf,
+        );
     }
+}
+
+fn left_line(activity: &Span<'static>, pieces: &[(u8, Vec<Span<'static>>)]) -> Line<'static> {
+    let sep = Span::styled(" · ", Style::default().fg(Color::DarkGray));
+    let mut spans = vec![Span::raw(" "), activity.clone()];
+    for (_, piece) in pieces {
+        spans.push(sep.clone());
+        spans.extend(piece.iter().cloned());
+    }
+    Line::from(spans)
 }
 
 #[cfg(test)]
@@ -229,7 +268,44 @@ mod tests {
             model: "m".into(),
             ..Status::default()
         };
-        let (left, _) = status.line(now, None);
+        let (left, _) = status.line(now, None, 80);
         assert_eq!(left.to_string(), " ● running tool 0s · m");
+    }
+
+    #[test]
+    fn the_interrupt_hint_stays_at_every_width_down_to_60_columns() {
+        let now = Instant::now();
+        let status = Status {
+            activity: Activity::RunningTool,
+            turn_started: Some(now),
+            model: "claude-sonnet-4-5-20250929".into(),
+            session_id: "0f3c9a7e-5b1d-4c2e".into(),
+            approval_mode: ApprovalMode::Full,
+            total: Usage {
+                input_tokens: 154_000,
+                output_tokens: 8_500,
+                ..Usage::default()
+            },
+            context_percent: 81.0,
+            cost_usd: 12.5,
+            ..Status::default()
+        };
+        for width in 60..=200u16 {
+            let (left, right) = status.line(now, None, width);
+            let shown = format!("{left}{right}");
+            assert!(
+                right.to_string().contains("Esc interrupt"),
+                "{width}: {shown}"
+            );
+            assert!(
+                left.width() + right.width() < usize::from(width),
+                "{width}: {shown}"
+            );
+            assert!(shown.contains("running tool 0s"), "{width}: {shown}");
+            assert!(shown.contains("approval full"), "{width}: {shown}");
+        }
+        let (left, right) = status.line(now, None, 200);
+        assert!(left.to_string().contains("$12.5000"));
+        assert!(right.to_string().contains("⏎ inject"));
     }
 }
