@@ -31,6 +31,9 @@ use crate::signals::{Signals, Stop};
 
 /// At most about 60 frames per second.
 const FRAME: Duration = Duration::from_millis(16);
+/// Frames wait this long after the last resize: while a window is dragged, a frame drawn for
+/// a size the terminal has already left breaks the rows it lands on.
+const RESIZE_SETTLE: Duration = Duration::from_millis(60);
 /// Agent events handled before the loop checks the terminal again.
 const DRAIN_LIMIT: usize = 4096;
 /// How long a session gets to shut down before it is abandoned.
@@ -49,8 +52,8 @@ pub struct App<W: Write> {
     pub(super) full_history: Option<FullHistory>,
     /// Scrollback lines that arrived while the pager covered the screen.
     held: Vec<Line<'static>>,
-    /// The cursor row measured after a resize, for the next frame to re-anchor with.
-    anchor_row: Option<Option<u16>>,
+    /// When the terminal last changed size, until the next frame.
+    resized_at: Option<Instant>,
 }
 
 enum Wake {
@@ -76,7 +79,7 @@ impl<W: Write> App<W> {
             cli,
             full_history: None,
             held: Vec::new(),
-            anchor_row: None,
+            resized_at: None,
         }
     }
 
@@ -91,7 +94,9 @@ impl<W: Write> App<W> {
         let mut draw_pending = true;
         loop {
             let now = Instant::now();
-            let frame_due = draw_pending.then_some(last_frame + FRAME);
+            let settled = self.resized_at.map(|at| at + RESIZE_SETTLE);
+            let frame_due = draw_pending
+                .then(|| settled.map_or(last_frame + FRAME, |at| at.max(last_frame + FRAME)));
             let deadline = [frame_due, self.state.next_deadline(now)]
                 .into_iter()
                 .flatten()
@@ -138,18 +143,19 @@ impl<W: Write> App<W> {
             }
             draw_pending |= self.state.take_dirty();
             let now = Instant::now();
-            if draw_pending && now >= last_frame + FRAME {
+            // A resize whose event has not arrived yet: a frame drawn for the old size would
+            // wrap on the terminal and leave broken rows behind.
+            if draw_pending
+                && let Ok((width, height)) = crossterm::terminal::size()
+                && Size::new(width, height) != self.screen.size()
+            {
+                self.resized(Size::new(width, height), now);
+            }
+            let settled = self.resized_at.is_none_or(|at| now >= at + RESIZE_SETTLE);
+            if draw_pending && settled && now >= last_frame + FRAME {
+                self.resized_at = None;
                 if self.state.pager.is_none() && self.screen.in_pager() {
                     self.screen.leave_pager()?;
-                }
-                if self.screen.anchor_stale() {
-                    // Asking the terminal where the cursor is needs crossterm's reader to
-                    // itself: the event stream is stopped for the question and started again.
-                    self.screen.flush()?;
-                    drop(terminal);
-                    let row = crossterm::cursor::position().ok().map(|(_, row)| row);
-                    terminal = EventStream::new();
-                    self.anchor_row = Some(row);
                 }
                 self.draw(now)?;
                 last_frame = now;
@@ -179,12 +185,15 @@ impl<W: Write> App<W> {
             TermEvent::Key(key) => effects.extend(self.state.handle_key(key, now)),
             TermEvent::Paste(text) => self.state.handle_paste(&text),
             TermEvent::Mouse(mouse) => self.state.handle_mouse(mouse),
-            TermEvent::Resize(width, height) => {
-                self.screen.resize(Size::new(width, height));
-                self.state.mark_dirty();
-            }
+            TermEvent::Resize(width, height) => self.resized(Size::new(width, height), now),
             TermEvent::FocusGained | TermEvent::FocusLost => {}
         }
+    }
+
+    fn resized(&mut self, size: Size, now: Instant) {
+        self.screen.resize(size);
+        self.resized_at = Some(now);
+        self.state.mark_dirty();
     }
 
     fn drain_agent(&mut self, now: Instant) {
@@ -247,9 +256,6 @@ impl<W: Write> App<W> {
             self.screen.enter_pager()?;
         } else if !want_pager && self.screen.in_pager() {
             self.screen.leave_pager()?;
-        }
-        if let Some(row) = self.anchor_row.take() {
-            self.screen.reanchor(row)?;
         }
         let size = self.screen.size();
         if self.state.pager.is_some() {

@@ -6,7 +6,7 @@
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::buffer::Buffer;
-use ratatui::layout::{Position, Rect};
+use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Widget;
@@ -269,10 +269,10 @@ impl Composer {
         (rows.len() as u16).clamp(1, MAX_ROWS)
     }
 
-    /// Draws the prompt and the text; returns where the terminal cursor belongs.
-    pub fn render(&self, area: Rect, buf: &mut Buffer) -> Option<Position> {
+    /// Draws the prompt and the text with its caret.
+    pub fn render(&self, area: Rect, buf: &mut Buffer) {
         if area.width <= 2 || area.height == 0 {
-            return None;
+            return;
         }
         let prompt_style = Style::default()
             .fg(Color::Cyan)
@@ -284,12 +284,6 @@ impl Composer {
             ..area
         };
         (&self.textarea).render(text_area, buf);
-        let cursor = self.textarea.screen_cursor();
-        let (top, left) = self.textarea.scroll_offset();
-        let row = u16::try_from(cursor.row).ok()?.checked_sub(top)?;
-        let col = u16::try_from(cursor.col).ok()?.checked_sub(left)?;
-        (row < text_area.height && col < text_area.width)
-            .then(|| Position::new(text_area.x + col, text_area.y + row))
     }
 }
 
@@ -300,7 +294,8 @@ fn configured(text: &str) -> TextArea<'static> {
     textarea.set_cursor_line_style(Style::default());
     textarea.set_placeholder_text("Ask anything · / for commands");
     textarea.set_placeholder_style(Style::default().fg(Color::DarkGray));
-    textarea.set_cursor_style(Style::default());
+    // The terminal's own cursor stays parked at the live area's top (see terminal.rs).
+    textarea.set_cursor_style(Style::default().add_modifier(Modifier::REVERSED));
     textarea.move_cursor(CursorMove::Bottom);
     textarea.move_cursor(CursorMove::End);
     textarea

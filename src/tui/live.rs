@@ -5,7 +5,7 @@
 use std::time::Instant;
 
 use ratatui::buffer::Buffer;
-use ratatui::layout::{Position, Rect};
+use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Widget;
@@ -127,14 +127,8 @@ impl LiveView {
         self.first_run_height + self.lines.len() as u16 + popup + 1 + self.composer_height + 1
     }
 
-    /// Draws into `area` (as tall as `height()`); returns the composer's cursor position.
-    pub fn render(
-        &self,
-        state: &AppState,
-        area: Rect,
-        buf: &mut Buffer,
-        now: Instant,
-    ) -> Option<Position> {
+    /// Draws into `area` (as tall as `height()`).
+    pub fn render(&self, state: &AppState, area: Rect, buf: &mut Buffer, now: Instant) {
         let mut y = area.y;
         let bottom = area.y + area.height;
         let mut take = |rows: u16| {
@@ -162,10 +156,9 @@ impl LiveView {
         let dim = Style::default().fg(Color::DarkGray);
         buf.set_string(rule.x, rule.y, "─".repeat(usize::from(rule.width)), dim);
         let composer = take(self.composer_height);
-        let cursor = state.composer.render(composer, buf);
+        state.composer.render(composer, buf);
         let status = take(1);
         state.status.render(now, state.hint(now), status, buf);
-        cursor
     }
 }
 
@@ -193,7 +186,7 @@ pub fn render_screen(
     area: Rect,
     buf: &mut Buffer,
     now: Instant,
-) -> Option<Position> {
+) {
     let view = live_view(state, area.width, area.height.saturating_sub(1), now);
     let live_height = view.height().min(area.height);
     let wrapped = wrap_lines(history, area.width);

@@ -69,9 +69,8 @@ pub async fn run(
     highlight::preload();
     let guard = modes::ModesGuard::enable()?;
     let (width, height) = crossterm::terminal::size()?;
-    let cursor_row = crossterm::cursor::position().map_or(height.saturating_sub(1), |(_, y)| y);
     let out = BufWriter::with_capacity(64 * 1024, io::stdout());
-    let screen = terminal::Screen::new(out, Size::new(width, height), cursor_row);
+    let screen = terminal::Screen::new(out, Size::new(width, height));
     let mut app = app::App::new(screen, loaded, cli);
     let result = app.run(start).await;
     let saved = app.saved_session();

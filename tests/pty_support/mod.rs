@@ -10,7 +10,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use portable_pty::{Child, CommandBuilder, PtySize, native_pty_system};
+use portable_pty::{Child, CommandBuilder, MasterPty, PtySize, native_pty_system};
 
 pub type TestResult = Result<(), Box<dyn std::error::Error>>;
 
@@ -22,6 +22,7 @@ pub const COLS: u16 = 100;
 pub struct Terminal {
     screen: Arc<Mutex<vt100::Parser>>,
     writer: Arc<Mutex<Box<dyn Write + Send>>>,
+    master: Arc<Mutex<Box<dyn MasterPty + Send>>>,
     child: Box<dyn Child + Send + Sync>,
 }
 
@@ -36,9 +37,19 @@ impl Terminal {
         dir: &Path,
         env: &[(&str, &str)],
     ) -> Result<Self, Box<dyn std::error::Error>> {
+        Self::spawn_sized(args, dir, env, (ROWS, COLS))
+    }
+
+    /// Like [`Terminal::spawn_with`], in a terminal of `(rows, cols)`.
+    pub fn spawn_sized(
+        args: &[&str],
+        dir: &Path,
+        env: &[(&str, &str)],
+        (rows, cols): (u16, u16),
+    ) -> Result<Self, Box<dyn std::error::Error>> {
         let pair = native_pty_system().openpty(PtySize {
-            rows: ROWS,
-            cols: COLS,
+            rows,
+            cols,
             pixel_width: 0,
             pixel_height: 0,
         })?;
@@ -53,17 +64,18 @@ impl Terminal {
         }
         let child = pair.slave.spawn_command(command)?;
         drop(pair.slave);
-        let (rows, cols) = (NonZeroU16::new(ROWS), NonZeroU16::new(COLS));
-        let (Some(rows), Some(cols)) = (rows, cols) else {
+        let (Some(rows), Some(cols)) = (NonZeroU16::new(rows), NonZeroU16::new(cols)) else {
             return Err("the terminal size must not be zero".into());
         };
-        let screen = Arc::new(Mutex::new(vt100::Parser::new(rows, cols, 1000)));
-        let writer = Arc::new(Mutex::new(pair.master.take_writer()?));
-        let mut reader = pair.master.try_clone_reader()?;
+        let screen = Arc::new(Mutex::new(vt100::Parser::new(rows, cols, 5000)));
+        let master = Arc::new(Mutex::new(pair.master));
+        let (writer, mut reader) = {
+            let master = master.lock().map_err(|_| "master lock poisoned")?;
+            (master.take_writer()?, master.try_clone_reader()?)
+        };
+        let writer = Arc::new(Mutex::new(writer));
         let (thread_screen, thread_writer) = (screen.clone(), writer.clone());
         std::thread::spawn(move || {
-            // The master must outlive the reader.
-            let _master = pair.master;
             let mut buf = [0u8; 8192];
             let mut carry: Vec<u8> = Vec::new();
             while let Ok(n) = reader.read(&mut buf) {
@@ -88,8 +100,50 @@ impl Terminal {
         Ok(Self {
             screen,
             writer,
+            master,
             child,
         })
+    }
+
+    /// Resizes the terminal as a window manager does: the screen first, then the program is
+    /// told (SIGWINCH).
+    pub fn resize(&self, rows: u16, cols: u16) -> TestResult {
+        let (Some(r), Some(c)) = (NonZeroU16::new(rows), NonZeroU16::new(cols)) else {
+            return Err("the terminal size must not be zero".into());
+        };
+        self.screen
+            .lock()
+            .map_err(|_| "screen lock poisoned")?
+            .screen_mut()
+            .set_size(r, c);
+        let master = self.master.lock().map_err(|_| "master lock poisoned")?;
+        master.resize(PtySize {
+            rows,
+            cols,
+            pixel_width: 0,
+            pixel_height: 0,
+        })?;
+        Ok(())
+    }
+
+    /// Every row the terminal holds, scrollback first, trailing spaces trimmed.
+    pub fn all_rows(&self) -> Vec<String> {
+        let Ok(mut parser) = self.screen.lock() else {
+            return Vec::new();
+        };
+        let screen = parser.screen_mut();
+        let held = screen.scrollback_len();
+        let mut rows = Vec::new();
+        // Scrollback rows keep the width they were written at.
+        for offset in (1..=held).rev() {
+            screen.set_scrollback(offset);
+            rows.extend(screen.rows(0, u16::MAX).next());
+        }
+        screen.set_scrollback(0);
+        rows.extend(screen.rows(0, u16::MAX));
+        rows.into_iter()
+            .map(|row| row.trim_end().to_string())
+            .collect()
     }
 
     pub fn send(&self, bytes: &str) -> TestResult {
