@@ -161,6 +161,7 @@ impl<W: Write> App<W> {
             TermEvent::Mouse(mouse) => self.state.handle_mouse(mouse),
             TermEvent::Resize(width, height) => {
                 self.screen.resize(Size::new(width, height));
+                self.state.set_width(width);
                 self.state.mark_dirty();
             }
             TermEvent::FocusGained | TermEvent::FocusLost => {}
@@ -232,6 +233,7 @@ impl<W: Write> App<W> {
             self.screen.reanchor(row)?;
         }
         let size = self.screen.size();
+        self.state.set_width(size.width);
         if self.state.pager.is_some() {
             let lines = self.state.take_scrollback();
             self.held.extend(lines);

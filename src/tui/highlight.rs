@@ -52,7 +52,7 @@ pub fn highlight(code: &str, lang: &str) -> Vec<Line<'static>> {
     let Some(sets) = SETS.get() else {
         return plain();
     };
-    let token = lang.split([' ', ',', '{']).next().unwrap_or_default();
+    let token = language_token(lang);
     let Some(syntax) = sets
         .syntaxes
         .find_syntax_by_token(token)
@@ -77,6 +77,14 @@ pub fn highlight(code: &str, lang: &str) -> Vec<Line<'static>> {
         lines.push(Line::from(spans));
     }
     lines
+}
+
+/// The language named by a code fence's info string (`rust` of "rust,ignore").
+pub fn language_token(info: &str) -> &str {
+    info.trim()
+        .split([' ', ',', '{'])
+        .next()
+        .unwrap_or_default()
 }
 
 fn convert(style: syntect::highlighting::Style) -> Style {

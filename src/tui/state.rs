@@ -70,6 +70,8 @@ pub struct AppState {
     /// The configured model names, for `/model`.
     pub models: Vec<String>,
     pub(super) quit_armed: Option<Instant>,
+    /// The terminal's width: replies' tables and code frames are laid out for it.
+    pub(super) width: u16,
     dirty: bool,
 }
 
@@ -98,6 +100,7 @@ impl AppState {
             picker: None,
             models: Vec::new(),
             quit_armed: None,
+            width: 80,
             dirty: true,
         }
     }
@@ -392,9 +395,14 @@ impl AppState {
         }
     }
 
+    /// The terminal is `width` columns wide (lines committed from now on are laid out for it).
+    pub fn set_width(&mut self, width: u16) {
+        self.width = width;
+    }
+
     /// Adds a finished cell to the transcript and its lines to the scrollback.
     pub fn commit_cell(&mut self, cell: Cell) {
-        let lines = cell.lines(Detail::Collapsed);
+        let lines = cell.lines(Detail::Collapsed, self.width);
         self.emit(lines, true);
         self.transcript.push(cell);
         self.dirty = true;
@@ -432,7 +440,7 @@ impl AppState {
             return;
         }
         let starts = !self.stream.has_committed();
-        let (lines, text) = self.stream.finish();
+        let (lines, text) = self.stream.finish(self.width);
         self.emit(lines, starts);
         if !text.trim().is_empty() {
             self.transcript.push(Cell::Assistant { text });
@@ -443,7 +451,7 @@ impl AppState {
     /// part of the streamed message.
     pub fn take_scrollback(&mut self) -> Vec<Line<'static>> {
         let starts = !self.stream.has_committed();
-        let lines = self.stream.commit_complete();
+        let lines = self.stream.commit_complete(self.width);
         self.emit(lines, starts);
         std::mem::take(&mut self.scrollback)
     }
