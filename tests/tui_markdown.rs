@@ -129,7 +129,7 @@ fn a_table_streamed_in_pieces_is_drawn_once_when_it_is_complete() {
         text("text |\n|---|--"),
         text(":|\n| claude-sonnet | 200k |\n| gpt-4.1"),
     ]);
-    // Mid-table: the rows so far show in the live area; nothing of the table is committed.
+    // Mid-table: the live area counts the rows so far; nothing of the table is committed.
     let mid = harness.screen(80, 20);
     insta::assert_snapshot!("streamed_table_mid_stream", mid);
     assert!(harness.history.iter().all(|l| !l.to_string().contains('┌')));

@@ -11,6 +11,9 @@ use super::markdown_code;
 use super::markdown_table::Table;
 use super::wrap::str_width;
 
+/// Columns of a thematic break (`---`), at most.
+const RULE_WIDTH: usize = 40;
+
 /// Renders `source` to lines for `width` columns.
 pub fn render(source: &str, width: usize) -> Vec<Line<'static>> {
     render_with(source, width, Source::Whole)
@@ -22,9 +25,8 @@ pub fn render_partial(source: &str, width: usize) -> Vec<Line<'static>> {
     render_with(source, width, Source::Partial)
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Source {
-    #[default]
     Whole,
     Partial,
 }
@@ -108,7 +110,8 @@ impl Writer {
             Event::SoftBreak | Event::HardBreak => self.flush_line(),
             Event::Rule => {
                 self.block_gap();
-                let rule = Span::styled("─".repeat(40), Style::default().fg(Color::DarkGray));
+                let width = self.available().min(RULE_WIDTH);
+                let rule = Span::styled("─".repeat(width), Style::default().fg(Color::DarkGray));
                 self.spans.push(rule);
                 self.flush_line();
             }

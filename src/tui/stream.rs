@@ -3,10 +3,11 @@
 //! area. Rendering restarts at each blank line outside a code fence, and a block that grows
 //! past `MAX_BLOCK_LINES` is cut at its last line (a code fence it was in carries over), so
 //! the cost of a frame stays bounded however long the message gets.
-//! A table is laid out from all its rows, so its lines are held back (shown in the live area,
-//! not committed) from its header row until the blank line that ends it.
+//! A table is laid out from all its rows, so its lines are held back from its header row until
+//! the blank line that ends it; meanwhile the live area shows one line counting its rows (a
+//! live area growing row by row would be repainted whole at every row).
 
-use ratatui::style::{Color, Style};
+use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 
 use super::markdown;
@@ -31,6 +32,9 @@ pub struct StreamCollector {
     /// The width the current block is laid out for, kept until it ends: a resize must not
     /// change the number of lines of a block that is rendered again every frame.
     block_width: Option<usize>,
+    /// Where the committed text ended at the last commit: a frame without a new complete
+    /// line renders nothing.
+    committed_to: usize,
 }
 
 impl StreamCollector {
@@ -55,21 +59,38 @@ impl StreamCollector {
         )
     }
 
+    /// The lines held back: where they start in the source and what they are.
+    fn hold(&self) -> Option<(usize, Held)> {
+        let end = self.complete_end();
+        if end <= self.block_start {
+            return None;
+        }
+        let (offset, held) = held_from(&self.block(end))?;
+        let start = self.block_start + offset.saturating_sub(self.carried_fence.len());
+        Some((start, held))
+    }
+
+    /// The end of the last complete line.
+    fn complete_end(&self) -> usize {
+        self.source.rfind('\n').map_or(0, |i| i + 1)
+    }
+
     /// Where the text not committed yet begins: after the last complete line, or at the
     /// first line held back.
     fn commit_end(&self) -> usize {
-        let end = self.source.rfind('\n').map_or(0, |i| i + 1);
-        if end <= self.block_start {
-            return self.block_start;
-        }
-        match held_from(&self.block(end)) {
-            Some(offset) => self.block_start + offset.saturating_sub(self.carried_fence.len()),
-            None => end,
+        self.commit_end_with(self.hold())
+    }
+
+    fn commit_end_with(&self, hold: Option<(usize, Held)>) -> usize {
+        match hold {
+            Some((start, _)) => start,
+            None => self.complete_end().max(self.block_start),
         }
     }
 
     /// The text not committed yet: held lines and the unfinished last line.
-    pub fn pending(&self) -> &str {
+    #[cfg(test)]
+    fn pending(&self) -> &str {
         &self.source[self.commit_end()..]
     }
 
@@ -80,12 +101,27 @@ impl StreamCollector {
         }
     }
 
-    /// What the live area shows of the text not committed yet, for `width` columns:
-    /// rendered as markdown, or as is inside a code block (where `#` or `-` mean nothing).
+    /// What the live area shows of the text not committed yet, for `width` columns: a line
+    /// counting the rows of a table held back, the line as is inside a code block (where `#`
+    /// or `-` mean nothing), or else the text rendered as markdown.
     pub fn tail_lines(&self, width: u16) -> Vec<Line<'static>> {
-        let pending = self.pending();
+        let hold = self.hold();
+        let pending = &self.source[self.commit_end_with(hold)..];
         if pending.is_empty() {
             return Vec::new();
+        }
+        if let Some((start, Held::Table)) = hold {
+            // Header and delimiter rows are not counted.
+            let rows = self.source[start..self.complete_end()]
+                .lines()
+                .count()
+                .saturating_sub(2);
+            let noun = if rows == 1 { "row" } else { "rows" };
+            let style = Style::default()
+                .fg(Color::DarkGray)
+                .add_modifier(Modifier::ITALIC);
+            let note = Line::styled(format!("⋯ a table, {rows} {noun} so far"), style);
+            return self.with_gap(reply::frame(vec![note], self.start()));
         }
         if open_fence(&self.block(self.source.len())).is_some() {
             let line = Line::from(vec![
@@ -95,7 +131,14 @@ impl StreamCollector {
             return reply::frame(vec![line], self.start());
         }
         let width = self.block_width.unwrap_or(reply::body_width(width));
-        let mut lines = reply::frame(markdown::render_partial(pending, width), self.start());
+        self.with_gap(reply::frame(
+            markdown::render_partial(pending, width),
+            self.start(),
+        ))
+    }
+
+    /// Live lines with the blank line in front that they will get when committed, if any.
+    fn with_gap(&self, mut lines: Vec<Line<'static>>) -> Vec<Line<'static>> {
         if self.any_emitted && self.emitted == 0 && self.after_blank {
             lines.insert(0, Line::default());
         }
@@ -105,9 +148,10 @@ impl StreamCollector {
     /// Rendered lines that became complete since the last call, for `width` columns.
     pub fn commit_complete(&mut self, width: u16) -> Vec<Line<'static>> {
         let end = self.commit_end();
-        if end <= self.block_start {
+        if end <= self.block_start || end == self.committed_to {
             return Vec::new();
         }
+        self.committed_to = end;
         let block = self.block(end);
         let width = *self.block_width.get_or_insert(reply::body_width(width));
         let rendered = markdown::render_partial(&block, width);
@@ -182,10 +226,19 @@ fn open_fence(block: &str) -> Option<&str> {
     open
 }
 
-/// Offset of the first line of `block` (complete lines) to hold back: a table from its
-/// header row on (it ends at a blank line or a code fence), or a last line that could be
-/// the header of a table whose delimiter row has not arrived yet.
-fn held_from(block: &str) -> Option<usize> {
+/// What lines are held back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Held {
+    /// A table: its header, delimiter and body rows so far.
+    Table,
+    /// A last line that could be the header of a table whose delimiter row is yet to come.
+    MaybeHeader,
+}
+
+/// Offset in `block` (complete lines) of the first line to hold back, and what it starts: a
+/// table from its header row on (it ends at a blank line or a code fence), or a last line
+/// that could be a table's header.
+fn held_from(block: &str) -> Option<(usize, Held)> {
     let mut in_fence = false;
     let mut table = None;
     let mut maybe_header = None;
@@ -211,7 +264,11 @@ fn held_from(block: &str) -> Option<usize> {
         table = None;
         maybe_header = body.contains('|').then_some(start);
     }
-    table.or(maybe_header)
+    match (table, maybe_header) {
+        (Some(start), _) => Some((start, Held::Table)),
+        (None, Some(start)) => Some((start, Held::MaybeHeader)),
+        (None, None) => None,
+    }
 }
 
 /// `|---|:--:|` and the like: the row under a table's header.
@@ -305,15 +362,20 @@ mod tests {
     }
 
     #[test]
-    fn a_table_is_held_back_until_it_ends_and_shown_live_meanwhile() {
+    fn a_table_is_held_back_until_it_ends_and_counted_live_meanwhile() {
         let mut stream = StreamCollector::default();
         stream.push("Before.\n\n| a | b |\n");
         assert_eq!(texts(&stream.commit_complete(WIDTH)), ["● Before."]);
-        stream.push("|---|---|\n| 1 | 2 |\n");
+        // A possible header shows as it is.
+        assert_eq!(texts(&stream.tail_lines(WIDTH)), ["", "  | a | b |"]);
+        stream.push("|---|---|\n| 1 | 2 |\n| 3");
         assert!(stream.commit_complete(WIDTH).is_empty());
-        assert_eq!(stream.pending(), "| a | b |\n|---|---|\n| 1 | 2 |\n");
-        assert!(texts(&stream.tail_lines(WIDTH)).contains(&"  │ 1 │ 2 │".to_string()));
-        stream.push("| 3 | 4 |\n\nAfter");
+        assert_eq!(stream.pending(), "| a | b |\n|---|---|\n| 1 | 2 |\n| 3");
+        assert_eq!(
+            texts(&stream.tail_lines(WIDTH)),
+            ["", "  ⋯ a table, 1 row so far"]
+        );
+        stream.push(" | 4 |\n\nAfter");
         let table = texts(&stream.commit_complete(WIDTH));
         assert_eq!(table.len(), 7, "{table:#?}");
         assert_eq!(table[0], "");
@@ -323,12 +385,14 @@ mod tests {
 
     #[test]
     fn held_lines_are_tables_and_possible_table_headers_only() {
-        assert_eq!(held_from("text\n| a | b |\n"), Some(5));
+        let maybe = |at| Some((at, Held::MaybeHeader));
+        let table = |at| Some((at, Held::Table));
+        assert_eq!(held_from("text\n| a | b |\n"), maybe(5));
         assert_eq!(held_from("| a | b |\nplain text\n"), None);
-        assert_eq!(held_from("x\n| a |\n|---|\n| 1 |\n"), Some(2));
+        assert_eq!(held_from("x\n| a |\n|---|\n| 1 |\n"), table(2));
         assert_eq!(held_from("| a |\n|---|\n| 1 |\n\nafter\n"), None);
         assert_eq!(held_from("```\n| a |\n"), None);
-        assert_eq!(held_from("> | a |\n> |---|\n"), Some(0));
+        assert_eq!(held_from("> | a |\n> |---|\n"), table(0));
     }
 
     #[test]
