@@ -1,9 +1,11 @@
 //! Figures for the interactive front end (`cargo bench --bench tui`): launch to first frame and
 //! idle cost of the real binary in a pseudo-terminal, resume of a 10,000-message session to a
-//! ready prompt, CPU while streaming fast, and in-process frame times (streaming frame,
-//! keystroke to frame, pager over 10,000 cells at 200x60).
+//! ready prompt, CPU while streaming fast and while streaming a markdown reply with tables and
+//! code at 100 tokens/s, and in-process frame times (streaming frame, the markdown reply drawn
+//! a frame per token, keystroke to frame, pager over 10,000 cells at 200x60).
 //! It prints the figures with their targets; it does not fail on them.
 
+mod tui_markdown;
 mod tui_pty;
 
 use std::path::Path;
@@ -28,7 +30,9 @@ fn main() -> Result<()> {
     launch_and_idle(dir.path())?;
     resume_large_session()?;
     streaming_cpu(dir.path())?;
+    tui_markdown::streaming_cpu(dir.path())?;
     streaming_frame();
+    markdown_frames();
     keystroke_to_frame();
     pager_frames();
     Ok(())
@@ -233,6 +237,7 @@ fn ms(duration: Duration) -> f64 {
 /// A state with a transcript, mid-turn, streaming.
 fn streaming_state(now: Instant) -> AppState {
     let mut state = AppState::new();
+    state.set_width(120);
     state.handle_event(
         Event::SessionStarted {
             session_id: "s".into(),
@@ -292,6 +297,34 @@ fn streaming_frame() {
     println!(
         "streaming frame (120x40, 5,000 frames): {:.3} ms each",
         ms(each)
+    );
+}
+
+/// The markdown reply of the pty benchmark drawn in-process, one frame per token (more
+/// frames than the app draws: it merges tokens arriving within a frame interval).
+fn markdown_frames() {
+    let now = Instant::now();
+    let mut state = streaming_state(now);
+    let mut previous = Buffer::empty(Rect::default());
+    let tokens = tui_markdown::tokens();
+    let start = Instant::now();
+    for token in tokens {
+        state.handle_event(Event::TextDelta { text: token }, now);
+        std::hint::black_box(frame(&mut state, &mut previous, now));
+    }
+    state.handle_event(
+        Event::TurnFinished {
+            turn: 1,
+            status: TurnStatus::Completed,
+            message: None,
+        },
+        now,
+    );
+    std::hint::black_box(frame(&mut state, &mut previous, now));
+    println!(
+        "drawing the {}-token markdown reply a frame per token (120x40): {:.1} ms in all",
+        tui_markdown::TOKENS,
+        ms(start.elapsed())
     );
 }
 

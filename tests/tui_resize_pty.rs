@@ -77,14 +77,15 @@ fn resize_during_a_stream(steps: &[(u16, u16)], start: (u16, u16)) -> TestResult
         "the terminal holds:\n{}",
         rows.join("\n")
     );
-    // The rule and the status line are drawn once, under the transcript.
+    // The rule and the status line (" ● streaming …"; a reply's own marker sits in column 0)
+    // are drawn once, under the transcript.
     let transcript_end = rows
         .iter()
         .position(|row| row.contains("END OF REPLY"))
         .ok_or("the reply's end is not in the terminal")?;
     let leftovers: Vec<&String> = rows[..transcript_end]
         .iter()
-        .filter(|row| row.contains("───") || row.contains("● ") || row.contains("Ask anything"))
+        .filter(|row| row.contains("───") || row.starts_with(" ● ") || row.contains("Ask anything"))
         .collect();
     assert!(
         leftovers.is_empty(),

@@ -192,6 +192,7 @@ impl<W: Write> App<W> {
 
     fn resized(&mut self, size: Size, now: Instant) {
         self.screen.resize(size);
+        self.state.set_width(size.width);
         self.resized_at = Some(now);
         self.state.mark_dirty();
     }
@@ -258,6 +259,7 @@ impl<W: Write> App<W> {
             self.screen.leave_pager()?;
         }
         let size = self.screen.size();
+        self.state.set_width(size.width);
         if self.state.pager.is_some() {
             let lines = self.state.take_scrollback();
             self.held.extend(lines);

@@ -5,7 +5,7 @@
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 
-use super::markdown;
+use super::reply;
 use super::tool_pane::ToolCell;
 use crate::protocol::UserMessageKind;
 
@@ -58,13 +58,15 @@ impl Cell {
         }
     }
 
-    pub fn lines(&self, detail: Detail) -> Vec<Line<'static>> {
+    /// The cell's lines for a terminal `width` columns wide (a reply's tables and code
+    /// frames are laid out for it; other lines are wrapped by the caller).
+    pub fn lines(&self, detail: Detail, width: u16) -> Vec<Line<'static>> {
         match self {
             Cell::User { text, kind, folded } => match (folded, detail) {
                 (Some(folded), Detail::Collapsed) => user_lines(folded, *kind),
                 _ => user_lines(text, *kind),
             },
-            Cell::Assistant { text } => markdown::render(text),
+            Cell::Assistant { text } => reply::lines(text, width),
             Cell::Reasoning { text } => reasoning_lines(text, detail),
             Cell::Tool(tool) => tool.lines(detail),
             Cell::Notice { level, text } => notice_lines(*level, text),
@@ -171,7 +173,10 @@ mod tests {
     use super::*;
 
     fn text(cell: &Cell, detail: Detail) -> Vec<String> {
-        cell.lines(detail).iter().map(|l| l.to_string()).collect()
+        cell.lines(detail, 80)
+            .iter()
+            .map(|l| l.to_string())
+            .collect()
     }
 
     #[test]

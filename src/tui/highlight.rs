@@ -60,7 +60,7 @@ pub fn highlight(code: &str, lang: &str) -> Vec<Line<'static>> {
 /// are still loading (callers that style plain code their own way need to know).
 pub fn highlight_known(code: &str, lang: &str) -> Option<Vec<Line<'static>>> {
     let sets = SETS.get()?;
-    let token = lang.split([' ', ',', '{']).next().unwrap_or_default();
+    let token = language_token(lang);
     let syntax = sets
         .syntaxes
         .find_syntax_by_token(token)
@@ -82,6 +82,14 @@ pub fn highlight_known(code: &str, lang: &str) -> Option<Vec<Line<'static>>> {
         lines.push(Line::from(spans));
     }
     Some(lines)
+}
+
+/// The language named by a code fence's info string (`rust` of "rust,ignore").
+pub fn language_token(info: &str) -> &str {
+    info.trim()
+        .split([' ', ',', '{'])
+        .next()
+        .unwrap_or_default()
 }
 
 fn convert(style: syntect::highlighting::Style) -> Style {

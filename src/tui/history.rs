@@ -190,9 +190,9 @@ impl AppState {
             level: NoticeLevel::Info,
             text,
         };
-        self.emit(note.lines(Detail::Collapsed), true);
+        self.emit(note.lines(Detail::Collapsed, self.width), true);
         for cell in cells.iter().skip(shown_from) {
-            self.emit(cell.lines(Detail::Collapsed), true);
+            self.emit(cell.lines(Detail::Collapsed, self.width), true);
         }
         self.transcript.extend(cells);
         self.mark_dirty();

@@ -61,7 +61,7 @@ fn content_lines(state: &AppState, width: u16, now: Instant) -> Vec<Line<'static
         logical.push(Line::default());
         logical.push(Line::styled(one_line, dim_italic));
     }
-    let tail = state.stream.tail_lines();
+    let tail = state.stream.tail_lines(width);
     if !tail.is_empty() && !state.stream.has_committed() {
         logical.push(Line::default());
     }

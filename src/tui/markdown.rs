@@ -1,22 +1,72 @@
 //! Markdown to styled terminal lines. The assistant writes markdown; the transcript shows
-//! headings, lists, emphasis, links, quotes and highlighted code instead of raw syntax.
-//! Output lines are logical (unwrapped): the caller wraps them to the terminal width.
+//! headings, lists, emphasis, links, quotes, tables and framed, highlighted code instead of
+//! raw syntax. Text lines are logical (the caller wraps them to the terminal width); tables
+//! and code frames are laid out for the `width` given, since they cannot be wrapped later.
 
 use pulldown_cmark::{CodeBlockKind, Event, HeadingLevel, Options, Parser, Tag, TagEnd};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 
-use super::highlight;
+use super::markdown_code;
+use super::markdown_table::Table;
+use super::wrap::str_width;
 
-/// Renders `source` to logical lines.
-pub fn render(source: &str) -> Vec<Line<'static>> {
-    let mut writer = Writer::default();
-    let options = Options::ENABLE_STRIKETHROUGH;
-    for event in Parser::new_ext(source, options) {
+/// Columns of a thematic break (`---`), at most.
+const RULE_WIDTH: usize = 40;
+
+/// Renders `source` to lines for `width` columns.
+pub fn render(source: &str, width: usize) -> Vec<Line<'static>> {
+    render_with(source, width, Source::Whole)
+}
+
+/// Renders the part of a message streamed so far: a code block still open at its end is
+/// still arriving, so it gets no bottom rule yet (the lines drawn so far stay valid).
+pub fn render_partial(source: &str, width: usize) -> Vec<Line<'static>> {
+    render_with(source, width, Source::Partial)
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Source {
+    Whole,
+    Partial,
+}
+
+fn render_with(source: &str, width: usize, kind: Source) -> Vec<Line<'static>> {
+    let mut writer = Writer {
+        width,
+        ..Writer::default()
+    };
+    let options = Options::ENABLE_STRIKETHROUGH | Options::ENABLE_TABLES;
+    for (event, range) in Parser::new_ext(source, options).into_offset_iter() {
+        if kind == Source::Partial
+            && matches!(event, Event::End(TagEnd::CodeBlock))
+            && still_open(&source[range.clone()], range.end >= source.trim_end().len())
+        {
+            writer.open_code = true;
+        }
         writer.event(event);
     }
     writer.flush_line();
     writer.lines
+}
+
+/// Whether a code block (its source `text`) may go on: it runs to the end of the source
+/// and no closing fence ended it.
+fn still_open(text: &str, at_end: bool) -> bool {
+    if !at_end {
+        return false;
+    }
+    let mut lines = text.trim_end().lines();
+    let first = lines.next().unwrap_or_default();
+    let fence = first.trim_start_matches([' ', '>']);
+    let Some(mark) = fence.chars().next().filter(|c| *c == '`' || *c == '~') else {
+        return true;
+    };
+    let last = lines
+        .last()
+        .map(|l| l.trim_start_matches([' ', '>']).trim_end());
+    let closed = last.is_some_and(|l| l.len() >= 3 && l.chars().all(|c| c == mark));
+    !closed
 }
 
 struct ListFrame {
@@ -25,6 +75,7 @@ struct ListFrame {
 
 #[derive(Default)]
 struct Writer {
+    width: usize,
     lines: Vec<Line<'static>>,
     spans: Vec<Span<'static>>,
     styles: Vec<Style>,
@@ -33,6 +84,9 @@ struct Writer {
     /// The marker of a list item whose first line is not written yet.
     item_marker: Option<String>,
     code: Option<(String, String)>,
+    table: Option<Table>,
+    /// The code block ending now is still arriving (see `render_partial`).
+    open_code: bool,
     links: Vec<String>,
     link_text: String,
     /// The last line written is a block separator (a quote and its paragraph share one).
@@ -49,10 +103,15 @@ impl Writer {
                 None => self.text(&text, self.style()),
             },
             Event::Code(code) => self.text(&code, Style::default().fg(Color::Cyan)),
+            // A table cell is one line: a break inside one becomes a space.
+            Event::SoftBreak | Event::HardBreak if self.table.is_some() => {
+                self.text(" ", self.style());
+            }
             Event::SoftBreak | Event::HardBreak => self.flush_line(),
             Event::Rule => {
                 self.block_gap();
-                let rule = Span::styled("─".repeat(40), Style::default().fg(Color::DarkGray));
+                let width = self.available().min(RULE_WIDTH);
+                let rule = Span::styled("─".repeat(width), Style::default().fg(Color::DarkGray));
                 self.spans.push(rule);
                 self.flush_line();
             }
@@ -83,9 +142,7 @@ impl Writer {
             }
             Tag::Heading { level, .. } => {
                 self.block_gap();
-                let style = heading_style(level);
-                self.text(&format!("{} ", "#".repeat(level as usize)), style);
-                self.styles.push(style);
+                self.styles.push(heading_style(level));
             }
             Tag::BlockQuote(_) => {
                 self.block_gap();
@@ -140,14 +197,25 @@ impl Writer {
                 self.styles
                     .push(self.style().add_modifier(Modifier::ITALIC));
             }
+            Tag::Table(alignments) => {
+                self.block_gap();
+                self.table = Some(Table::new(alignments));
+            }
+            Tag::TableHead => {
+                if let Some(table) = &mut self.table {
+                    table.start_head();
+                }
+            }
+            Tag::TableRow => {
+                if let Some(table) = &mut self.table {
+                    table.start_row();
+                }
+            }
             Tag::HtmlBlock
             | Tag::FootnoteDefinition(_)
             | Tag::DefinitionList
             | Tag::DefinitionListTitle
             | Tag::DefinitionListDefinition
-            | Tag::Table(_)
-            | Tag::TableHead
-            | Tag::TableRow
             | Tag::TableCell
             | Tag::Superscript
             | Tag::Subscript
@@ -168,10 +236,23 @@ impl Writer {
             }
             TagEnd::CodeBlock => {
                 if let Some((lang, code)) = self.code.take() {
-                    for line in highlight::highlight(&code, &lang) {
-                        self.spans.extend(line.spans);
-                        self.end_line(true);
+                    let mut lines = markdown_code::framed(&code, &lang, self.available());
+                    if std::mem::take(&mut self.open_code) {
+                        lines.pop();
                     }
+                    self.write_block(lines);
+                }
+            }
+            TagEnd::TableCell => {
+                let spans = std::mem::take(&mut self.spans);
+                if let Some(table) = &mut self.table {
+                    table.push_cell(spans);
+                }
+            }
+            TagEnd::Table => {
+                if let Some(table) = self.table.take() {
+                    let lines = table.lines(self.available());
+                    self.write_block(lines);
                 }
             }
             TagEnd::List(_) => {
@@ -197,10 +278,8 @@ impl Writer {
             | TagEnd::DefinitionList
             | TagEnd::DefinitionListTitle
             | TagEnd::DefinitionListDefinition
-            | TagEnd::Table
             | TagEnd::TableHead
             | TagEnd::TableRow
-            | TagEnd::TableCell
             | TagEnd::Superscript
             | TagEnd::Subscript
             | TagEnd::MetadataBlock(_) => {}
@@ -235,23 +314,38 @@ impl Writer {
         self.end_line(false);
     }
 
+    /// Writes lines laid out already (a table, a code frame), each behind the line prefix.
+    fn write_block(&mut self, lines: Vec<Line<'static>>) {
+        self.flush_line();
+        for line in lines {
+            self.spans.extend(line.spans);
+            self.end_line(true);
+        }
+    }
+
+    /// The quote bars and list indentation in front of the next line.
+    fn prefix(&self) -> String {
+        let mut prefix = "▌ ".repeat(self.quote_depth);
+        if !self.lists.is_empty() {
+            prefix.push_str(&"  ".repeat(self.lists.len() - 1));
+            prefix.push_str(self.item_marker.as_deref().unwrap_or("  "));
+        }
+        prefix
+    }
+
+    /// Columns left for a block after the line prefix.
+    fn available(&self) -> usize {
+        self.width.saturating_sub(str_width(&self.prefix()))
+    }
+
     /// Ends the current line, adding the quote bars and list indentation in front of it. An
-    /// empty line is written only when `keep_empty` (a blank line inside a code block).
+    /// empty line is written only when `keep_empty` (a line of a laid-out block).
     fn end_line(&mut self, keep_empty: bool) {
         if self.spans.is_empty() && self.item_marker.is_none() && !keep_empty {
             return;
         }
-        let mut prefix = String::new();
-        for _ in 0..self.quote_depth {
-            prefix.push_str("▌ ");
-        }
-        if !self.lists.is_empty() {
-            prefix.push_str(&"  ".repeat(self.lists.len() - 1));
-            match self.item_marker.take() {
-                Some(marker) => prefix.push_str(&marker),
-                None => prefix.push_str("  "),
-            }
-        }
+        let prefix = self.prefix();
+        self.item_marker = None;
         let mut spans = Vec::with_capacity(self.spans.len() + 1);
         if !prefix.is_empty() {
             spans.push(Span::styled(prefix, Style::default().fg(Color::DarkGray)));
@@ -276,7 +370,11 @@ mod tests {
     use super::*;
 
     fn text(source: &str) -> Vec<String> {
-        render(source).iter().map(|l| l.to_string()).collect()
+        texts(&render(source, 40))
+    }
+
+    fn texts(lines: &[Line<'static>]) -> Vec<String> {
+        lines.iter().map(|l| l.to_string()).collect()
     }
 
     #[test]
@@ -285,7 +383,7 @@ mod tests {
         assert_eq!(
             out,
             [
-                "# Title",
+                "Title",
                 "",
                 "First paragraph",
                 "second line.",
@@ -295,6 +393,16 @@ mod tests {
                 "End."
             ]
         );
+    }
+
+    #[test]
+    fn headings_lose_their_hashes_and_keep_a_style() {
+        let lines = render("# One\n\n## Two\n\n### Three", 40);
+        assert_eq!(texts(&lines), ["One", "", "Two", "", "Three"]);
+        let style = |n: usize| lines[n].spans[0].style;
+        assert!(style(0).add_modifier.contains(Modifier::UNDERLINED));
+        assert_eq!(style(2).fg, Some(Color::Magenta));
+        assert!(style(4).add_modifier.contains(Modifier::BOLD));
     }
 
     #[test]
@@ -308,7 +416,7 @@ mod tests {
 
     #[test]
     fn emphasis_code_and_links_are_styled() {
-        let lines = render("a *b* **c** `d` [e](http://x)");
+        let lines = render("a *b* **c** `d` [e](http://x)", 40);
         let spans = &lines[0].spans;
         let find = |t: &str| spans.iter().find(|s| s.content == t).map(|s| s.style);
         assert!(find("b").is_some_and(|s| s.add_modifier.contains(Modifier::ITALIC)));
@@ -319,8 +427,65 @@ mod tests {
     }
 
     #[test]
-    fn code_blocks_keep_their_lines_and_quotes_get_bars() {
+    fn code_blocks_are_framed_and_quotes_get_bars() {
         let out = text("```rust\nfn a() {}\n\nlet b = 1;\n```\n\n> quoted");
-        assert_eq!(out, ["fn a() {}", "", "let b = 1;", "", "▌ quoted"]);
+        let rule = "─".repeat(39);
+        assert_eq!(
+            out,
+            [
+                &format!("╭─ rust {}", "─".repeat(32)),
+                "│ fn a() {}",
+                "│ ",
+                "│ let b = 1;",
+                &format!("╰{rule}"),
+                "",
+                "▌ quoted"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_code_block_still_arriving_gets_no_bottom_rule() {
+        let open = "```sh\nls\n";
+        assert_eq!(render_partial(open, 20).len(), 2);
+        assert_eq!(render(open, 20).len(), 3);
+        let closed = "```sh\nls\n```\n";
+        assert_eq!(render_partial(closed, 20).len(), 3);
+        let indented = "text\n\n    code\n";
+        assert_eq!(
+            texts(&render_partial(indented, 20))
+                .last()
+                .map(String::as_str),
+            Some("│ code")
+        );
+    }
+
+    #[test]
+    fn tables_are_drawn_as_grids_inside_lists_too() {
+        let out = text("| a | b |\n|:-:|--:|\n| 1 | 22 |\n\n- item\n\n  | x |\n  |---|\n  | y |");
+        assert_eq!(
+            out,
+            [
+                "┌───┬────┐",
+                "│ a │  b │",
+                "├───┼────┤",
+                "│ 1 │ 22 │",
+                "└───┴────┘",
+                "",
+                "• item",
+                "  ┌───┐",
+                "  │ x │",
+                "  ├───┤",
+                "  │ y │",
+                "  └───┘",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_table_wider_than_the_width_falls_back_to_records() {
+        let source = "| name | address |\n|---|---|\n| Ada | 12 Long Street, Springfield |";
+        let out = texts(&render(source, 16));
+        assert_eq!(out, ["name: Ada", "address: 12 Long Street, Springfield"]);
     }
 }

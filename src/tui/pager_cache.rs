@@ -73,7 +73,7 @@ impl WrapCache {
         if index > 0 {
             wrapped.push(Line::default());
         }
-        wrapped.extend(wrap_lines(&cell.lines(detail), self.width));
+        wrapped.extend(wrap_lines(&cell.lines(detail, self.width), self.width));
         wrapped
     }
 

@@ -82,6 +82,8 @@ pub struct AppState {
     pub(super) quit_armed: Option<Instant>,
     /// Ops the app loop sends next (messages held until the session was ready).
     pub(super) outbox: Vec<Op>,
+    /// The terminal's width: replies' tables and code frames are laid out for it.
+    pub(super) width: u16,
     dirty: bool,
 }
 
@@ -113,6 +115,7 @@ impl AppState {
             model_info: Vec::new(),
             quit_armed: None,
             outbox: Vec::new(),
+            width: 80,
             dirty: true,
         }
     }
@@ -462,9 +465,14 @@ impl AppState {
         }
     }
 
+    /// The terminal is `width` columns wide (lines committed from now on are laid out for it).
+    pub fn set_width(&mut self, width: u16) {
+        self.width = width;
+    }
+
     /// Adds a finished cell to the transcript and its lines to the scrollback.
     pub fn commit_cell(&mut self, cell: Cell) {
-        let lines = cell.lines(Detail::Collapsed);
+        let lines = cell.lines(Detail::Collapsed, self.width);
         self.emit(lines, true);
         self.transcript.push(cell);
         self.dirty = true;
@@ -502,7 +510,7 @@ impl AppState {
             return;
         }
         let starts = !self.stream.has_committed();
-        let (lines, text) = self.stream.finish();
+        let (lines, text) = self.stream.finish(self.width);
         self.emit(lines, starts);
         if !text.trim().is_empty() {
             self.transcript.push(Cell::Assistant { text });
@@ -513,7 +521,7 @@ impl AppState {
     /// part of the streamed message.
     pub fn take_scrollback(&mut self) -> Vec<Line<'static>> {
         let starts = !self.stream.has_committed();
-        let lines = self.stream.commit_complete();
+        let lines = self.stream.commit_complete(self.width);
         self.emit(lines, starts);
         std::mem::take(&mut self.scrollback)
     }

@@ -54,28 +54,38 @@ fn next_token(text: &str) -> Option<&str> {
     Some(&text[..end])
 }
 
-/// Columns that continuation rows are indented by: leading spaces plus a list or quote marker.
+/// Columns that continuation rows are indented by: leading spaces plus list, quote or reply
+/// markers (a list inside a reply or quote counts both).
 fn hanging_indent(line: &Line<'_>) -> usize {
     let mut head = String::new();
     for span in &line.spans {
         head.push_str(&span.content);
-        if head.len() >= 16 {
+        if head.len() >= 24 {
             break;
         }
     }
-    let trimmed = head.trim_start_matches(' ');
-    let spaces = head.len() - trimmed.len();
     let markers = [
-        "• ", "◦ ", "▪ ", "- ", "* ", "▌ ", "│ ", "↳ ", "› ", "■ ", "✗ ", "✓ ", "⋯ ", "⏭ ",
+        "• ", "◦ ", "▪ ", "- ", "* ", "▌ ", "│ ", "↳ ", "› ", "■ ", "✗ ", "✓ ", "⋯ ", "⏭ ", "● ",
     ];
-    if let Some(marker) = markers.iter().find(|m| trimmed.starts_with(*m)) {
-        return spaces + str_width(marker);
+    let mut indent = 0;
+    let mut rest = head.as_str();
+    loop {
+        let trimmed = rest.trim_start_matches(' ');
+        indent += rest.len() - trimmed.len();
+        rest = trimmed;
+        if let Some(marker) = markers.iter().find(|m| rest.starts_with(*m)) {
+            indent += str_width(marker);
+            rest = &rest[marker.len()..];
+            continue;
+        }
+        let digits = rest.chars().take_while(char::is_ascii_digit).count();
+        if digits > 0 && (rest[digits..].starts_with(". ") || rest[digits..].starts_with(") ")) {
+            indent += digits + 2;
+            rest = &rest[digits + 2..];
+            continue;
+        }
+        return indent;
     }
-    let digits = trimmed.chars().take_while(char::is_ascii_digit).count();
-    if digits > 0 && (trimmed[digits..].starts_with(". ") || trimmed[digits..].starts_with(") ")) {
-        return spaces + digits + 2;
-    }
-    spaces
 }
 
 struct RowBuilder {
@@ -183,6 +193,12 @@ mod tests {
     fn list_items_keep_a_hanging_indent() {
         let out = wrap_lines(&[Line::from("  • one two three four")], 12);
         assert_eq!(texts(&out), ["  • one two", "    three", "    four"]);
+    }
+
+    #[test]
+    fn a_list_inside_a_reply_hangs_under_the_item_text() {
+        let out = wrap_lines(&[Line::from("● • one two three")], 10);
+        assert_eq!(texts(&out), ["● • one", "    two", "    three"]);
     }
 
     #[test]

@@ -75,6 +75,7 @@ impl Harness {
 
     /// The screen as the terminal would show it.
     pub fn screen(&mut self, width: u16, height: u16) -> String {
+        self.state.set_width(width);
         self.history.extend(self.state.take_scrollback());
         let area = Rect::new(0, 0, width, height);
         let mut buf = Buffer::empty(area);
