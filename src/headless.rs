@@ -195,6 +195,11 @@ fn print_event(
         Event::ApprovalModeChanged { mode } => writeln!(err, "note: approval {}", mode.explain())?,
         Event::Error { message } => writeln!(err, "error: {message}")?,
         Event::Notice { message } => writeln!(err, "note: {message}")?,
+        Event::ToolsChanged { added, removed } => writeln!(
+            err,
+            "note: {}",
+            crate::capabilities::describe_change(added, removed)
+        )?,
         Event::Compacted {
             tokens_before,
             tokens_after,

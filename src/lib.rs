@@ -2,6 +2,7 @@
 //! parses flags and picks a front end.
 
 pub mod agent;
+pub mod capabilities;
 pub mod commands;
 pub mod config;
 pub mod crash;

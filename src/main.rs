@@ -106,6 +106,11 @@ enum Command {
         #[command(subcommand)]
         action: MemoryAction,
     },
+    /// List, show, pin and remove the tools the agent wrote for itself.
+    Capabilities {
+        #[command(subcommand)]
+        action: CapabilityAction,
+    },
     /// Check the set-up (sandbox, keys, data directory, database) and list recent crashes.
     Doctor,
     /// Let this workspace's .mnemo/config.toml lower safety or choose model endpoints, as the
@@ -162,6 +167,31 @@ enum MemoryAction {
     Forget { id: i64 },
     /// List the experiences sessions in this directory see.
     List,
+}
+
+#[derive(Subcommand)]
+enum CapabilityAction {
+    /// The latest version of every capability, with its uses; `*` marks pinned ones.
+    List,
+    /// Every field of a capability, its code and its versions.
+    Show {
+        /// The capability's name, as `list` shows it.
+        name: String,
+        /// An earlier version instead of the latest.
+        #[arg(long)]
+        version: Option<u32>,
+    },
+    /// Delete a capability with all its versions and stats.
+    Rm { name: String },
+    /// Pin a capability: it is offered as a tool in every session, search prefers it and the
+    /// agent cannot remove it; `pin NAME --off` unpins it.
+    Pin {
+        /// The capability's name, as `list` shows it.
+        name: String,
+        /// Unpin instead.
+        #[arg(long)]
+        off: bool,
+    },
 }
 
 fn main() -> ExitCode {
@@ -265,6 +295,29 @@ fn real_main(cli: Cli) -> anyhow::Result<ExitCode> {
                 MemoryAction::List => commands::memory::list(&loaded, &mut out)?,
             }
             Ok(ExitCode::SUCCESS)
+        }
+        Some(Command::Capabilities { action }) => {
+            let done = match action {
+                CapabilityAction::List => commands::capabilities::list(&loaded, &mut out),
+                CapabilityAction::Show { name, version } => {
+                    commands::capabilities::show(&loaded, &name, version, &mut out)
+                }
+                CapabilityAction::Rm { name } => {
+                    commands::capabilities::remove(&loaded, &name, &mut out)
+                }
+                CapabilityAction::Pin { name, off } => {
+                    commands::capabilities::pin(&loaded, &name, !off, &mut out)
+                }
+            };
+            match done {
+                Ok(()) => Ok(ExitCode::SUCCESS),
+                // An unknown name is an answer, like grep finding nothing: exit 1, not 2.
+                Err(commands::CommandError::Usage(message)) => {
+                    eprintln!("mnemo: {message}");
+                    Ok(ExitCode::from(1))
+                }
+                Err(other) => Err(other.into()),
+            }
         }
         Some(Command::Doctor) => {
             let healthy = block_on(commands::doctor::doctor(&loaded, &mut out))??;

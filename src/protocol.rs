@@ -299,6 +299,12 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         message: Option<String>,
     },
+    /// Capabilities entered or left the tool list (by tool name, `cap_*`): a query or a
+    /// create brought them, compaction or the token budget took them away.
+    ToolsChanged {
+        added: Vec<String>,
+        removed: Vec<String>,
+    },
     /// Something the user should know that is not an error.
     Notice {
         message: String,

@@ -19,7 +19,9 @@ use serde_json::{Value, json};
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;
 
-const WINDOW: u64 = 16_000;
+// Small enough that the fixed part (system prompt and the 21 static tool schemas, about 2,800
+// tokens) and the kept tail weigh as they do in the smallest windows people use.
+const WINDOW: u64 = 17_000;
 const MAX_OUTPUT: u32 = 1024;
 
 /// The budget the session computes for the window: less the output and a reserve.
@@ -146,7 +148,7 @@ async fn a_small_window_compacts_rarely_and_to_half_the_budget() -> TestResult {
     }
     assert!(
         !compactions.is_empty(),
-        "a 16k window must compact in {steps} steps"
+        "a 17k window must compact in {steps} steps"
     );
     for (at, after) in &compactions {
         assert!(

@@ -347,6 +347,7 @@ fn tool_loop_request() -> ModelRequest {
                 input_schema: json!({"type": "object", "properties": {"path": {"type": "string"}}}),
             },
         ].into(),
+        static_tools: usize::MAX,
         max_output_tokens: 8192,
     }
 }

@@ -361,6 +361,7 @@ fn tool_loop_request() -> ModelRequest {
             input_schema: json!({"type": "object", "properties": {"command": {"type": "string"}}}),
         }]
         .into(),
+        static_tools: usize::MAX,
         max_output_tokens: 8192,
     }
 }

@@ -225,7 +225,9 @@ impl Session {
             })
             .await?;
         self.history.drain(1..plan.tail_start);
-        self.meta.drain(1..plan.tail_start);
+        let dropped = self.meta.drain(1..plan.tail_start);
+        // Capabilities found by what was archived leave the tool list with it.
+        self.caps.remove(dropped.map(|m| m.seq));
         self.summary = Some(summary);
         self.archived_any = true;
         self.refresh_system_prompt().await?;
@@ -289,6 +291,8 @@ impl Session {
             self.store
                 .call(move |db| db.archive_and_cut(entry, &stored, cut_tokens))
                 .await?;
+            let previous = index.checked_sub(1).map(|at| self.history[at].clone());
+            self.caps.observe(meta.seq, &cut, previous.as_deref());
             self.history[index] = Arc::new(cut);
             self.meta[index].tokens = cut_tokens;
             self.archived_any = true;
@@ -345,6 +349,7 @@ impl Session {
                 "Previous summary:\n{previous}\n\nConversation being removed:\n\n{transcript}"
             )))],
             tools: Vec::new().into(),
+            static_tools: usize::MAX,
             max_output_tokens: model.max_output_tokens.min(4096),
         };
         let mut stream = model.provider.stream(request).await.ok()?;

@@ -9,6 +9,7 @@ pub mod prompt;
 mod session;
 pub mod subagents;
 mod tool_exec;
+mod tool_set;
 mod turn_loop;
 mod turn_report;
 mod working_set;
@@ -79,6 +80,11 @@ async fn drive(
     runs.attach(events.clone());
     session.attach(events);
     session.announce().await;
+    // A resumed history may reference capabilities: the front end hears of them at once.
+    if let Err(err) = session.refresh_tools().await {
+        let message = format!("could not read the pinned capabilities: {err}");
+        let _ = control.events.send(Event::Error { message }).await;
+    }
     let mailbox = session.mailbox.clone();
     let mut queued: VecDeque<(String, UserMessageKind)> = VecDeque::new();
     loop {

@@ -124,7 +124,8 @@ impl Session {
         let request = ModelRequest {
             system: self.system_prompt.clone(),
             messages: self.request_messages(),
-            tools: self.tool_specs.clone(),
+            tools: self.toolset.specs.clone(),
+            static_tools: self.toolset.static_count,
             max_output_tokens: model.max_output_tokens,
         };
         let mut stream = tokio::select! {

@@ -7,9 +7,10 @@ use std::time::Duration;
 
 use tokio::sync::mpsc;
 
-use super::subagents::{AgentRuns, Mailbox, ModelResolver, agent_tool_specs};
+use super::subagents::{AgentRuns, Mailbox, ModelResolver};
+use crate::capabilities::run::CapabilityRunner;
+use crate::capabilities::{self, CapSpec, CapabilityRefs, ToolSet};
 use crate::config::Config;
-use crate::llm::ToolSpec;
 use crate::llm::fallback::{ChainModel, FallbackChain};
 use crate::llm::tokens::Calibration;
 use crate::llm::{ContentBlock, Message, Role, Usage};
@@ -41,6 +42,8 @@ pub struct SessionSettings {
     pub max_agent_depth: u32,
     /// How often a reply cut off by the output limit is continued.
     pub max_continuations: u32,
+    /// Most tokens the capabilities' tool specs may take in one request.
+    pub max_tool_tokens: u32,
 }
 
 impl SessionSettings {
@@ -57,6 +60,7 @@ impl SessionSettings {
             compact_threshold: agent.compact_threshold,
             max_agent_depth: agent.max_agent_depth,
             max_continuations: agent.max_continuations,
+            max_tool_tokens: config.capabilities.max_tool_tokens,
             approvals: Arc::new(Approvals::confined(
                 config.sandbox.config(),
                 config.approval,
@@ -114,8 +118,10 @@ pub struct Session {
     pub(super) summary: Option<String>,
     /// Estimated tokens of the system prompt and the summary, updated when they change.
     pub(super) prompt_tokens: u64,
-    /// The estimated tokens of the tool schemas every request carries.
+    /// The estimated tokens of the tool schemas the next request carries.
     pub(super) tool_tokens: u64,
+    /// The estimated tokens of the static tools' schemas.
+    pub(super) static_tool_tokens: u64,
     /// Writes compaction summaries; the session's own model when `None`.
     pub(super) compressor: Option<ChainModel>,
     /// Tokens the provider counted per token we estimated, learned from usage reports.
@@ -127,8 +133,15 @@ pub struct Session {
     /// Told to the front end right after `SessionStarted` (for example a sandbox that cannot
     /// run here).
     startup_notices: Vec<String>,
-    /// The schemas sent to the model: the registry's tools and the sub-agent tools.
-    pub(super) tool_specs: Arc<[ToolSpec]>,
+    /// The tools of the next model step: the registry's, then capabilities.
+    pub(super) toolset: Arc<ToolSet>,
+    /// Which capabilities the working history references.
+    pub(super) caps: CapabilityRefs,
+    /// The generation of `caps` the tool set was derived from.
+    pub(super) tools_generation: Option<u64>,
+    /// Capabilities the person pinned, read once per session.
+    pub(super) pinned: Option<Vec<CapSpec>>,
+    pub(super) cap_runner: Arc<CapabilityRunner>,
     /// The sub-agents this session started.
     pub(super) runs: Arc<AgentRuns>,
     /// Injections and background results for the next model call.
@@ -219,6 +232,8 @@ impl Session {
         } in active
         {
             let starts_turn = opens_turn(&message, kind.unwrap_or(UserMessageKind::Prompt));
+            let previous = session.history.last().map(|m| m.as_ref());
+            session.caps.observe(seq, &message, previous);
             session.meta.push(MessageMeta {
                 seq,
                 created_at,
@@ -240,19 +255,12 @@ impl Session {
         tools: ToolRegistry,
         store: Store,
     ) -> Self {
-        let tool_specs: Arc<[ToolSpec]> = tools
-            .specs()
-            .iter()
-            .chain(agent_tool_specs().iter())
-            .cloned()
-            .collect();
-        let tool_tokens = tool_specs
-            .iter()
-            .map(|spec| {
-                let schema = serde_json::to_string(spec).unwrap_or_default();
-                u64::from(crate::llm::tokens::estimate_text(&schema))
-            })
-            .sum();
+        let mut tools = tools;
+        super::subagents::register(&mut tools);
+        let cap_runner = Arc::new(CapabilityRunner::new(store.clone()));
+        capabilities::tools::register(&mut tools, &store, None, cap_runner.clone());
+        let toolset = Arc::new(ToolSet::fixed(&tools.specs()));
+        let tool_tokens = super::tool_set::spec_tokens(&toolset.specs);
         let runs = Arc::new(AgentRuns::top_level(settings.max_agent_depth));
         Self {
             id,
@@ -271,6 +279,7 @@ impl Session {
             summary: None,
             prompt_tokens: 0,
             tool_tokens,
+            static_tool_tokens: tool_tokens,
             compressor: None,
             calibration: Calibration::new(),
             embedder: None,
@@ -278,7 +287,11 @@ impl Session {
             startup_notices: Vec::new(),
             _lock: None,
             unstored: None,
-            tool_specs,
+            toolset,
+            caps: CapabilityRefs::new(),
+            tools_generation: None,
+            pinned: None,
+            cap_runner,
             runs,
             mailbox: Mailbox::default(),
             model_resolver: None,
@@ -298,6 +311,12 @@ impl Session {
 
     /// Archive entries written from now on get embeddings from `embedder`.
     pub fn set_embedder(&mut self, embedder: Option<Arc<EmbeddingClient>>) {
+        capabilities::tools::register(
+            &mut self.tools,
+            &self.store,
+            embedder.clone(),
+            self.cap_runner.clone(),
+        );
         self.embedder = embedder;
     }
 
@@ -390,6 +409,8 @@ impl Session {
             .call(move |db| db.append_messages(&id, &[(seq, stored.as_ref(), tokens)]))
             .await?;
         self.next_seq += 1;
+        self.caps
+            .observe(seq, &message, self.history.last().map(|m| m.as_ref()));
         self.meta.push(MessageMeta {
             seq,
             created_at: super::turn_loop::now_millis(),

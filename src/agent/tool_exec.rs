@@ -11,6 +11,7 @@ use tokio_util::sync::CancellationToken;
 use super::Session;
 use super::guards::RepeatGuard;
 use super::subagents::is_agent_tool;
+use crate::capabilities;
 use crate::llm::{ContentBlock, Message, Role};
 use crate::memory::StoreError;
 use crate::protocol::{Event, ToolStatus};
@@ -72,7 +73,9 @@ impl Session {
         let mut results = Vec::with_capacity(calls.len());
         let mut batch: Vec<&PendingCall> = Vec::new();
         for call in &calls {
-            let mutates = self.tools.get(&call.name).is_some_and(|t| t.mutates());
+            // Capabilities run like shell commands: one at a time, in order.
+            let mutates = self.tools.get(&call.name).is_some_and(|t| t.mutates())
+                || self.toolset.capability(&call.name).is_some();
             if mutates && !batch.is_empty() {
                 results.extend(self.run_batch(std::mem::take(&mut batch), cancel).await);
             }
@@ -141,7 +144,7 @@ impl Session {
         cancel: &CancellationToken,
     ) -> Result<String, ToolError> {
         let timeout = self.settings.tool_timeout;
-        let ctx = ToolContext::new(
+        let mut ctx = ToolContext::new(
             self.settings.workspace.clone(),
             self.id.clone(),
             call.id.clone(),
@@ -149,11 +152,14 @@ impl Session {
             timeout,
             self.event_sender(),
             self.settings.approvals.clone(),
-        );
+        )
+        .in_turn(self.turns);
         if is_agent_tool(&call.name) {
-            // These keep within the tool timeout themselves (the elastic timeout).
+            ctx.agents = Some(self.agent_host());
+        }
+        if capabilities::capability_name(&call.name).is_some() {
             return tokio::select! {
-                result = self.agent_call(&call.name, &call.input, &ctx) => result,
+                result = self.call_capability(&call.name, &call.input, &ctx) => result,
                 () = cancel.cancelled() => Err(ToolError::Cancelled),
             };
         }

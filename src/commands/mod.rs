@@ -1,7 +1,8 @@
-//! The non-interactive subcommands (`mnemo sessions …`, `mnemo memory …`, `mnemo trust`,
-//! `mnemo doctor`). Each writes its
-//! answer to a writer so that it can be tested without a process.
+//! The non-interactive subcommands (`mnemo sessions …`, `mnemo memory …`,
+//! `mnemo capabilities …`, `mnemo trust`, `mnemo doctor`). Each writes its answer to a writer
+//! so that it can be tested without a process.
 
+pub mod capabilities;
 pub mod doctor;
 pub mod memory;
 pub mod sessions;

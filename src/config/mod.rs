@@ -23,6 +23,7 @@ pub struct Config {
     pub fallbacks: Vec<String>,
     pub agent: AgentConfig,
     pub memory: MemoryConfig,
+    pub capabilities: CapabilitiesConfig,
     pub retry: RetryConfig,
     pub sandbox: crate::sandbox::SandboxSection,
     /// When the agent asks before acting: read_only, ask, auto or full.
@@ -85,6 +86,22 @@ impl RetryConfig {
             max_delay: secs(self.max_delay_secs),
             cooldown: std::time::Duration::from_secs(self.cooldown_secs),
             auth_cooldown: std::time::Duration::from_secs(self.auth_cooldown_secs),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CapabilitiesConfig {
+    /// Most tokens the tool specs of capabilities may take in one request; past it the least
+    /// recently referenced leave the tool list first.
+    pub max_tool_tokens: u32,
+}
+
+impl Default for CapabilitiesConfig {
+    fn default() -> Self {
+        Self {
+            max_tool_tokens: 4000,
         }
     }
 }

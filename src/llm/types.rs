@@ -138,6 +138,9 @@ pub struct ModelRequest {
     /// Shared with the session's history, so building a request copies no message.
     pub messages: Vec<std::sync::Arc<Message>>,
     pub tools: std::sync::Arc<[ToolSpec]>,
+    /// How many of `tools` come first and change only with the configuration (the rest are
+    /// capabilities that come and go): prompt caching stops after them. `usize::MAX`: all.
+    pub static_tools: usize,
     pub max_output_tokens: u32,
 }
 

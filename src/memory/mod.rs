@@ -1,8 +1,10 @@
 //! Memory: mnemo's SQLite store and everything built on it. The working set, the archive with
-//! its full-text and semantic search, experiences and settings all live in one database file,
-//! owned by one thread (`store`); every SQL statement of the program is in this module.
+//! its full-text and semantic search, experiences, capabilities and settings all live in one
+//! database file, owned by one thread (`store`); every SQL statement of the program is in
+//! this module.
 
 pub mod archive;
+pub mod capabilities;
 pub mod db;
 pub mod embed;
 pub mod error;
@@ -26,6 +28,7 @@ mod test_server;
 #[cfg(test)]
 mod test_support;
 
+pub use capabilities::{Capability, CapabilityVersion, NewCapability};
 pub use db::Db;
 pub use embed::{
     ArchiveSearch, EmbedError, EmbeddingClient, EmbeddingConfig, EmbeddingKind, search_archive,

@@ -128,8 +128,60 @@ END;
 /// v3: how a user message arrived while a turn ran (`injected`, `queued`); NULL otherwise.
 const V3: &str = "ALTER TABLE messages ADD COLUMN kind TEXT;";
 
+/// v4: capabilities, the tools the agent wrote for itself. Every version is a row (rows are
+/// never updated: a change is a new version), the code last so that a search reading
+/// embeddings does not walk its overflow pages; use counts and the pin belong to the name
+/// and outlive versions. The full-text index holds only the latest version of each name (its
+/// rowid is that version's id), kept so by triggers: tags and the string and number leaves of
+/// the examples are indexed as plain words, JSON punctuation and keys left out.
+const V4: &str = "
+CREATE TABLE capabilities (
+    id           INTEGER PRIMARY KEY,
+    name         TEXT NOT NULL,
+    version      INTEGER NOT NULL,
+    created_at   INTEGER NOT NULL,
+    session_id   TEXT,
+    turn         INTEGER,
+    language     TEXT NOT NULL,
+    description  TEXT NOT NULL,
+    tags         TEXT NOT NULL,
+    input_schema TEXT NOT NULL,
+    examples     TEXT NOT NULL,
+    embedding    BLOB,
+    code         TEXT NOT NULL,
+    UNIQUE (name, version)
+);
+
+CREATE TABLE capability_stats (
+    name         TEXT PRIMARY KEY,
+    access_count INTEGER NOT NULL DEFAULT 0,
+    last_access  INTEGER,
+    pinned       INTEGER NOT NULL DEFAULT 0
+) WITHOUT ROWID;
+
+CREATE VIRTUAL TABLE capabilities_fts USING fts5(
+    name, description, tags, examples,
+    tokenize = 'porter unicode61 remove_diacritics 2'
+);
+INSERT INTO capabilities_fts(capabilities_fts, rank) VALUES ('rank', 'bm25(4.0, 2.0, 2.0, 1.0)');
+CREATE TRIGGER capabilities_fts_insert AFTER INSERT ON capabilities BEGIN
+    DELETE FROM capabilities_fts
+    WHERE rowid IN (SELECT id FROM capabilities WHERE name = new.name AND id <> new.id);
+    INSERT INTO capabilities_fts(rowid, name, description, tags, examples)
+    VALUES (
+        new.id, new.name, new.description,
+        (SELECT group_concat(value, ' ') FROM json_each(new.tags)),
+        (SELECT group_concat(value, ' ') FROM json_tree(new.examples)
+         WHERE type IN ('text', 'integer', 'real'))
+    );
+END;
+CREATE TRIGGER capabilities_fts_delete AFTER DELETE ON capabilities BEGIN
+    DELETE FROM capabilities_fts WHERE rowid = old.id;
+END;
+";
+
 /// Migration `i` brings the schema from version `i` to `i + 1`.
-const MIGRATIONS: &[&str] = &[V1, V2, V3];
+const MIGRATIONS: &[&str] = &[V1, V2, V3, V4];
 
 /// The schema version this build writes.
 pub const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;

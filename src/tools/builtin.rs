@@ -127,7 +127,7 @@ mod tests {
         let registry = builtin_tools();
         assert_eq!(registry.names().len(), 7);
         for name in registry.names() {
-            let Some(tool) = registry.get(name) else {
+            let Some(tool) = registry.get(&name) else {
                 panic!("{name} is listed but not found");
             };
             assert!(!tool.description().is_empty());
@@ -138,7 +138,7 @@ mod tests {
             for (property, spec) in properties {
                 assert!(spec.get("description").is_some(), "{name}.{property}");
             }
-            let mutates = matches!(name, "write_file" | "edit_file" | "shell");
+            let mutates = matches!(name.as_str(), "write_file" | "edit_file" | "shell");
             assert_eq!(tool.mutates(), mutates, "{name}");
         }
     }

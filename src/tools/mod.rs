@@ -9,6 +9,7 @@ pub mod diff_report;
 pub mod fs_read;
 pub mod fs_write;
 pub mod memory;
+pub mod process;
 pub mod registry;
 pub mod search;
 pub mod shell;
@@ -48,6 +49,10 @@ pub struct ToolContext {
     pub timeout: Duration,
     /// The session's approval mode, also deciding the sandbox commands run in.
     pub approvals: Arc<Approvals>,
+    /// The session's turn number (1 for the first), recorded with what the call creates.
+    pub turn: u64,
+    /// The calling session as the sub-agent tools need it; set for their calls only.
+    pub agents: Option<Arc<crate::agent::subagents::AgentHost>>,
     events: Option<mpsc::Sender<Event>>,
 }
 
@@ -68,8 +73,16 @@ impl ToolContext {
             cancel,
             timeout,
             approvals,
+            turn: 0,
+            agents: None,
             events,
         }
+    }
+
+    /// The same context for a call made in turn `turn`.
+    pub fn in_turn(mut self, turn: u64) -> Self {
+        self.turn = turn;
+        self
     }
 
     /// The real path of `requested` inside the workspace, for reading, with how the model is
@@ -134,8 +147,8 @@ fn output_note(output: &str) -> String {
 
 /// The object-safe interface the registry and the agent use.
 pub trait Tool: Send + Sync {
-    fn name(&self) -> &'static str;
-    fn description(&self) -> &'static str;
+    fn name(&self) -> &str;
+    fn description(&self) -> &str;
     fn input_schema(&self) -> Value;
     /// Whether the tool changes anything outside the conversation.
     fn mutates(&self) -> bool;
@@ -189,11 +202,11 @@ pub trait TypedTool: Send + Sync + 'static {
 }
 
 impl<T: TypedTool> Tool for T {
-    fn name(&self) -> &'static str {
+    fn name(&self) -> &str {
         T::NAME
     }
 
-    fn description(&self) -> &'static str {
+    fn description(&self) -> &str {
         T::DESCRIPTION
     }
 

@@ -27,7 +27,7 @@ impl ToolRegistry {
             description: tool.description().to_string(),
             input_schema: tool.input_schema(),
         };
-        let name = tool.name();
+        let name = spec.name.clone();
         self.tools.retain(|t| t.name() != name);
         self.tools.push(Arc::new(tool));
         // Schemas are generated once per tool; the others are kept as they are.
@@ -62,8 +62,8 @@ impl ToolRegistry {
         self.tools.iter().find(|t| t.name() == name)
     }
 
-    pub fn names(&self) -> Vec<&'static str> {
-        self.tools.iter().map(|t| t.name()).collect()
+    pub fn names(&self) -> Vec<String> {
+        self.tools.iter().map(|t| t.name().to_string()).collect()
     }
 
     pub fn specs(&self) -> Arc<[ToolSpec]> {

@@ -139,6 +139,7 @@ impl<W: Write> App<W> {
                     Effect::Resume(id) => self.resume(id).await,
                     Effect::SwitchModel(name) => self.switch_model(name).await,
                     Effect::SearchMemory(query) => self.search_memory(query).await,
+                    Effect::ListCapabilities => self.list_capabilities().await,
                 }
             }
             draw_pending |= self.state.take_dirty();

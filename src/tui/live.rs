@@ -173,7 +173,14 @@ fn popup_row(command: SlashCommand, selected: bool) -> Line<'static> {
         )
     };
     Line::from(vec![
-        Span::styled(format!("  /{:<10}", command.name()), name_style),
+        Span::styled(
+            format!(
+                "  /{:<width$} ",
+                command.name(),
+                width = SlashCommand::NAME_WIDTH
+            ),
+            name_style,
+        ),
         Span::styled(format!("{} ", command.description()), text_style),
     ])
 }

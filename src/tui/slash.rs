@@ -18,13 +18,14 @@ pub enum SlashCommand {
     Sessions,
     Resume,
     Memory,
+    Capabilities,
     Approval,
     Cost,
     Quit,
 }
 
 impl SlashCommand {
-    pub const ALL: [SlashCommand; 10] = [
+    pub const ALL: [SlashCommand; 11] = [
         SlashCommand::Help,
         SlashCommand::Model,
         SlashCommand::Compact,
@@ -32,10 +33,14 @@ impl SlashCommand {
         SlashCommand::Sessions,
         SlashCommand::Resume,
         SlashCommand::Memory,
+        SlashCommand::Capabilities,
         SlashCommand::Approval,
         SlashCommand::Cost,
         SlashCommand::Quit,
     ];
+
+    /// The longest name, so descriptions line up in lists.
+    pub const NAME_WIDTH: usize = 12;
 
     pub fn name(self) -> &'static str {
         match self {
@@ -46,6 +51,7 @@ impl SlashCommand {
             SlashCommand::Sessions => "sessions",
             SlashCommand::Resume => "resume",
             SlashCommand::Memory => "memory",
+            SlashCommand::Capabilities => "capabilities",
             SlashCommand::Approval => "approval",
             SlashCommand::Cost => "cost",
             SlashCommand::Quit => "quit",
@@ -61,6 +67,7 @@ impl SlashCommand {
             SlashCommand::Sessions => "list past sessions",
             SlashCommand::Resume => "resume a past session",
             SlashCommand::Memory => "search the memory archive",
+            SlashCommand::Capabilities => "tools the agent made: offered now, stored",
             SlashCommand::Approval => "when to ask before acting: read-only, ask, auto, full",
             SlashCommand::Cost => "tokens and cost of this session",
             SlashCommand::Quit => "leave mnemo",
@@ -114,6 +121,7 @@ pub fn execute(command: SlashCommand, args: &str, state: &mut AppState) -> Vec<E
         }
         SlashCommand::Clear => vec![Effect::ClearSession],
         SlashCommand::Compact => vec![Effect::Send(Op::Compact)],
+        SlashCommand::Capabilities => vec![Effect::ListCapabilities],
         SlashCommand::Quit => vec![Effect::Quit],
         SlashCommand::Sessions | SlashCommand::Resume => {
             if refuse_while_busy(state, "switching sessions") {
@@ -222,9 +230,10 @@ fn help_text() -> String {
     );
     for command in SlashCommand::ALL {
         text.push_str(&format!(
-            "\n/{:<9} {}",
+            "\n/{:<width$} {}",
             command.name(),
-            command.description()
+            command.description(),
+            width = SlashCommand::NAME_WIDTH
         ));
     }
     text
@@ -270,6 +279,7 @@ mod tests {
             [
                 SlashCommand::Compact,
                 SlashCommand::Clear,
+                SlashCommand::Capabilities,
                 SlashCommand::Cost
             ]
         );

@@ -43,6 +43,8 @@ pub enum Effect {
     SwitchModel(String),
     /// Search the memory archive and show the hits.
     SearchMemory(String),
+    /// `/capabilities`: the tools offered now and the capability store.
+    ListCapabilities,
 }
 
 /// Text the user sent that the agent has not applied yet.
@@ -84,6 +86,8 @@ pub struct AppState {
     pub(super) outbox: Vec<Op>,
     /// The terminal's width: replies' tables and code frames are laid out for it.
     pub(super) width: u16,
+    /// The capability tools the session offers now, in the order they entered.
+    pub offered_tools: Vec<String>,
     dirty: bool,
 }
 
@@ -116,6 +120,7 @@ impl AppState {
             quit_armed: None,
             outbox: Vec::new(),
             width: 80,
+            offered_tools: Vec::new(),
             dirty: true,
         }
     }
@@ -351,6 +356,12 @@ impl AppState {
                 self.notice(NoticeLevel::Info, &text);
             }
             Event::Notice { message } => self.notice(NoticeLevel::Info, &message),
+            Event::ToolsChanged { added, removed } => {
+                let text = crate::capabilities::describe_change(&added, &removed);
+                self.notice(NoticeLevel::Info, &text);
+                self.offered_tools.retain(|tool| !removed.contains(tool));
+                self.offered_tools.extend(added);
+            }
             Event::TurnFinished {
                 status, message, ..
             } => self.turn_finished(status, message),

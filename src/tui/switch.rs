@@ -219,6 +219,47 @@ impl<W: Write> App<W> {
     }
 
     /// `/memory QUERY`: the best archive entries, as a note.
+    /// `/capabilities`: what the session offers now, then what the store holds.
+    pub(super) async fn list_capabilities(&mut self) {
+        let stored = match self.loaded.store() {
+            Ok(store) => store
+                .call(|db| db.list_capabilities())
+                .await
+                .map_err(LaunchError::from),
+            Err(error) => Err(error),
+        };
+        let offered = match self.state.offered_tools.is_empty() {
+            true => "none (a capability_query or capability_create brings them)".to_string(),
+            false => self.state.offered_tools.join(", "),
+        };
+        let text = match stored {
+            Ok(stored) if stored.is_empty() => {
+                format!("Capability tools offered now: {offered}\nStored: none yet")
+            }
+            Ok(stored) => {
+                let lines: Vec<String> = stored
+                    .iter()
+                    .map(|c| {
+                        let pin = if c.pinned { " · pinned" } else { "" };
+                        let about = c.description.lines().next().unwrap_or_default();
+                        format!(
+                            "  {} v{} · {} uses{pin} — {about}",
+                            c.name, c.version, c.access_count
+                        )
+                    })
+                    .collect();
+                format!(
+                    "Capability tools offered now: {offered}\nStored ({}; mnemo capabilities \
+                     show NAME for the code):\n{}",
+                    stored.len(),
+                    lines.join("\n")
+                )
+            }
+            Err(error) => format!("Cannot read the capabilities: {error}"),
+        };
+        self.state.notice(NoticeLevel::Info, &text);
+    }
+
     pub(super) async fn search_memory(&mut self, query: String) {
         let embedder = self.loaded.embedder();
         let found = match self.loaded.store() {

@@ -374,6 +374,7 @@ pub fn simple_request() -> ModelRequest {
         system: "You are mnemo, a coding assistant.".into(),
         messages: vec![Arc::new(Message::user_text("Does the build pass?"))],
         tools: Vec::new().into(),
+        static_tools: usize::MAX,
         max_output_tokens: 4096,
     }
 }

@@ -6,63 +6,25 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::args::{
-    self, CANCEL_AGENT, FORK, ForkArgs, GATHER_ALL, LIST_AGENTS, NoArgs, READ_AGENT_OUTPUT,
-    RunIdArgs, SPAWN_AGENT, SpawnArgs, TimeoutAction,
-};
+use super::args::{self, ForkArgs, SpawnArgs, TimeoutAction};
 use super::child::{RunSpec, run_json};
+use super::host::AgentHost;
 use super::{Run, Waited};
-use crate::agent::Session;
 use crate::protocol::{AgentKind, AgentStatus};
 use crate::tools::truncate::{clip, first_line};
-use crate::tools::{ToolContext, ToolError, decode_args};
+use crate::tools::{ToolContext, ToolError};
 
 /// A run's label: the first line of its task, cut to this many characters.
 const LABEL_CHARS: usize = 80;
 /// How long `cancel_agent` waits for the run to wind down before it answers.
-const CANCEL_WAIT: Duration = Duration::from_secs(2);
+pub(super) const CANCEL_WAIT: Duration = Duration::from_secs(2);
 
-impl Session {
-    /// Runs one sub-agent tool call (`name` must be one, see `is_agent_tool`).
-    pub(in crate::agent) async fn agent_call(
+impl AgentHost {
+    pub(super) async fn spawn_agent(
         &self,
-        name: &str,
-        input: &Value,
+        args: SpawnArgs,
         ctx: &ToolContext,
     ) -> Result<String, ToolError> {
-        match name {
-            SPAWN_AGENT => {
-                let args: SpawnArgs = decode_args(name, input.clone())?;
-                self.spawn_agent(args, ctx).await
-            }
-            FORK => {
-                let args: ForkArgs = decode_args(name, input.clone())?;
-                self.fork(args).await
-            }
-            GATHER_ALL => {
-                let _: NoArgs = decode_args(name, input.clone())?;
-                self.gather_all(ctx).await
-            }
-            LIST_AGENTS => {
-                let _: NoArgs = decode_args(name, input.clone())?;
-                Ok(self.list_agents())
-            }
-            READ_AGENT_OUTPUT | CANCEL_AGENT => {
-                let args: RunIdArgs = decode_args(name, input.clone())?;
-                let run = self.find_run(&args.run_id)?;
-                if name == CANCEL_AGENT {
-                    run.cancel.cancel();
-                    run.wait(CANCEL_WAIT, &ctx.cancel).await;
-                }
-                Ok(run_json(&run).to_string())
-            }
-            other => Err(ToolError::Failed(format!(
-                "`{other}` is not a sub-agent tool"
-            ))),
-        }
-    }
-
-    async fn spawn_agent(&self, args: SpawnArgs, ctx: &ToolContext) -> Result<String, ToolError> {
         let spec = RunSpec {
             kind: AgentKind::Spawn,
             label: clip(first_line(&args.prompt), LABEL_CHARS),
@@ -110,7 +72,7 @@ impl Session {
         }
     }
 
-    async fn fork(&self, args: ForkArgs) -> Result<String, ToolError> {
+    pub(super) async fn fork(&self, args: ForkArgs) -> Result<String, ToolError> {
         let prompt = format!(
             "You are a fork: a copy of the agent whose conversation is above, started to do \
              one task in parallel with it. Do only this task and answer with its result.\n\
@@ -132,7 +94,7 @@ impl Session {
     }
 
     /// Waits (within the tool timeout) for every fork not gathered yet.
-    async fn gather_all(&self, ctx: &ToolContext) -> Result<String, ToolError> {
+    pub(super) async fn gather_all(&self, ctx: &ToolContext) -> Result<String, ToolError> {
         let deadline = Instant::now() + ctx.timeout;
         let mut results = serde_json::Map::new();
         for run in self.runs.all().into_iter().filter(|r| r.is_open_fork()) {
@@ -152,7 +114,7 @@ impl Session {
         Ok(Value::Object(results).to_string())
     }
 
-    fn list_agents(&self) -> String {
+    pub(super) fn list_agents(&self) -> String {
         let runs: Vec<Value> = self
             .runs
             .all()
@@ -174,7 +136,7 @@ impl Session {
         Value::Array(runs).to_string()
     }
 
-    fn find_run(&self, id: &str) -> Result<std::sync::Arc<Run>, ToolError> {
+    pub(super) fn find_run(&self, id: &str) -> Result<std::sync::Arc<Run>, ToolError> {
         self.runs.get(id).ok_or_else(|| {
             let known: Vec<String> = self.runs.all().iter().map(|r| r.id.clone()).collect();
             let known = match known.is_empty() {

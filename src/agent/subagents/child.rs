@@ -10,6 +10,7 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 
 use super::args::ContextMode;
+use super::host::AgentHost;
 use super::{AgentRuns, Mailbox, Run};
 use crate::agent::Session;
 use crate::llm::fallback::FallbackChain;
@@ -32,7 +33,7 @@ pub(super) struct RunSpec {
     pub background: bool,
 }
 
-impl Session {
+impl AgentHost {
     /// Creates the sub-agent's session, records the run and starts it. The error is for the
     /// model.
     pub(super) async fn start_run(&self, spec: RunSpec) -> Result<Arc<Run>, String> {
@@ -132,20 +133,17 @@ impl Session {
         match mode {
             ContextMode::None => Ok(prompt),
             ContextMode::Full => {
-                for message in self.context_snapshot() {
+                for message in &self.snapshot {
                     child
-                        .commit(Message::clone(&message))
+                        .commit(Message::clone(message))
                         .await
                         .map_err(|e| format!("could not copy the context: {e}"))?;
                 }
                 Ok(prompt)
             }
             ContextMode::Summary => {
-                let snapshot: Vec<Message> = self
-                    .context_snapshot()
-                    .iter()
-                    .map(|m| Message::clone(m))
-                    .collect();
+                let snapshot: Vec<Message> =
+                    self.snapshot.iter().map(|m| Message::clone(m)).collect();
                 let summary = match child.summarize(&snapshot).await {
                     Some(summary) => summary.render(),
                     None => "(no summary could be written)".to_string(),
@@ -157,11 +155,13 @@ impl Session {
             }
         }
     }
+}
 
+impl Session {
     /// The conversation as the model last saw it, with the text of the assistant message whose
     /// calls run now but not those calls (a copy shares the messages; later changes to this
     /// session do not reach it).
-    pub(super) fn context_snapshot(&self) -> Vec<Arc<Message>> {
+    pub(in crate::agent) fn context_snapshot(&self) -> Vec<Arc<Message>> {
         let mut end = self.history.len();
         if let Some(last) = self.history.last()
             && last.role == Role::Assistant

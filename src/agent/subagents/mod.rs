@@ -4,12 +4,14 @@
 //! token, so interrupting or cancelling a parent reaches every descendant.
 //!
 //! The tools (`spawn_agent`, `read_agent_output`, `list_agents`, `cancel_agent`, `fork`,
-//! `gather_all`) are handled by the session itself (see `calls.rs`), because they need its
-//! context, model chain and store; their schemas come from `args.rs`.
+//! `gather_all`) are registry tools (`tools.rs`); what they need of the calling session (its
+//! context, model chain and store) reaches them as an [`AgentHost`] in their tool context.
 
 mod args;
 mod calls;
 mod child;
+mod host;
+mod tools;
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -21,7 +23,9 @@ use tokio_util::sync::CancellationToken;
 use crate::llm::fallback::FallbackChain;
 use crate::protocol::{AgentKind, AgentStatus, Event};
 
-pub(crate) use args::{agent_tool_specs, is_agent_tool};
+pub use host::AgentHost;
+pub(crate) use tools::is_agent_tool;
+pub use tools::register;
 
 /// Builds the model chain of a named model for a sub-agent that asks for one.
 pub type ModelResolver = Arc<dyn Fn(&str) -> Result<Arc<FallbackChain>, String> + Send + Sync>;

@@ -114,7 +114,10 @@ pub(super) fn body<'a>(model: &'a str, request: &'a ModelRequest) -> Body<'a> {
         }]
     };
     let mut tools: Vec<WireTool<'a>> = request.tools.iter().map(tool).collect();
-    if let Some(last) = tools.last_mut() {
+    // The breakpoint sits on the last static tool, so capabilities entering or leaving do
+    // not spoil the cached system prompt and static tools.
+    let last_static = request.static_tools.min(tools.len()).checked_sub(1);
+    if let Some(last) = last_static.and_then(|at| tools.get_mut(at)) {
         last.cache_control = Some(EPHEMERAL);
     }
     let mut messages = messages(&request.messages);
@@ -249,6 +252,7 @@ mod tests {
                 },
             ]
             .into(),
+            static_tools: usize::MAX,
             max_output_tokens: 8192,
         }
     }

@@ -248,6 +248,7 @@ mod tests {
             .map(std::sync::Arc::new)
             .collect(),
             tools: Vec::new().into(),
+            static_tools: usize::MAX,
             max_output_tokens: 4096,
         }
     }

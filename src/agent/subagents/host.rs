@@ -1,0 +1,45 @@
+//! What the sub-agent tools need of the session that calls them, taken as the call starts:
+//! the tools reach it through their `ToolContext`, so they are ordinary registry tools.
+
+use std::sync::Arc;
+
+use super::{AgentRuns, Mailbox, ModelResolver};
+use crate::agent::{Session, SessionSettings};
+use crate::llm::Message;
+use crate::llm::fallback::{ChainModel, FallbackChain};
+use crate::memory::{EmbeddingClient, Store};
+use crate::tools::ToolRegistry;
+
+pub struct AgentHost {
+    pub(super) id: String,
+    pub(super) settings: SessionSettings,
+    pub(super) chain: Arc<FallbackChain>,
+    pub(super) tools: ToolRegistry,
+    pub(super) store: Store,
+    pub(super) runs: Arc<AgentRuns>,
+    pub(super) compressor: Option<ChainModel>,
+    pub(super) embedder: Option<Arc<EmbeddingClient>>,
+    pub(super) model_resolver: Option<ModelResolver>,
+    pub(super) mailbox: Mailbox,
+    /// The conversation as the model last saw it, for forks and full-context sub-agents.
+    pub(super) snapshot: Vec<Arc<Message>>,
+}
+
+impl Session {
+    /// The sub-agent tools' view of this session, as it is now.
+    pub(in crate::agent) fn agent_host(&self) -> Arc<AgentHost> {
+        Arc::new(AgentHost {
+            id: self.id.clone(),
+            settings: self.settings.clone(),
+            chain: self.chain.clone(),
+            tools: self.tools.clone(),
+            store: self.store.clone(),
+            runs: self.runs.clone(),
+            compressor: self.compressor.clone(),
+            embedder: self.embedder.clone(),
+            model_resolver: self.model_resolver.clone(),
+            mailbox: self.mailbox.clone(),
+            snapshot: self.context_snapshot(),
+        })
+    }
+}

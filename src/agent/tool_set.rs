@@ -1,0 +1,127 @@
+//! The session's tool list, derived again at each model step from the static tools, the
+//! pinned capabilities and what the working history references (`capabilities::derive`), and
+//! the running of the `cap_*` tools it offers.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::Session;
+use crate::capabilities::run::CapabilityTool;
+use crate::capabilities::{self, CapSpec};
+use crate::llm::{Message, tokens};
+use crate::memory::StoreError;
+use crate::protocol::Event;
+use crate::tools::{Tool, ToolContext, ToolError};
+
+impl Session {
+    /// Brings the tool list up to date with the history. Only a change in what the history
+    /// references derives it again; the front end hears what entered or left, and the model
+    /// is told which capabilities the token budget sent away.
+    pub(super) async fn refresh_tools(&mut self) -> Result<(), StoreError> {
+        if self.pinned.is_none() {
+            let stored = self
+                .store
+                .call(|db| db.pinned_capabilities())
+                .await?
+                .iter()
+                .map(|c| CapSpec::new(&c.name, c.version, &c.description, c.input_schema.clone()))
+                .collect();
+            self.pinned = Some(stored);
+        }
+        let generation = self.caps.generation();
+        if self.tools_generation == Some(generation) {
+            return Ok(());
+        }
+        self.tools_generation = Some(generation);
+        let pinned = self.pinned.as_deref().unwrap_or_default();
+        let derived = capabilities::derive(
+            &self.tools.specs(),
+            pinned,
+            &self.caps,
+            self.settings.max_tool_tokens,
+        );
+        if derived == *self.toolset {
+            return Ok(());
+        }
+        let before: HashSet<&str> = self.toolset.dynamic_names().collect();
+        let after: HashSet<&str> = derived.dynamic_names().collect();
+        let added: Vec<String> = derived
+            .dynamic_names()
+            .filter(|n| !before.contains(n))
+            .map(String::from)
+            .collect();
+        let removed: Vec<String> = self
+            .toolset
+            .dynamic_names()
+            .filter(|n| !after.contains(n))
+            .map(String::from)
+            .collect();
+        let pushed_out: Vec<String> = derived
+            .evicted
+            .iter()
+            .filter(|name| !self.toolset.evicted.contains(name))
+            .map(|name| capabilities::tool_name(name))
+            .collect();
+        self.tool_tokens = self.static_tool_tokens + u64::from(derived.dynamic_tokens);
+        self.toolset = Arc::new(derived);
+        if !added.is_empty() || !removed.is_empty() {
+            self.emit(Event::ToolsChanged { added, removed }).await;
+        }
+        if !pushed_out.is_empty() {
+            let note = format!(
+                "[mnemo] Your capability tools are over their budget ({} tokens): {} left \
+                 your tool list, least recently used first. capability_query brings one \
+                 back when you need it.",
+                self.settings.max_tool_tokens,
+                pushed_out.join(", ")
+            );
+            self.commit(Message::user_text(note)).await?;
+        }
+        Ok(())
+    }
+
+    /// Runs a `cap_*` call: only what this step offers can run.
+    pub(super) async fn call_capability(
+        &self,
+        tool: &str,
+        input: &Value,
+        ctx: &ToolContext,
+    ) -> Result<String, ToolError> {
+        let Some((name, version)) = self.toolset.capability(tool) else {
+            return Err(ToolError::Failed(format!(
+                "`{tool}` is not in your tool list now (capabilities leave it when the \
+                 messages that found them are compacted). Call capability_query to find it \
+                 again"
+            )));
+        };
+        let tool = CapabilityTool::new(tool, name, version, self.cap_runner.clone());
+        self.settings.approvals.check(&tool, input, ctx).await?;
+        // A capability that panics is a failed call the model hears of; the session goes on.
+        let component = format!("tool:{}", tool.name());
+        match crate::crash::within(
+            component,
+            Some(self.id.clone()),
+            tool.call(input.clone(), ctx),
+        )
+        .await
+        {
+            Ok(outcome) => outcome,
+            Err(crashed) => Err(ToolError::Failed(format!(
+                "the capability failed: {crashed}. The session goes on; try another way"
+            ))),
+        }
+    }
+}
+
+/// The estimated tokens of `specs` as sent.
+pub(super) fn spec_tokens(specs: &[crate::llm::ToolSpec]) -> u64 {
+    specs
+        .iter()
+        .map(|spec| {
+            let schema = serde_json::to_string(spec).unwrap_or_default();
+            u64::from(tokens::estimate_text(&schema))
+        })
+        .sum()
+}

@@ -1,0 +1,159 @@
+//! Which messages of the working history reference which capabilities, kept up to date as
+//! messages are appended, cut or dropped, so the tool list never needs a rescan of the whole
+//! history.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use super::{CapSpec, referenced};
+use crate::llm::{ContentBlock, Message, Role};
+
+#[derive(Debug, Clone, Default)]
+pub struct CapabilityRefs {
+    /// By message seq: the capabilities that message brought, in the order it named them.
+    by_seq: BTreeMap<i64, Vec<Arc<CapSpec>>>,
+    /// Bumped on every change, so the tool list is derived again only when something moved.
+    generation: u64,
+}
+
+impl CapabilityRefs {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Indexes `message`, stored as `seq`; `previous` is the message before it, whose tool
+    /// calls say which tool each of its results answers.
+    pub fn observe(&mut self, seq: i64, message: &Message, previous: Option<&Message>) {
+        if message.role != Role::User {
+            return;
+        }
+        let mut calls: HashMap<&str, &str> = HashMap::new();
+        if let Some(previous) = previous.filter(|m| m.role == Role::Assistant) {
+            calls.extend(previous.tool_calls().map(|c| (c.id, c.name)));
+        }
+        let mut specs = Vec::new();
+        for block in &message.content {
+            if let ContentBlock::ToolResult {
+                tool_use_id,
+                content,
+                is_error: false,
+            } = block
+                && let Some(tool) = calls.get(tool_use_id.as_str())
+            {
+                specs.extend(referenced(tool, content).into_iter().map(Arc::new));
+            }
+        }
+        self.set(seq, specs);
+    }
+
+    /// Replaces what message `seq` references (a message cut by compaction references what its
+    /// cut text still holds).
+    pub fn set(&mut self, seq: i64, specs: Vec<Arc<CapSpec>>) {
+        let changed = match specs.is_empty() {
+            true => self.by_seq.remove(&seq).is_some(),
+            false => {
+                self.by_seq.insert(seq, specs);
+                true
+            }
+        };
+        if changed {
+            self.generation += 1;
+        }
+    }
+
+    /// Forgets the messages `seqs` (compaction moved them to the archive).
+    pub fn remove(&mut self, seqs: impl IntoIterator<Item = i64>) {
+        for seq in seqs {
+            if self.by_seq.remove(&seq).is_some() {
+                self.generation += 1;
+            }
+        }
+    }
+
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// Every reference, oldest message first.
+    pub fn iter(&self) -> impl Iterator<Item = (i64, &CapSpec)> {
+        self.by_seq
+            .iter()
+            .flat_map(|(seq, specs)| specs.iter().map(move |spec| (*seq, spec.as_ref())))
+    }
+
+    /// How many messages reference any capability.
+    pub fn len(&self) -> usize {
+        self.by_seq.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.by_seq.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::capabilities::{CREATE, QUERY, item_json};
+    use serde_json::json;
+
+    fn call(id: &str, name: &str) -> Message {
+        Message::assistant(vec![ContentBlock::ToolUse {
+            id: id.into(),
+            name: name.into(),
+            input: json!({}),
+        }])
+    }
+
+    fn result(id: &str, content: String, is_error: bool) -> Message {
+        Message {
+            role: Role::User,
+            content: vec![ContentBlock::ToolResult {
+                tool_use_id: id.into(),
+                content,
+                is_error,
+            }],
+        }
+    }
+
+    fn listing(names: &[&str]) -> String {
+        let schema = json!({"type": "object"});
+        let items: Vec<_> = names
+            .iter()
+            .map(|n| item_json(n, 1, "d", "bash", &[], &schema))
+            .collect();
+        json!({ "capabilities": items }).to_string()
+    }
+
+    #[test]
+    fn results_of_capability_tools_are_indexed_by_the_call_they_answer() {
+        let mut refs = CapabilityRefs::new();
+        refs.observe(
+            1,
+            &result("q", listing(&["a", "b"]), false),
+            Some(&call("q", QUERY)),
+        );
+        assert_eq!(
+            refs.iter()
+                .map(|(_, s)| s.name.as_str())
+                .collect::<Vec<_>>(),
+            ["a", "b"]
+        );
+        // The same text answering another tool, or an error, references nothing.
+        refs.observe(
+            2,
+            &result("s", listing(&["c"]), false),
+            Some(&call("s", "shell")),
+        );
+        refs.observe(
+            3,
+            &result("e", listing(&["d"]), true),
+            Some(&call("e", CREATE)),
+        );
+        assert_eq!(refs.len(), 1);
+        let generation = refs.generation();
+        refs.remove([1]);
+        assert!(refs.is_empty());
+        assert!(refs.generation() > generation);
+    }
+}

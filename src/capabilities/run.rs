@@ -1,0 +1,239 @@
+//! Running a capability: its code under its interpreter, as a command in the session's
+//! sandbox and under its approval mode, with the arguments as JSON on stdin. The answer is what
+//! it printed on stdout (JSON or text); a failure carries its exit code, stderr and stdout.
+
+use std::os::unix::process::ExitStatusExt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::future::BoxFuture;
+use serde_json::Value;
+
+use crate::memory::Store;
+use crate::memory::capabilities::Capability;
+use crate::protocol::ApprovalAction;
+use crate::sandbox::Sandbox;
+use crate::sandbox::approval::Action;
+use crate::tools::process::{self, SandboxSlot};
+use crate::tools::truncate::{MAX_OUTPUT_BYTES, head_tail};
+use crate::tools::{Tool, ToolContext, ToolError};
+
+/// Most a capability may print on stdout; more is an error, not a silently cut answer. A
+/// little under `MAX_OUTPUT_BYTES`: the capture keeps output whole only up to a few hundred
+/// bytes less than that, and cuts the middle out of anything longer.
+pub const MAX_RESULT_BYTES: usize = MAX_OUTPUT_BYTES - 1024;
+
+/// Runs the `cap_*` tools of one session.
+pub struct CapabilityRunner {
+    store: Store,
+    sandbox: SandboxSlot,
+}
+
+impl CapabilityRunner {
+    pub fn new(store: Store) -> Self {
+        Self {
+            store,
+            sandbox: SandboxSlot::default(),
+        }
+    }
+
+    /// The sandbox a call runs in (shown when the call is put to the user).
+    pub fn sandbox(&self, ctx: &ToolContext) -> Result<Sandbox, ToolError> {
+        self.sandbox.get(ctx, None)
+    }
+
+    /// Runs version `version` of capability `name` with `input`, and counts the use.
+    pub async fn call(
+        &self,
+        name: &str,
+        version: u32,
+        input: Value,
+        ctx: &ToolContext,
+    ) -> Result<String, ToolError> {
+        let wanted = name.to_string();
+        let capability = self
+            .store
+            .call(move |db| db.capability_version(&wanted, version))
+            .await
+            .map_err(|e| ToolError::Failed(e.to_string()))?
+            .ok_or_else(|| {
+                ToolError::Failed(format!(
+                    "capability `{name}` (version {version}) was removed; call \
+                     capability_query to find what exists now"
+                ))
+            })?;
+        let sandbox = self.sandbox(ctx)?;
+        let output = execute(&sandbox, &capability, &input, ctx.timeout, ctx).await;
+        let used = name.to_string();
+        // Counting a use is bookkeeping: a failure to write it must not fail the call.
+        let _ = self.store.call(move |db| db.touch_capability(&used)).await;
+        output
+    }
+}
+
+/// One offered `cap_*` tool: the capability and version the tool list named.
+pub struct CapabilityTool {
+    /// The `cap_*` name the model calls.
+    tool_name: String,
+    /// The capability it runs.
+    capability: String,
+    version: u32,
+    runner: Arc<CapabilityRunner>,
+}
+
+impl CapabilityTool {
+    pub fn new(tool: &str, name: &str, version: u32, runner: Arc<CapabilityRunner>) -> Self {
+        Self {
+            tool_name: tool.to_string(),
+            capability: name.to_string(),
+            version,
+            runner,
+        }
+    }
+}
+
+impl Tool for CapabilityTool {
+    fn name(&self) -> &str {
+        &self.tool_name
+    }
+
+    fn description(&self) -> &str {
+        "a stored capability"
+    }
+
+    fn input_schema(&self) -> Value {
+        serde_json::json!({"type": "object"})
+    }
+
+    fn mutates(&self) -> bool {
+        true
+    }
+
+    /// A capability runs like a shell command in the session's sandbox.
+    fn approval_action(&self, _input: &Value) -> Option<Action> {
+        Some(Action::Command(None))
+    }
+
+    fn approval_preview<'a>(
+        &'a self,
+        input: &'a Value,
+        ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, Result<ApprovalAction, ToolError>> {
+        Box::pin(async move {
+            Ok(ApprovalAction::Command {
+                command: format!("{} {input}", self.tool_name),
+                escalation: None,
+                sandbox: self.runner.sandbox(ctx)?.config().describe(),
+            })
+        })
+    }
+
+    fn call<'a>(
+        &'a self,
+        input: Value,
+        ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, Result<String, ToolError>> {
+        Box::pin(self.runner.call(&self.capability, self.version, input, ctx))
+    }
+}
+
+/// The bash line that runs `code` under `language` (validated: bash, python3 or node).
+pub fn script(language: &str, code: &str) -> String {
+    let quoted = format!("'{}'", code.replace('\'', r"'\''"));
+    match language {
+        "python3" => format!("exec python3 -c {quoted}"),
+        "node" => format!("exec node -e {quoted}"),
+        _ => format!("exec bash -c {quoted} capability"),
+    }
+}
+
+/// Runs `capability` with `input` in `sandbox` for at most `limit`.
+pub async fn execute(
+    sandbox: &Sandbox,
+    capability: &Capability,
+    input: &Value,
+    limit: Duration,
+    ctx: &ToolContext,
+) -> Result<String, ToolError> {
+    if !input.is_object() {
+        return Err(ToolError::InvalidArguments {
+            tool: super::tool_name(&capability.name),
+            message: format!("the arguments must be one JSON object, not {input}"),
+        });
+    }
+    let line = script(&capability.language, &capability.code);
+    let stdin = serde_json::to_vec(input).unwrap_or_default();
+    let finished = process::run(sandbox, &line, Some(stdin), limit, ctx).await?;
+    let status = finished.status;
+    if !status.success() {
+        let outcome = match status.code() {
+            Some(code) => format!("exit code {code}"),
+            None => format!("killed by signal {}", status.signal().unwrap_or(0)),
+        };
+        let mut message = format!("the capability failed ({outcome})");
+        for (label, text) in [("stderr", &finished.stderr), ("stdout", &finished.stdout)] {
+            if !text.trim().is_empty() {
+                message.push_str(&format!("\n{label}:\n{}", text.trim_end()));
+            }
+        }
+        if finished.note.is_some() {
+            message.push_str(
+                "\n[sandbox] this looks like the sandbox's doing: a capability runs in the \
+                 session's sandbox (no writes outside the workspace, no network unless the \
+                 session allows it) and cannot ask for more; do such work with the shell tool",
+            );
+        }
+        return Err(ToolError::Failed(head_tail(&message, MAX_OUTPUT_BYTES)));
+    }
+    if finished.stdout_bytes > MAX_RESULT_BYTES {
+        return Err(ToolError::Failed(format!(
+            "the capability printed {} bytes; a result may have at most {MAX_RESULT_BYTES}. \
+             Make it print less (a summary, or write large data to a file in the workspace)",
+            finished.stdout_bytes
+        )));
+    }
+    answer(&finished.stdout)
+}
+
+/// Stdout as the result: text as it is, JSON when it looks like JSON (and then it must be).
+fn answer(stdout: &str) -> Result<String, ToolError> {
+    let text = stdout.trim();
+    if text.is_empty() {
+        return Ok("(no output)".into());
+    }
+    if text.starts_with(['{', '[']) {
+        return match serde_json::from_str::<Value>(text) {
+            Ok(value) => Ok(value.to_string()),
+            Err(err) => Err(ToolError::Failed(format!(
+                "the capability printed malformed JSON ({err}); print one JSON value or plain \
+                 text. It printed:\n{}",
+                crate::tools::truncate::clip(text, 400)
+            ))),
+        };
+    }
+    Ok(text.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn code_is_quoted_whole_for_its_interpreter() {
+        assert_eq!(
+            script("bash", "echo 'hi'"),
+            r"exec bash -c 'echo '\''hi'\''' capability"
+        );
+        assert_eq!(script("python3", "print(1)"), "exec python3 -c 'print(1)'");
+        assert_eq!(script("node", "x"), "exec node -e 'x'");
+    }
+
+    #[test]
+    fn stdout_is_text_or_well_formed_json() {
+        assert_eq!(answer("  hello\n").ok().as_deref(), Some("hello"));
+        assert_eq!(answer("").ok().as_deref(), Some("(no output)"));
+        assert_eq!(answer("{\"a\": 1}\n").ok().as_deref(), Some("{\"a\":1}"));
+        let bad = answer("{not json").map_err(|e| e.to_string());
+        assert!(bad.is_err_and(|e| e.contains("malformed JSON")));
+    }
+}
