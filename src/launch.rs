@@ -281,6 +281,25 @@ pub async fn prepare_session_with(
         }
     };
     session.set_embedder(loaded.embedder());
+    if let Some(config_dir) = &loaded.dirs.config {
+        let (library, notices) = crate::agent::prepare_skills(
+            session.store(),
+            loaded.workspace.clone(),
+            config_dir.clone(),
+        )
+        .await?;
+        let skills = &loaded.config.skills;
+        session.set_skills(
+            library,
+            crate::agent::SkillSettings {
+                catalog_tokens: skills.catalog_tokens,
+                learn_after_steps: skills.learn_after_steps,
+            },
+        );
+        for notice in notices {
+            session.notify_at_start(notice);
+        }
+    }
     session.set_model_resolver(loaded.model_resolver(cli));
     if let Some(name) = &loaded.config.agent.compressor_model {
         let model = config::select::named(&loaded.config, name)?;

@@ -13,5 +13,6 @@ pub mod memory;
 pub mod protocol;
 pub mod sandbox;
 pub mod signals;
+pub mod skills;
 pub mod tools;
 pub mod tui;

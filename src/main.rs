@@ -111,6 +111,11 @@ enum Command {
         #[command(subcommand)]
         action: CapabilityAction,
     },
+    /// List, show, check, pin and archive skills (folders with a SKILL.md).
+    Skills {
+        #[command(subcommand)]
+        action: SkillAction,
+    },
     /// Check the set-up (sandbox, keys, data directory, database) and list recent crashes.
     Doctor,
     /// Let this workspace's .mnemo/config.toml lower safety or choose model endpoints, as the
@@ -194,6 +199,34 @@ enum CapabilityAction {
     },
 }
 
+#[derive(Subcommand)]
+enum SkillAction {
+    /// Every skill with its source, who wrote it, its uses and its state
+    /// (ok, suspect, stale, pinned).
+    List,
+    /// A skill's frontmatter, folder, stats and body.
+    Show {
+        /// The skill's name, as `list` shows it.
+        name: String,
+    },
+    /// Run the `metadata.verify` command of a skill, or of every learned skill, in the sandbox
+    /// from the workspace; exits 1 when one fails.
+    Verify {
+        /// Only this skill.
+        name: Option<String>,
+    },
+    /// Pin a skill so that it never ages out; `pin NAME --off` unpins it.
+    Pin {
+        /// The skill's name, as `list` shows it.
+        name: String,
+        /// Unpin instead.
+        #[arg(long)]
+        off: bool,
+    },
+    /// Move a skill's folder to the archive (<config dir>/skills-archive/) and forget its stats.
+    Rm { name: String },
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match real_main(cli) {
@@ -216,6 +249,19 @@ fn block_on<F: std::future::Future>(future: F) -> anyhow::Result<F::Output> {
     let output = runtime.block_on(future);
     runtime.shutdown_timeout(std::time::Duration::from_millis(500));
     Ok(output)
+}
+
+/// The exit code of a command that names things (capabilities, skills).
+fn answer(done: Result<(), commands::CommandError>) -> anyhow::Result<ExitCode> {
+    match done {
+        Ok(()) => Ok(ExitCode::SUCCESS),
+        // An unknown name is an answer, like grep finding nothing: exit 1, not 2.
+        Err(commands::CommandError::Usage(message)) => {
+            eprintln!("mnemo: {message}");
+            Ok(ExitCode::from(1))
+        }
+        Err(other) => Err(other.into()),
+    }
 }
 
 fn real_main(cli: Cli) -> anyhow::Result<ExitCode> {
@@ -309,15 +355,28 @@ fn real_main(cli: Cli) -> anyhow::Result<ExitCode> {
                     commands::capabilities::pin(&loaded, &name, !off, &mut out)
                 }
             };
-            match done {
-                Ok(()) => Ok(ExitCode::SUCCESS),
-                // An unknown name is an answer, like grep finding nothing: exit 1, not 2.
-                Err(commands::CommandError::Usage(message)) => {
-                    eprintln!("mnemo: {message}");
-                    Ok(ExitCode::from(1))
+            answer(done)
+        }
+        Some(Command::Skills { action }) => {
+            let done = match action {
+                SkillAction::List => {
+                    commands::skills::list(&loaded, &mut out, &mut std::io::stderr())
                 }
-                Err(other) => Err(other.into()),
-            }
+                SkillAction::Show { name } => commands::skills::show(&loaded, &name, &mut out),
+                SkillAction::Verify { name } => {
+                    let name = name.as_deref();
+                    match block_on(commands::skills::verify(&loaded, name, &mut out))? {
+                        Ok(true) => Ok(()),
+                        Ok(false) => return Ok(ExitCode::from(1)),
+                        Err(error) => Err(error),
+                    }
+                }
+                SkillAction::Pin { name, off } => {
+                    commands::skills::pin(&loaded, &name, !off, &mut out)
+                }
+                SkillAction::Rm { name } => commands::skills::remove(&loaded, &name, &mut out),
+            };
+            answer(done)
         }
         Some(Command::Doctor) => {
             let healthy = block_on(commands::doctor::doctor(&loaded, &mut out))??;

@@ -230,6 +230,7 @@ impl Session {
         self.caps.remove(dropped.map(|m| m.seq));
         self.summary = Some(summary);
         self.archived_any = true;
+        self.reload_skills().await?;
         self.refresh_system_prompt().await?;
         self.cut_oversized().await?;
         let after = self.context_tokens();

@@ -1,12 +1,14 @@
 //! The agent task. It owns the session (history, model chain, tools) and talks to front ends only
 //! through the protocol: `Op`s in on one channel, `Event`s out on another.
 
+mod checkpoint;
 mod compaction;
 pub mod compaction_plan;
 mod guards;
 mod model_call;
 pub mod prompt;
 mod session;
+mod skills;
 pub mod subagents;
 mod tool_exec;
 mod tool_set;
@@ -26,6 +28,7 @@ use crate::sandbox::ApprovalMode;
 use crate::tools::Approvals;
 
 pub use session::{Session, SessionSettings};
+pub use skills::{SkillSettings, prepare_skills};
 
 /// Bounded so a stalled front end slows the agent down instead of growing memory.
 const EVENT_CAPACITY: usize = 1024;

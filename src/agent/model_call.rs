@@ -104,13 +104,19 @@ impl Session {
     /// The working set as the model sees it: the compaction summary, when there is one,
     /// right after the first message.
     fn request_messages(&self) -> Vec<std::sync::Arc<crate::llm::Message>> {
-        let Some(summary) = self.summary_message() else {
-            return self.history.clone();
+        let mut messages = match self.summary_message() {
+            None => self.history.clone(),
+            Some(summary) => {
+                let mut messages = Vec::with_capacity(self.history.len() + 2);
+                messages.extend(self.history.first().cloned());
+                messages.push(summary);
+                messages.extend(self.history.iter().skip(1).cloned());
+                messages
+            }
         };
-        let mut messages = Vec::with_capacity(self.history.len() + 1);
-        messages.extend(self.history.first().cloned());
-        messages.push(summary);
-        messages.extend(self.history.iter().skip(1).cloned());
+        if let Some(tail) = self.request_tail(self.step) {
+            messages = super::checkpoint::with_tail(messages, tail);
+        }
         messages
     }
 
@@ -124,7 +130,10 @@ impl Session {
         let request = ModelRequest {
             system: self.system_prompt.clone(),
             messages: self.request_messages(),
-            tools: self.toolset.specs.clone(),
+            tools: match self.tools_disabled {
+                true => Vec::new().into(),
+                false => self.toolset.specs.clone(),
+            },
             static_tools: self.toolset.static_count,
             max_output_tokens: model.max_output_tokens,
         };

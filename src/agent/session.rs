@@ -20,6 +20,7 @@ use crate::memory::types::{Experience, NewSession, StoredMessage};
 use crate::memory::{EmbeddingClient, Store};
 use crate::protocol::{Event, UserMessageKind};
 use crate::sandbox::Confinement;
+use crate::tools::skills::SkillLibrary;
 use crate::tools::{Approvals, ToolRegistry};
 
 /// Fixed for the life of a session.
@@ -44,6 +45,8 @@ pub struct SessionSettings {
     pub max_continuations: u32,
     /// Most tokens the capabilities' tool specs may take in one request.
     pub max_tool_tokens: u32,
+    /// Every this many steps of a turn the model is nudged to update its checkpoint (0: never).
+    pub checkpoint_every: u32,
 }
 
 impl SessionSettings {
@@ -61,6 +64,7 @@ impl SessionSettings {
             max_agent_depth: agent.max_agent_depth,
             max_continuations: agent.max_continuations,
             max_tool_tokens: config.capabilities.max_tool_tokens,
+            checkpoint_every: agent.checkpoint_every,
             approvals: Arc::new(Approvals::confined(
                 config.sandbox.config(),
                 config.approval,
@@ -142,6 +146,16 @@ pub struct Session {
     /// Capabilities the person pinned, read once per session.
     pub(super) pinned: Option<Vec<CapSpec>>,
     pub(super) cap_runner: Arc<CapabilityRunner>,
+    /// The model's working checkpoint for the turn.
+    pub(super) checkpoint: Option<super::checkpoint::Checkpoint>,
+    /// The model step the turn is at (1 for its first call).
+    pub(super) step: u32,
+    /// Set for the last call at the step limit: the model answers without tools.
+    pub(super) tools_disabled: bool,
+    /// The skills the session can see, with how it uses them.
+    pub(super) skills: Option<(Arc<SkillLibrary>, super::skills::SkillSettings)>,
+    /// Skills the running turn loaded, in order.
+    pub(super) skills_in_use: Vec<String>,
     /// The sub-agents this session started.
     pub(super) runs: Arc<AgentRuns>,
     /// Injections and background results for the next model call.
@@ -257,6 +271,7 @@ impl Session {
     ) -> Self {
         let mut tools = tools;
         super::subagents::register(&mut tools);
+        tools.register(super::checkpoint::UpdateWorkingCheckpoint);
         let cap_runner = Arc::new(CapabilityRunner::new(store.clone()));
         capabilities::tools::register(&mut tools, &store, None, cap_runner.clone());
         let toolset = Arc::new(ToolSet::fixed(&tools.specs()));
@@ -292,6 +307,11 @@ impl Session {
             tools_generation: None,
             pinned: None,
             cap_runner,
+            checkpoint: None,
+            step: 0,
+            tools_disabled: false,
+            skills: None,
+            skills_in_use: Vec::new(),
             runs,
             mailbox: Mailbox::default(),
             model_resolver: None,

@@ -29,6 +29,10 @@ impl Session {
     ) -> (TurnStatus, Option<String>) {
         self.turns += 1;
         let turn = self.turns;
+        // A new task starts with a clean working checkpoint; an injection goes on with it.
+        if matches!(kind, UserMessageKind::Prompt | UserMessageKind::Queued) {
+            self.checkpoint = None;
+        }
         self.emit(Event::TurnStarted { turn }).await;
         let before = (self.total_usage, self.cost_usd);
         let started_at = now_millis();
@@ -36,6 +40,12 @@ impl Session {
             Ok(()) => self.turn_steps(&cancel, &inbox).await,
             Err(err) => (TurnStatus::Failed, Some(store_failure(&err))),
         };
+        // Without a report, a completed turn counts as a success.
+        let succeeded = status == TurnStatus::Completed
+            && self
+                .report_of_turn()
+                .is_none_or(|report| report.did_success);
+        self.count_skill_outcomes(succeeded).await;
         let report = match self.close_report(status).await {
             Ok(report) => Some(report),
             Err(err) => {
@@ -153,6 +163,8 @@ impl Session {
         let mut steps = 0u32;
         let mut continuations = 0u32;
         let mut compacted_for_provider = false;
+        let mut tool_calls = 0u32;
+        let mut distil_asked = false;
         loop {
             let (texts, compact_asked) = drain(inbox);
             for text in texts {
@@ -167,9 +179,11 @@ impl Session {
                 let note = format!(
                     "stopped after {steps} model calls (the step limit); send a message to continue"
                 );
+                self.last_word(steps, cancel).await?;
                 return Ok((TurnStatus::StepLimit, Some(note)));
             }
             steps += 1;
+            self.step = steps;
 
             let estimated = self.working_tokens();
             let mut wasted = Vec::new();
@@ -210,7 +224,8 @@ impl Session {
             let stop = response.stop_reason;
             let message = response.message;
             let text = message.text();
-            let has_calls = message.tool_calls().next().is_some();
+            let message_calls = message.tool_calls().count() as u32;
+            let has_calls = message_calls > 0;
             self.commit(message).await?;
             self.emit(Event::AssistantMessage { text: text.clone() })
                 .await;
@@ -237,12 +252,22 @@ impl Session {
                     _ => {}
                 }
                 if inbox_is_empty(inbox) {
+                    if !distil_asked && self.worth_a_skill(tool_calls) {
+                        distil_asked = true;
+                        let ask = self.distil_request(tool_calls).await;
+                        self.add_user_text(ask, UserMessageKind::Continuation)
+                            .await?;
+                        continue;
+                    }
                     return Ok((TurnStatus::Completed, None));
                 }
                 continue;
             }
+            tool_calls += message_calls;
             let cut_off = (stop == StopReason::MaxTokens).then_some(limit);
             let loop_note = self.run_tool_calls(&mut guard, cancel, cut_off).await?;
+            self.note_checkpoint();
+            self.note_skills();
             if let Some(note) = loop_note {
                 self.emit(Event::Error {
                     message: note.clone(),
@@ -255,9 +280,61 @@ impl Session {
             }
             // A response whose only calls are its turn report is the turn's final answer.
             if self.only_reported() && inbox_is_empty(inbox) {
+                if !distil_asked && self.worth_a_skill(tool_calls) {
+                    distil_asked = true;
+                    let ask = self.distil_request(tool_calls).await;
+                    self.add_user_text(ask, UserMessageKind::Continuation)
+                        .await?;
+                    continue;
+                }
                 return Ok((TurnStatus::Completed, None));
             }
         }
+    }
+}
+
+/// What the model is asked for in its last call at the step limit.
+const LAST_WORD: &str = "[mnemo] This turn reached its step limit, and tools are off now. \
+    Answer the user: what is done, what is left, and what you would do next.";
+
+impl Session {
+    /// At the step limit: one more model call without tools, whose answer (what is done and
+    /// what is left) ends the turn instead of a bare "step limit". Its failure only costs that.
+    async fn last_word(
+        &mut self,
+        steps: u32,
+        cancel: &CancellationToken,
+    ) -> Result<(), StoreError> {
+        self.add_user_text(LAST_WORD.into(), UserMessageKind::Continuation)
+            .await?;
+        self.tools_disabled = true;
+        self.step = steps + 1;
+        let mut wasted = Vec::new();
+        let estimated = self.working_tokens();
+        let step = self.model_step(cancel, &mut wasted).await;
+        self.tools_disabled = false;
+        for (usage, model) in wasted {
+            self.count_usage(usage, &model).await;
+        }
+        let Ok((response, model)) = step else {
+            return Ok(());
+        };
+        self.record_usage(response.usage, &model, estimated).await;
+        // Without tools there must be no calls; any that came anyway would stay unanswered.
+        let text: Vec<ContentBlock> = response
+            .message
+            .content
+            .into_iter()
+            .filter(|block| matches!(block, ContentBlock::Text { .. }))
+            .collect();
+        let message = Message::assistant(text);
+        let said = message.text();
+        if said.trim().is_empty() {
+            return Ok(());
+        }
+        self.commit(message).await?;
+        self.emit(Event::AssistantMessage { text: said }).await;
+        Ok(())
     }
 }
 

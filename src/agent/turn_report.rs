@@ -30,8 +30,14 @@ impl Session {
             && self.report_of_turn().is_some()
     }
 
+    /// Whether the turn's report says the request was fully done.
+    pub(super) fn report_succeeded(&self) -> bool {
+        self.report_of_turn()
+            .is_some_and(|report| report.did_success)
+    }
+
     /// The report the model gave in this turn's latest answer, if it gave a valid one.
-    fn report_of_turn(&self) -> Option<TurnReportArgs> {
+    pub(super) fn report_of_turn(&self) -> Option<TurnReportArgs> {
         let answer = self
             .history
             .iter()

@@ -60,8 +60,14 @@ impl Session {
         let summary = self
             .summary_message()
             .map_or(0, |m| crate::llm::tokens::estimate_message(&m));
-        self.system_prompt =
+        let mut prompt =
             render_prompt(&self.settings.system_prompt, experiences, self.archived_any);
+        let catalog = self.skill_catalog().await?;
+        if !catalog.is_empty() {
+            prompt.push('\n');
+            prompt.push_str(&catalog);
+        }
+        self.system_prompt = prompt;
         self.prompt_tokens =
             u64::from(summary) + u64::from(crate::llm::tokens::estimate_text(&self.system_prompt));
         Ok(())

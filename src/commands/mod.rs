@@ -1,11 +1,12 @@
 //! The non-interactive subcommands (`mnemo sessions …`, `mnemo memory …`,
-//! `mnemo capabilities …`, `mnemo trust`, `mnemo doctor`). Each writes its answer to a writer
-//! so that it can be tested without a process.
+//! `mnemo capabilities …`, `mnemo skills …`, `mnemo trust`, `mnemo doctor`). Each writes its
+//! answer to a writer so that it can be tested without a process.
 
 pub mod capabilities;
 pub mod doctor;
 pub mod memory;
 pub mod sessions;
+pub mod skills;
 pub mod trust;
 
 use crate::launch::LaunchError;
@@ -17,6 +18,8 @@ pub enum CommandError {
     Launch(#[from] LaunchError),
     #[error(transparent)]
     Store(#[from] StoreError),
+    #[error(transparent)]
+    Skill(#[from] crate::skills::SkillError),
     #[error("cannot write the output: {0}")]
     Output(#[from] std::io::Error),
     #[error("{0}")]
@@ -32,4 +35,11 @@ pub(crate) fn local_time(millis: i64) -> String {
                 .to_string()
         })
         .unwrap_or_else(|| "-".into())
+}
+
+/// The width of a column holding `names` under `heading`.
+pub(crate) fn column_width<'a>(names: impl Iterator<Item = &'a str>, heading: &str) -> usize {
+    names
+        .map(|name| name.chars().count())
+        .fold(heading.chars().count(), usize::max)
 }

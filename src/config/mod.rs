@@ -24,6 +24,7 @@ pub struct Config {
     pub agent: AgentConfig,
     pub memory: MemoryConfig,
     pub capabilities: CapabilitiesConfig,
+    pub skills: SkillsConfig,
     pub retry: RetryConfig,
     pub sandbox: crate::sandbox::SandboxSection,
     /// When the agent asks before acting: read_only, ask, auto or full.
@@ -108,6 +109,35 @@ impl Default for CapabilitiesConfig {
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
+pub struct SkillsConfig {
+    /// Most tokens the skill catalogue may take in the system prompt; 2 % of the model's
+    /// context window when unset.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub catalog_tokens: Option<u32>,
+    /// Model calls a successful turn must have taken before the agent is asked to write down
+    /// what it did as a skill.
+    pub learn_after_steps: u32,
+}
+
+impl Default for SkillsConfig {
+    fn default() -> Self {
+        Self {
+            catalog_tokens: None,
+            learn_after_steps: 6,
+        }
+    }
+}
+
+impl SkillsConfig {
+    /// The catalogue's budget for a model with `context_window` tokens.
+    pub fn catalog_budget(&self, context_window: u64) -> u32 {
+        self.catalog_tokens
+            .unwrap_or_else(|| u32::try_from(context_window / 50).unwrap_or(u32::MAX))
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct MemoryConfig {
     /// The database file; `<data dir>/mnemo.db` when unset.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -146,6 +176,9 @@ pub struct AgentConfig {
     /// fallbacks: the model must not send the conversation to a provider the person did not
     /// choose.
     pub subagent_models: Vec<String>,
+    /// Every this many model calls of a turn the model is reminded to update its working
+    /// checkpoint and reconsider its approach (0: never).
+    pub checkpoint_every: u32,
 }
 
 impl Default for AgentConfig {
@@ -159,6 +192,7 @@ impl Default for AgentConfig {
             max_agent_depth: 3,
             max_continuations: 2,
             subagent_models: Vec::new(),
+            checkpoint_every: 12,
         }
     }
 }

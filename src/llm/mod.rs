@@ -24,6 +24,10 @@ pub use types::{
     Usage, tool_input,
 };
 
+/// Opens the text mnemo adds at the very end of a request (the working checkpoint and
+/// reminders): it is not part of the stored conversation.
+pub const REMINDER_MARK: &str = "[mnemo reminder]";
+
 /// Deltas as they arrive, ending with `StreamEvent::Completed` or an error. Dropping the
 /// stream closes the connection, which is how an interrupt reaches the network.
 pub type EventStream = Pin<Box<dyn Stream<Item = Result<StreamEvent, ProviderError>> + Send>>;

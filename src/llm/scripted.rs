@@ -143,13 +143,28 @@ impl ScriptedProvider {
     }
 }
 
+/// The latest text of a user message, leaving out the reminder mnemo adds at the end of a
+/// request (it is not what the conversation said).
 fn latest_user_text(request: &ModelRequest) -> String {
     request
         .messages
         .iter()
         .rev()
         .filter(|m| m.role == Role::User)
-        .map(|m| m.text())
+        .map(|m| {
+            m.content
+                .iter()
+                .filter_map(|block| match block {
+                    crate::llm::ContentBlock::Text { text }
+                        if !text.starts_with(crate::llm::REMINDER_MARK) =>
+                    {
+                        Some(text.as_str())
+                    }
+                    _ => None,
+                })
+                .collect::<Vec<_>>()
+                .join("\n")
+        })
         .find(|text| !text.is_empty())
         .unwrap_or_default()
 }

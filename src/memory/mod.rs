@@ -18,6 +18,7 @@ pub mod schema;
 pub mod search;
 pub mod session_lock;
 pub mod sessions;
+pub mod skills;
 pub mod store;
 pub mod summary;
 pub mod types;

@@ -180,8 +180,37 @@ CREATE TRIGGER capabilities_fts_delete AFTER DELETE ON capabilities BEGIN
 END;
 ";
 
+/// v5: skills' stats. The skills themselves are folders on disk (Agent Skills format); a row
+/// records who wrote one (a person, the agent, an import), where the agent did, how often it
+/// was loaded and how the turns that loaded it ended. `failure_streak` counts the failed
+/// turns since the last good one (two make a learned skill suspect). The full-text index of
+/// names and descriptions is refreshed from disk at session start and finds similar skills
+/// before a new one is written.
+const V5: &str = "
+CREATE TABLE skill_stats (
+    name           TEXT PRIMARY KEY,
+    origin         TEXT NOT NULL,
+    session_id     TEXT,
+    turn           INTEGER,
+    created_at     INTEGER NOT NULL,
+    loads          INTEGER NOT NULL DEFAULT 0,
+    successes      INTEGER NOT NULL DEFAULT 0,
+    failures       INTEGER NOT NULL DEFAULT 0,
+    failure_streak INTEGER NOT NULL DEFAULT 0,
+    last_used      INTEGER,
+    pinned         INTEGER NOT NULL DEFAULT 0,
+    stale          INTEGER NOT NULL DEFAULT 0
+) WITHOUT ROWID;
+
+CREATE VIRTUAL TABLE skills_fts USING fts5(
+    name, description,
+    tokenize = 'porter unicode61 remove_diacritics 2'
+);
+INSERT INTO skills_fts(skills_fts, rank) VALUES ('rank', 'bm25(3.0, 1.0)');
+";
+
 /// Migration `i` brings the schema from version `i` to `i + 1`.
-const MIGRATIONS: &[&str] = &[V1, V2, V3, V4];
+const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5];
 
 /// The schema version this build writes.
 pub const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;

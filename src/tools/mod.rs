@@ -13,6 +13,7 @@ pub mod process;
 pub mod registry;
 pub mod search;
 pub mod shell;
+pub mod skills;
 pub mod truncate;
 pub mod turn_report;
 

@@ -140,6 +140,7 @@ impl<W: Write> App<W> {
                     Effect::SwitchModel(name) => self.switch_model(name).await,
                     Effect::SearchMemory(query) => self.search_memory(query).await,
                     Effect::ListCapabilities => self.list_capabilities().await,
+                    Effect::ListSkills => self.list_skills().await,
                 }
             }
             draw_pending |= self.state.take_dirty();

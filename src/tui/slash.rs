@@ -19,13 +19,14 @@ pub enum SlashCommand {
     Resume,
     Memory,
     Capabilities,
+    Skills,
     Approval,
     Cost,
     Quit,
 }
 
 impl SlashCommand {
-    pub const ALL: [SlashCommand; 11] = [
+    pub const ALL: [SlashCommand; 12] = [
         SlashCommand::Help,
         SlashCommand::Model,
         SlashCommand::Compact,
@@ -34,6 +35,7 @@ impl SlashCommand {
         SlashCommand::Resume,
         SlashCommand::Memory,
         SlashCommand::Capabilities,
+        SlashCommand::Skills,
         SlashCommand::Approval,
         SlashCommand::Cost,
         SlashCommand::Quit,
@@ -52,6 +54,7 @@ impl SlashCommand {
             SlashCommand::Resume => "resume",
             SlashCommand::Memory => "memory",
             SlashCommand::Capabilities => "capabilities",
+            SlashCommand::Skills => "skills",
             SlashCommand::Approval => "approval",
             SlashCommand::Cost => "cost",
             SlashCommand::Quit => "quit",
@@ -68,6 +71,7 @@ impl SlashCommand {
             SlashCommand::Resume => "resume a past session",
             SlashCommand::Memory => "search the memory archive",
             SlashCommand::Capabilities => "tools the agent made: offered now, stored",
+            SlashCommand::Skills => "skills: origin, uses, state",
             SlashCommand::Approval => "when to ask before acting: read-only, ask, auto, full",
             SlashCommand::Cost => "tokens and cost of this session",
             SlashCommand::Quit => "leave mnemo",
@@ -122,6 +126,7 @@ pub fn execute(command: SlashCommand, args: &str, state: &mut AppState) -> Vec<E
         SlashCommand::Clear => vec![Effect::ClearSession],
         SlashCommand::Compact => vec![Effect::Send(Op::Compact)],
         SlashCommand::Capabilities => vec![Effect::ListCapabilities],
+        SlashCommand::Skills => vec![Effect::ListSkills],
         SlashCommand::Quit => vec![Effect::Quit],
         SlashCommand::Sessions | SlashCommand::Resume => {
             if refuse_while_busy(state, "switching sessions") {

@@ -45,6 +45,8 @@ pub enum Effect {
     SearchMemory(String),
     /// `/capabilities`: the tools offered now and the capability store.
     ListCapabilities,
+    /// `/skills`: the skills found, with their origin, uses and state.
+    ListSkills,
 }
 
 /// Text the user sent that the agent has not applied yet.

@@ -219,6 +219,52 @@ impl<W: Write> App<W> {
     }
 
     /// `/memory QUERY`: the best archive entries, as a note.
+    /// `/skills`: every skill found, with where it comes from, its uses and its state.
+    pub(super) async fn list_skills(&mut self) {
+        let Some(config_dir) = self.loaded.dirs.config.clone() else {
+            self.state
+                .notice(NoticeLevel::Info, "Skills: no config directory, so none");
+            return;
+        };
+        let set = crate::skills::discover(&self.loaded.workspace, &config_dir);
+        let stats = match self.loaded.store() {
+            Ok(store) => store.call(|db| db.skill_stats()).await.unwrap_or_default(),
+            Err(_) => Vec::new(),
+        };
+        let text = match set.is_empty() {
+            true => "Skills: none yet (folders with a SKILL.md in .agents/skills, \
+                     .mnemo/skills, .claude/skills or the config dir's skills/)"
+                .to_string(),
+            false => {
+                let lines: Vec<String> = set
+                    .iter()
+                    .map(|skill| {
+                        let stat = stats.iter().find(|s| s.name == skill.name);
+                        let origin = stat.map_or("person", |s| match s.origin {
+                            crate::memory::skills::SkillOrigin::Person => "person",
+                            crate::memory::skills::SkillOrigin::Learned => "learned",
+                            crate::memory::skills::SkillOrigin::Imported => "imported",
+                        });
+                        let state = match stat {
+                            Some(s) if s.suspect => " · suspect",
+                            Some(s) if s.stale => " · stale",
+                            Some(s) if s.pinned => " · pinned",
+                            _ => "",
+                        };
+                        let uses = stat.map_or(0, |s| s.loads);
+                        format!(
+                            "  {} · {} · {origin} · {uses} uses{state}",
+                            skill.name,
+                            skill.source.as_str()
+                        )
+                    })
+                    .collect();
+                format!("Skills ({}):\n{}", set.len(), lines.join("\n"))
+            }
+        };
+        self.state.notice(NoticeLevel::Info, &text);
+    }
+
     /// `/capabilities`: what the session offers now, then what the store holds.
     pub(super) async fn list_capabilities(&mut self) {
         let stored = match self.loaded.store() {

@@ -1,0 +1,184 @@
+//! Skills in the session: the catalogue in the system prompt, which skills a turn loaded (their
+//! outcome is counted when it ends, and their bodies come back after a compaction), and the
+//! one extra model call that asks the agent to distil a long successful turn into a skill.
+
+use std::sync::Arc;
+
+use super::Session;
+use crate::llm::{ContentBlock, Message};
+use crate::memory::StoreError;
+use crate::tools::skills::{LoadSkill, SkillLibrary};
+use crate::tools::{TypedTool, skills as skill_tools};
+
+/// Share of the context window the catalogue may take when `skills.catalog_tokens` is unset.
+const CATALOG_SHARE: f64 = 0.02;
+
+/// How the session uses skills, from `[skills]`.
+#[derive(Debug, Clone, Copy)]
+pub struct SkillSettings {
+    pub catalog_tokens: Option<u32>,
+    pub learn_after_steps: u32,
+}
+
+/// Finds the skills for a session in `workspace` and ages the learned ones; returns the
+/// library and what the person should be told (malformed skills, ageing).
+pub async fn prepare_skills(
+    store: &crate::memory::Store,
+    workspace: std::path::PathBuf,
+    config_dir: std::path::PathBuf,
+) -> Result<(Arc<SkillLibrary>, Vec<String>), StoreError> {
+    let library = SkillLibrary::discover(workspace, config_dir.clone());
+    let set = library.set();
+    let mut notices: Vec<String> = set.warnings().to_vec();
+    let stats = store.call(|db| db.skill_stats()).await?;
+    let now = super::turn_loop::now_millis();
+    let report = crate::skills::age(&set, &stats, &config_dir, now);
+    let moved = !report.archived.is_empty();
+    notices.extend(report.notice());
+    let library = match moved {
+        true => SkillLibrary::discover(library.workspace.clone(), config_dir),
+        false => library,
+    };
+    let entries = library.index_entries();
+    store
+        .call(move |db| {
+            report.record(db)?;
+            db.index_skills(&entries)
+        })
+        .await?;
+    Ok((Arc::new(library), notices))
+}
+
+impl Session {
+    /// Gives the session `library`'s skills: the catalogue, the skill tools and learning.
+    pub fn set_skills(&mut self, library: Arc<SkillLibrary>, settings: SkillSettings) {
+        skill_tools::register(&mut self.tools, library.clone(), &self.store);
+        self.skills = Some((library, settings));
+    }
+
+    /// The catalogue section of the system prompt, within its token budget.
+    pub(super) async fn skill_catalog(&self) -> Result<String, StoreError> {
+        let Some((library, settings)) = &self.skills else {
+            return Ok(String::new());
+        };
+        let set = library.set();
+        if set.is_empty() {
+            return Ok(String::new());
+        }
+        let stats = self.store.call(|db| db.skill_stats()).await?;
+        let window = self.chain.primary().map_or(0, |m| m.context_window);
+        let budget = settings
+            .catalog_tokens
+            .unwrap_or((window as f64 * CATALOG_SHARE) as u32);
+        Ok(crate::skills::catalog(&set, &stats, budget))
+    }
+
+    /// Notes the skills the last tool calls loaded.
+    pub(super) fn note_skills(&mut self) {
+        let Some((calls, results)) = self
+            .history
+            .len()
+            .checked_sub(2)
+            .map(|at| (&self.history[at], &self.history[at + 1]))
+        else {
+            return;
+        };
+        for call in calls.tool_calls().filter(|c| c.name == LoadSkill::NAME) {
+            let loaded = results.content.iter().any(|block| {
+                matches!(block, ContentBlock::ToolResult { tool_use_id, is_error: false, .. }
+                    if tool_use_id == call.id)
+            });
+            let Some(name) = call.input.get("name").and_then(|n| n.as_str()) else {
+                continue;
+            };
+            if loaded && !self.skills_in_use.iter().any(|s| s == name) {
+                self.skills_in_use.push(name.to_string());
+            }
+        }
+    }
+
+    /// Counts how the turn ended for every skill it loaded.
+    pub(super) async fn count_skill_outcomes(&mut self, success: bool) {
+        let used = std::mem::take(&mut self.skills_in_use);
+        if used.is_empty() {
+            return;
+        }
+        // Bookkeeping: a failure to count must not fail the turn.
+        let _ = self
+            .store
+            .call(move |db| {
+                for name in &used {
+                    db.skill_outcome(name, success)?;
+                }
+                Ok(())
+            })
+            .await;
+    }
+
+    /// After a compaction: the skills in use are named in the summary and their bodies are
+    /// loaded again, so the work goes on by them.
+    pub(super) async fn reload_skills(&mut self) -> Result<(), StoreError> {
+        let Some((library, _)) = &self.skills else {
+            return Ok(());
+        };
+        let bodies: Vec<String> = self
+            .skills_in_use
+            .iter()
+            .filter_map(|name| library.get(name))
+            .map(|skill| format!("# Skill {}\n\n{}", skill.name, skill.body.trim()))
+            .collect();
+        if bodies.is_empty() {
+            return Ok(());
+        }
+        if let Some(summary) = &mut self.summary {
+            summary.push_str(&format!(
+                "\nSkills in use: {}",
+                self.skills_in_use.join(", ")
+            ));
+        }
+        let text = format!(
+            "[mnemo] The skills you were using, loaded again after the compaction:\n\n{}",
+            bodies.join("\n\n")
+        );
+        self.commit(Message::user_text(text)).await
+    }
+
+    /// Whether the turn that just succeeded was long enough to be worth a skill, and the
+    /// question was not asked in it yet.
+    pub(super) fn worth_a_skill(&self, tool_calls: u32) -> bool {
+        let Some((_, settings)) = &self.skills else {
+            return false;
+        };
+        settings.learn_after_steps > 0
+            && tool_calls >= settings.learn_after_steps
+            && self.report_succeeded()
+    }
+
+    /// The question that asks the agent to distil the turn, naming the closest skills.
+    pub(super) async fn distil_request(&self, tool_calls: u32) -> String {
+        let topic: String = self
+            .history
+            .iter()
+            .rev()
+            .find(|m| m.role == crate::llm::Role::User && !m.text().trim().is_empty())
+            .map(|m| m.text())
+            .unwrap_or_default();
+        let similar = self
+            .store
+            .call(move |db| db.similar_skills(&topic, 5))
+            .await
+            .unwrap_or_default();
+        let closest = match similar.is_empty() {
+            true => "none".to_string(),
+            false => similar.join(", "),
+        };
+        format!(
+            "[mnemo] This task succeeded after {tool_calls} tool calls. If what worked will \
+             help next time, distil it into a skill: the facts of the environment you verified, \
+             the steps, the pitfalls. Closest existing skills: {closest}. Update one of them \
+             with skill_patch rather than adding a near-duplicate, or write a new one with \
+             skill_write (a `verify` command that checks it still works is welcome). If nothing \
+             is worth keeping, answer \"nothing worth keeping\"."
+        )
+    }
+}

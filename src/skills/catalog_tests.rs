@@ -1,0 +1,122 @@
+use super::*;
+use crate::memory::skills::SkillOrigin;
+use crate::skills::{Skill, SkillSource};
+
+fn skill(name: &str, description: &str) -> Skill {
+    Skill {
+        name: name.to_owned(),
+        description: description.to_owned(),
+        body: String::new(),
+        dir: std::path::PathBuf::from("/skills").join(name),
+        source: SkillSource::Project,
+        license: None,
+        compatibility: None,
+        allowed_tools: Vec::new(),
+        metadata: serde_json::Map::new(),
+    }
+}
+
+fn stats(name: &str, loads: u64) -> SkillStats {
+    SkillStats {
+        name: name.to_owned(),
+        origin: SkillOrigin::Learned,
+        session_id: None,
+        turn: None,
+        loads,
+        successes: 0,
+        failures: 0,
+        last_used: None,
+        created_at: 0,
+        pinned: false,
+        suspect: false,
+        stale: false,
+    }
+}
+
+fn set(skills: &[Skill]) -> SkillSet {
+    let mut set = SkillSet::default();
+    for skill in skills {
+        set.insert(skill.clone());
+    }
+    set
+}
+
+#[test]
+fn no_skills_make_no_section() {
+    assert_eq!(catalog(&SkillSet::default(), &[], 10_000), "");
+}
+
+#[test]
+fn skills_are_listed_by_name_on_one_line_each_with_suspect_marked() {
+    let skills = set(&[
+        skill("zip-logs", "Compress\n  old logs."),
+        skill("build", "Build it."),
+    ]);
+    let mut suspect = stats("zip-logs", 3);
+    suspect.suspect = true;
+    let section = catalog(&skills, &[suspect], 10_000);
+    assert!(section.starts_with("## Skills\n"), "{section}");
+    assert!(
+        section.ends_with(&format!(
+            "- build: Build it.\n- zip-logs: Compress old logs.{SUSPECT_NOTE}\n"
+        )),
+        "{section}"
+    );
+}
+
+#[test]
+fn stale_skills_are_left_out_and_not_counted() {
+    let skills = set(&[skill("old", "Old."), skill("new", "New.")]);
+    let mut old = stats("old", 0);
+    old.stale = true;
+    let section = catalog(&skills, &[old], 10_000);
+    assert!(
+        section.contains("- new: New.") && !section.contains("old"),
+        "{section}"
+    );
+    let only_stale = set(&[skill("old", "Old.")]);
+    let mut old = stats("old", 0);
+    old.stale = true;
+    assert_eq!(catalog(&only_stale, &[old], 10_000), "");
+}
+
+#[test]
+fn past_the_budget_the_least_used_leave_first_and_pinned_stay() {
+    let names: Vec<String> = (0..40).map(|i| format!("skill-{i:02}")).collect();
+    let skills = set(&names
+        .iter()
+        .map(|n| skill(n, "Does a thing that takes a few words to describe."))
+        .collect::<Vec<_>>());
+    let mut stats: Vec<SkillStats> = names
+        .iter()
+        .enumerate()
+        .map(|(i, n)| stats(n, i as u64))
+        .collect();
+    stats[0].pinned = true;
+    let budget = 200;
+    let section = catalog(&skills, &stats, budget);
+    assert!(estimate_text(&section) <= budget, "{section}");
+    let listed: Vec<&str> = section
+        .lines()
+        .filter_map(|l| l.strip_prefix("- "))
+        .filter_map(|l| l.split(':').next())
+        .collect();
+    assert!(listed.len() > 3 && listed.len() < 40, "{section}");
+    assert!(listed.contains(&"skill-00"), "pinned stays: {section}");
+    assert!(listed.contains(&"skill-39"), "most used stays: {section}");
+    assert!(
+        !listed.contains(&"skill-01"),
+        "least used leaves: {section}"
+    );
+    let more = format!(
+        "({} more skills not listed; load_skill NAME loads any by name)\n",
+        40 - listed.len()
+    );
+    assert!(section.ends_with(&more), "{section}");
+}
+
+#[test]
+fn a_budget_too_small_for_the_heading_gives_nothing() {
+    let skills = set(&[skill("a", "A.")]);
+    assert_eq!(catalog(&skills, &[], 5), "");
+}

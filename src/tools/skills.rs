@@ -1,0 +1,302 @@
+//! The skill tools: `load_skill` and `read_skill_resource` read skills on demand (only names
+//! and descriptions sit in the system prompt); `skill_write` and `skill_patch` let the agent
+//! write down a procedure that worked, or improve one. Writing is a write for approvals.
+
+use std::path::PathBuf;
+use std::sync::{Arc, PoisonError, RwLock};
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::json;
+
+use super::{ToolContext, ToolError, ToolRegistry, TypedTool};
+use crate::memory::skills::SkillOrigin;
+use crate::memory::{Store, StoreError};
+use crate::protocol::ApprovalAction;
+use crate::sandbox::approval::Action;
+use crate::skills::{self, Skill, SkillSet};
+
+/// The skills a session can see, found again after the agent writes one.
+pub struct SkillLibrary {
+    pub workspace: PathBuf,
+    /// mnemo's config dir: user skills live in its `skills/`.
+    pub config_dir: PathBuf,
+    set: RwLock<SkillSet>,
+}
+
+impl SkillLibrary {
+    pub fn discover(workspace: PathBuf, config_dir: PathBuf) -> Self {
+        let set = skills::discover(&workspace, &config_dir);
+        Self {
+            workspace,
+            config_dir,
+            set: RwLock::new(set),
+        }
+    }
+
+    pub fn set(&self) -> SkillSet {
+        self.set
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    pub fn get(&self, name: &str) -> Option<Skill> {
+        let set = self.set.read().unwrap_or_else(PoisonError::into_inner);
+        set.get(name).cloned()
+    }
+
+    fn reload(&self) {
+        let found = skills::discover(&self.workspace, &self.config_dir);
+        *self.set.write().unwrap_or_else(PoisonError::into_inner) = found;
+    }
+
+    fn root(&self, scope: Scope) -> PathBuf {
+        match scope {
+            Scope::User => self.config_dir.join("skills"),
+            Scope::Project => self.workspace.join(".mnemo").join("skills"),
+        }
+    }
+
+    /// (name, description) of every skill, for the search index.
+    pub fn index_entries(&self) -> Vec<(String, String)> {
+        let set = self.set.read().unwrap_or_else(PoisonError::into_inner);
+        set.iter()
+            .map(|s| (s.name.clone(), s.description.clone()))
+            .collect()
+    }
+
+    fn skill(&self, name: &str) -> Result<Skill, ToolError> {
+        self.get(name).ok_or_else(|| {
+            ToolError::Failed(format!(
+                "no skill is named `{name}`; the catalogue in your instructions lists them"
+            ))
+        })
+    }
+}
+
+/// Registers the four skill tools over `library`.
+pub fn register(registry: &mut ToolRegistry, library: Arc<SkillLibrary>, store: &Store) {
+    registry.register(LoadSkill {
+        library: library.clone(),
+        store: store.clone(),
+    });
+    registry.register(ReadSkillResource {
+        library: library.clone(),
+    });
+    registry.register(SkillWrite {
+        library: library.clone(),
+        store: store.clone(),
+    });
+    registry.register(SkillPatch {
+        library,
+        store: store.clone(),
+    });
+}
+
+fn failed(err: impl std::fmt::Display) -> ToolError {
+    ToolError::Failed(err.to_string())
+}
+
+fn store_failed(err: StoreError) -> ToolError {
+    failed(err)
+}
+
+pub struct LoadSkill {
+    library: Arc<SkillLibrary>,
+    store: Store,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NameArgs {
+    pub name: String,
+}
+
+impl TypedTool for LoadSkill {
+    type Args = NameArgs;
+    const NAME: &'static str = "load_skill";
+    const DESCRIPTION: &'static str = "The instructions of a skill from the catalogue.";
+    const MUTATES: bool = false;
+
+    async fn run(&self, args: NameArgs, _ctx: &ToolContext) -> Result<String, ToolError> {
+        let skill = self.library.skill(&args.name)?;
+        let name = skill.name.clone();
+        // Counting a load is bookkeeping: a failure to write it must not fail the load.
+        let _ = self.store.call(move |db| db.skill_loaded(&name)).await;
+        Ok(format!(
+            "# Skill {} ({})\n\n{}",
+            skill.name,
+            skill.dir.display(),
+            skill.body.trim()
+        ))
+    }
+}
+
+pub struct ReadSkillResource {
+    library: Arc<SkillLibrary>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ResourceArgs {
+    pub name: String,
+    /// Relative to the skill's folder.
+    pub path: String,
+}
+
+impl TypedTool for ReadSkillResource {
+    type Args = ResourceArgs;
+    const NAME: &'static str = "read_skill_resource";
+    const DESCRIPTION: &'static str = "A file of a skill's folder that its instructions name.";
+    const MUTATES: bool = false;
+
+    async fn run(&self, args: ResourceArgs, _ctx: &ToolContext) -> Result<String, ToolError> {
+        let skill = self.library.skill(&args.name)?;
+        skills::read_resource(&skill, &args.path).map_err(failed)
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Scope {
+    #[default]
+    User,
+    Project,
+}
+
+pub struct SkillWrite {
+    library: Arc<SkillLibrary>,
+    store: Store,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WriteArgs {
+    /// [a-z0-9-], at most 64.
+    pub name: String,
+    /// What it does and when to use it.
+    pub description: String,
+    /// Markdown: verified facts, the steps, the pitfalls.
+    pub body: String,
+    /// user (default: every workspace) or project.
+    #[serde(default)]
+    pub scope: Scope,
+    /// A shell command that checks the skill still works.
+    pub verify: Option<String>,
+}
+
+impl TypedTool for SkillWrite {
+    type Args = WriteArgs;
+    const NAME: &'static str = "skill_write";
+    const DESCRIPTION: &'static str =
+        "Write down a procedure that worked as a new skill (refused if the name exists).";
+    const MUTATES: bool = true;
+
+    fn action(&self, _args: &WriteArgs) -> Option<Action> {
+        Some(Action::Write)
+    }
+
+    async fn preview(
+        &self,
+        args: WriteArgs,
+        _ctx: &ToolContext,
+    ) -> Result<ApprovalAction, ToolError> {
+        let path = self
+            .library
+            .root(args.scope)
+            .join(&args.name)
+            .join("SKILL.md");
+        let diff: String = args.body.lines().map(|l| format!("+{l}\n")).collect();
+        Ok(ApprovalAction::Write {
+            path: format!("{} — {}", path.display(), args.description),
+            diff,
+        })
+    }
+
+    async fn run(&self, args: WriteArgs, ctx: &ToolContext) -> Result<String, ToolError> {
+        if self.library.get(&args.name).is_some() {
+            return Err(ToolError::Failed(format!(
+                "a skill named `{}` exists; improve it with skill_patch or choose another name",
+                args.name
+            )));
+        }
+        let mut metadata = serde_json::Map::new();
+        if let Some(verify) = args.verify.filter(|v| !v.trim().is_empty()) {
+            metadata.insert("verify".into(), json!(verify));
+        }
+        let root = self.library.root(args.scope);
+        let dir = skills::write_skill(&root, &args.name, &args.description, &args.body, &metadata)
+            .map_err(failed)?;
+        self.library.reload();
+        let (name, session, turn) = (args.name.clone(), ctx.session_id.clone(), ctx.turn);
+        let entries = self.library.index_entries();
+        self.store
+            .call(move |db| {
+                db.skill_written(&name, SkillOrigin::Learned, Some(&session), Some(turn))?;
+                db.index_skills(&entries)
+            })
+            .await
+            .map_err(store_failed)?;
+        Ok(format!(
+            "skill `{}` written to {}; later sessions list it in their catalogue",
+            args.name,
+            dir.display()
+        ))
+    }
+}
+
+pub struct SkillPatch {
+    library: Arc<SkillLibrary>,
+    store: Store,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PatchArgs {
+    pub name: String,
+    /// Text of its SKILL.md that occurs exactly once.
+    pub old_text: String,
+    pub new_text: String,
+}
+
+impl TypedTool for SkillPatch {
+    type Args = PatchArgs;
+    const NAME: &'static str = "skill_patch";
+    const DESCRIPTION: &'static str = "Improve a skill: replace text that occurs once in it.";
+    const MUTATES: bool = true;
+
+    fn action(&self, _args: &PatchArgs) -> Option<Action> {
+        Some(Action::Write)
+    }
+
+    async fn preview(
+        &self,
+        args: PatchArgs,
+        _ctx: &ToolContext,
+    ) -> Result<ApprovalAction, ToolError> {
+        let skill = self.library.skill(&args.name)?;
+        let removed = args.old_text.lines().map(|l| format!("-{l}\n"));
+        let added = args.new_text.lines().map(|l| format!("+{l}\n"));
+        Ok(ApprovalAction::Write {
+            path: skill.file().display().to_string(),
+            diff: removed.chain(added).collect(),
+        })
+    }
+
+    async fn run(&self, args: PatchArgs, ctx: &ToolContext) -> Result<String, ToolError> {
+        let skill = self.library.skill(&args.name)?;
+        skills::patch_skill(&skill, &args.old_text, &args.new_text).map_err(failed)?;
+        self.library.reload();
+        let (name, session, turn) = (args.name.clone(), ctx.session_id.clone(), ctx.turn);
+        let entries = self.library.index_entries();
+        self.store
+            .call(move |db| {
+                db.skill_written(&name, SkillOrigin::Learned, Some(&session), Some(turn))?;
+                db.index_skills(&entries)
+            })
+            .await
+            .map_err(store_failed)?;
+        Ok(format!("skill `{}` updated", args.name))
+    }
+}
