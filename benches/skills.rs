@@ -147,38 +147,16 @@ fn main() -> BenchResult {
     let stats: Vec<SkillStats> = found
         .iter()
         .map(|skill| SkillStats {
-            name: skill.name.clone(),
-            origin: SkillOrigin::Learned,
-            session_id: None,
-            turn: None,
             loads: rng.u64(0..20),
-            successes: 0,
-            failures: 0,
             last_used: Some(rng.i64(0..1_000_000)),
-            created_at: 0,
             pinned: rng.u8(..) < 8,
             suspect: rng.u8(..) < 8,
             stale: rng.u8(..) < 16,
+            ..SkillStats::new(skill.name.clone(), SkillOrigin::Learned, 0)
         })
         .collect();
     // The tokenizer a session uses once loaded; the first estimates would use a heuristic.
     tokens::wait_ready();
-    {
-        let files: Vec<std::path::PathBuf> = found.iter().map(|s| s.file()).collect();
-        let mut read = Vec::new();
-        let mut parse = Vec::new();
-        for _ in 0..RUNS {
-            let t = Instant::now();
-            let texts: Vec<String> = files.iter().map(|f| std::fs::read_to_string(f).unwrap_or_default()).collect();
-            read.push(t.elapsed());
-            let t = Instant::now();
-            for (text, skill) in texts.iter().zip(found.iter()) {
-                let _ = mnemo::skills::parse(text, &skill.name);
-            }
-            parse.push(t.elapsed());
-        }
-        println!("PROBE read {:.2} ms parse {:.2} ms", ms(median(read)), ms(median(parse)));
-    }
     session_start(&workspace, &config, &stats, BUDGET)?;
     session_start(&workspace, &config, &stats, SMALL_BUDGET)?;
     Ok(())

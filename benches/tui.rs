@@ -28,6 +28,8 @@ fn main() -> Result<()> {
     highlight::load_now();
     let dir = tempfile::tempdir()?;
     launch_and_idle(dir.path())?;
+    ready_with_skills(0)?;
+    ready_with_skills(500)?;
     resume_large_session()?;
     streaming_cpu(dir.path())?;
     tui_markdown::streaming_cpu(dir.path())?;
@@ -35,6 +37,36 @@ fn main() -> Result<()> {
     markdown_frames();
     keystroke_to_frame();
     pager_frames();
+    Ok(())
+}
+
+/// Launch to a ready prompt ("● idle") with `count` user skills for the catalogue.
+fn ready_with_skills(count: usize) -> Result<()> {
+    let dir = tempfile::tempdir()?;
+    for n in 0..count {
+        let name = format!("skill-number-{n}");
+        let folder = dir.path().join("config/skills").join(&name);
+        std::fs::create_dir_all(&folder)?;
+        let text = format!(
+            "---\nname: {name}\ndescription: Does task {n} the way that worked: build, test, \
+             deploy and check the logs\n---\n\n# Steps\n\n1. First.\n2. Second.\n"
+        );
+        std::fs::write(folder.join("SKILL.md"), text)?;
+    }
+    let script = r#"{"turns": [{"text": "hi"}]}"#;
+    let mut ready = Vec::new();
+    for _ in 0..10 {
+        let start = Instant::now();
+        let pty = Pty::spawn(dir.path(), script, &[])?;
+        pty.wait_for("● idle", Duration::from_secs(10))?;
+        ready.push(start.elapsed());
+    }
+    ready.sort();
+    println!(
+        "launch to a ready prompt with {count} skills: median {:.1} ms, max {:.1} ms (target < 50 ms)",
+        ms(ready[ready.len() / 2]),
+        ms(ready[ready.len() - 1])
+    );
     Ok(())
 }
 

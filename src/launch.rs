@@ -20,6 +20,7 @@ use crate::sandbox::workspace_check::{self, Broad};
 use crate::sandbox::{Confinement, Sandbox};
 use crate::tools::ToolRegistry;
 use crate::tools::builtin::builtin_tools;
+use crate::tools::skills::SkillLibrary;
 
 #[derive(Debug, thiserror::Error)]
 pub enum LaunchError {
@@ -282,23 +283,13 @@ pub async fn prepare_session_with(
     };
     session.set_embedder(loaded.embedder());
     if let Some(config_dir) = &loaded.dirs.config {
-        let (library, notices) = crate::agent::prepare_skills(
-            session.store(),
-            loaded.workspace.clone(),
-            config_dir.clone(),
-        )
-        .await?;
+        let library = SkillLibrary::empty(loaded.workspace.clone(), config_dir.clone());
         let skills = &loaded.config.skills;
-        session.set_skills(
-            library,
-            crate::agent::SkillSettings {
-                catalog_tokens: skills.catalog_tokens,
-                learn_after_steps: skills.learn_after_steps,
-            },
-        );
-        for notice in notices {
-            session.notify_at_start(notice);
-        }
+        let settings = crate::agent::SkillSettings {
+            catalog_tokens: skills.catalog_tokens,
+            learn_after_steps: skills.learn_after_steps,
+        };
+        session.find_skills_later(Arc::new(library), settings);
     }
     session.set_model_resolver(loaded.model_resolver(cli));
     if let Some(name) = &loaded.config.agent.compressor_model {

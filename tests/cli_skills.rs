@@ -239,3 +239,38 @@ fn verify_runs_the_checks_of_learned_skills_in_the_workspace() -> TestResult {
     assert!(fails(ws, &["verify", "user-one"], 1).contains("no `metadata.verify`"));
     Ok(())
 }
+
+/// A real launch looks for skills when the first turn starts: a malformed one is reported on
+/// stderr, and the model can load a good one by name.
+#[test]
+fn a_run_finds_the_skills_at_its_first_turn() -> TestResult {
+    let ws = Workspace::new();
+    put(
+        &ws.path().join(".cfg/skills"),
+        "release-notes",
+        "Write release notes from the git log",
+        "",
+    )?;
+    let broken = ws.path().join(".agents/skills/Broken");
+    std::fs::create_dir_all(&broken)?;
+    std::fs::write(broken.join("SKILL.md"), "no frontmatter here\n")?;
+    let model = ws.script(serde_json::json!({"turns": [
+        {"tool_calls": [{"name": "load_skill", "arguments": {"name": "release-notes"}}]},
+        {"text": "Loaded."}
+    ]}));
+    let out = ws.mnemo(
+        &["--model", &model, "run", "--json", "write the notes"],
+        None,
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let events = text(&out.stdout);
+    assert!(
+        events.contains("1. Do it."),
+        "the skill's body reached the model: {events}"
+    );
+    assert!(
+        events.contains("Broken"),
+        "the malformed skill is reported: {events}"
+    );
+    Ok(())
+}

@@ -275,18 +275,8 @@ fn resources_are_read_only_inside_the_skill_s_folder() -> TestResult {
 
 fn stats(name: &str, loads: u64) -> SkillStats {
     SkillStats {
-        name: name.to_owned(),
-        origin: SkillOrigin::Person,
-        session_id: None,
-        turn: None,
         loads,
-        successes: 0,
-        failures: 0,
-        last_used: None,
-        created_at: 0,
-        pinned: false,
-        suspect: false,
-        stale: false,
+        ..SkillStats::new(name, SkillOrigin::Person, 0)
     }
 }
 

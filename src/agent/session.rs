@@ -156,6 +156,8 @@ pub struct Session {
     pub(super) skills: Option<(Arc<SkillLibrary>, super::skills::SkillSettings)>,
     /// Skills the running turn loaded, in order.
     pub(super) skills_in_use: Vec<String>,
+    /// The skills are to be looked for before the first turn uses them.
+    pub(super) skills_pending: bool,
     /// The sub-agents this session started.
     pub(super) runs: Arc<AgentRuns>,
     /// Injections and background results for the next model call.
@@ -312,6 +314,7 @@ impl Session {
             tools_disabled: false,
             skills: None,
             skills_in_use: Vec::new(),
+            skills_pending: false,
             runs,
             mailbox: Mailbox::default(),
             model_resolver: None,

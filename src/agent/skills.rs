@@ -27,18 +27,27 @@ pub async fn prepare_skills(
     workspace: std::path::PathBuf,
     config_dir: std::path::PathBuf,
 ) -> Result<(Arc<SkillLibrary>, Vec<String>), StoreError> {
-    let library = SkillLibrary::discover(workspace, config_dir.clone());
+    let library = SkillLibrary::empty(workspace, config_dir);
+    let notices = prepare_library(store, &library).await?;
+    Ok((Arc::new(library), notices))
+}
+
+/// Looks for `library`'s skills, ages the learned ones and indexes them for search; returns
+/// what the person should be told (malformed skills, ageing).
+async fn prepare_library(
+    store: &crate::memory::Store,
+    library: &SkillLibrary,
+) -> Result<Vec<String>, StoreError> {
+    library.reload();
     let set = library.set();
     let mut notices: Vec<String> = set.warnings().to_vec();
     let stats = store.call(|db| db.skill_stats()).await?;
     let now = super::turn_loop::now_millis();
-    let report = crate::skills::age(&set, &stats, &config_dir, now);
-    let moved = !report.archived.is_empty();
+    let report = crate::skills::age(&set, &stats, &library.config_dir, now);
+    if !report.archived.is_empty() {
+        library.reload();
+    }
     notices.extend(report.notice());
-    let library = match moved {
-        true => SkillLibrary::discover(library.workspace.clone(), config_dir),
-        false => library,
-    };
     let entries = library.index_entries();
     store
         .call(move |db| {
@@ -46,7 +55,7 @@ pub async fn prepare_skills(
             db.index_skills(&entries)
         })
         .await?;
-    Ok((Arc::new(library), notices))
+    Ok(notices)
 }
 
 impl Session {
@@ -54,6 +63,28 @@ impl Session {
     pub fn set_skills(&mut self, library: Arc<SkillLibrary>, settings: SkillSettings) {
         skill_tools::register(&mut self.tools, library.clone(), &self.store);
         self.skills = Some((library, settings));
+    }
+
+    /// Like [`Session::set_skills`], with the looking for skills (and ageing them) left to the
+    /// first turn, so that a person can start typing without waiting for it.
+    pub fn find_skills_later(&mut self, library: Arc<SkillLibrary>, settings: SkillSettings) {
+        self.set_skills(library, settings);
+        self.skills_pending = true;
+    }
+
+    /// Finds the skills if that was left for now; what the person should know is told.
+    pub(super) async fn find_pending_skills(&mut self) -> Result<(), StoreError> {
+        if !std::mem::take(&mut self.skills_pending) {
+            return Ok(());
+        }
+        let Some((library, _)) = &self.skills else {
+            return Ok(());
+        };
+        let library = library.clone();
+        for message in prepare_library(&self.store, &library).await? {
+            self.emit(crate::protocol::Event::Notice { message }).await;
+        }
+        Ok(())
     }
 
     /// The catalogue section of the system prompt, within its token budget.

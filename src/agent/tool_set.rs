@@ -64,6 +64,8 @@ impl Session {
             .filter(|name| !self.toolset.evicted.contains(name))
             .map(|name| capabilities::tool_name(name))
             .collect();
+        // Tools registered after the session was assembled (skills) count from here on.
+        self.static_tool_tokens = spec_tokens(&derived.specs[..derived.static_count]);
         self.tool_tokens = self.static_tool_tokens + u64::from(derived.dynamic_tokens);
         self.toolset = Arc::new(derived);
         if !added.is_empty() || !removed.is_empty() {

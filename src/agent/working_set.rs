@@ -62,6 +62,7 @@ impl Session {
             .map_or(0, |m| crate::llm::tokens::estimate_message(&m));
         let mut prompt =
             render_prompt(&self.settings.system_prompt, experiences, self.archived_any);
+        self.find_pending_skills().await?;
         let catalog = self.skill_catalog().await?;
         if !catalog.is_empty() {
             prompt.push('\n');

@@ -69,6 +69,26 @@ pub struct SkillStats {
     pub stale: bool,
 }
 
+impl SkillStats {
+    /// The stats of a skill never loaded.
+    pub fn new(name: impl Into<String>, origin: SkillOrigin, created_at: Millis) -> Self {
+        Self {
+            name: name.into(),
+            origin,
+            session_id: None,
+            turn: None,
+            loads: 0,
+            successes: 0,
+            failures: 0,
+            last_used: None,
+            created_at,
+            pinned: false,
+            suspect: false,
+            stale: false,
+        }
+    }
+}
+
 impl rusqlite::types::FromSql for SkillOrigin {
     fn column_result(value: ValueRef<'_>) -> FromSqlResult<Self> {
         let text = value.as_str()?;

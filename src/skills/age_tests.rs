@@ -11,18 +11,9 @@ fn days_ago(days: i64) -> i64 {
 
 fn stats(name: &str, origin: SkillOrigin, last_used: Option<i64>, created_at: i64) -> SkillStats {
     SkillStats {
-        name: name.to_owned(),
-        origin,
-        session_id: None,
-        turn: None,
         loads: u64::from(last_used.is_some()),
-        successes: 0,
-        failures: 0,
         last_used,
-        created_at,
-        pinned: false,
-        suspect: false,
-        stale: false,
+        ..SkillStats::new(name, origin, created_at)
     }
 }
 

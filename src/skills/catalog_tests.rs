@@ -18,18 +18,8 @@ fn skill(name: &str, description: &str) -> Skill {
 
 fn stats(name: &str, loads: u64) -> SkillStats {
     SkillStats {
-        name: name.to_owned(),
-        origin: SkillOrigin::Learned,
-        session_id: None,
-        turn: None,
         loads,
-        successes: 0,
-        failures: 0,
-        last_used: None,
-        created_at: 0,
-        pinned: false,
-        suspect: false,
-        stale: false,
+        ..SkillStats::new(name, SkillOrigin::Learned, 0)
     }
 }
 

@@ -3,7 +3,8 @@
 //! project's), `<config dir>/skills` (the person's own, in mnemo's config directory) and
 //! `<workspace>/.claude/skills` (read, never written). Each subfolder with a `SKILL.md` is a
 //! skill; a malformed one is left out with a warning naming the file and the problem. Hidden
-//! folders (the `.archive` some people keep, editor litter) are skipped.
+//! folders (the `.archive` some people keep, editor litter) are skipped. Many skills are read
+//! on a few threads: this runs at every session start.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -28,47 +29,15 @@ pub fn roots(workspace: &Path, config_dir: &Path) -> [(PathBuf, SkillSource); 4]
 /// file and the problem.
 pub fn discover(workspace: &Path, config_dir: &Path) -> SkillSet {
     let mut set = SkillSet::default();
+    let mut candidates = Vec::new();
     for (root, source) in roots(workspace, config_dir) {
-        scan(&root, source, &mut set);
+        if let Err(warning) = list(&root, source, &mut candidates) {
+            set.warn(warning);
+        }
     }
-    set
-}
-
-fn scan(root: &Path, source: SkillSource, set: &mut SkillSet) {
-    let entries = match std::fs::read_dir(root) {
-        Ok(entries) => entries,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return,
-        Err(e) => {
-            set.warn(format!("{}: cannot list the skills: {e}", root.display()));
-            return;
-        }
-    };
-    // Canonical once for the folder; only symlinked skills need resolving on their own.
-    let Ok(canonical_root) = std::fs::canonicalize(root) else {
-        return;
-    };
-    let mut folders: Vec<(String, bool)> = entries
-        .filter_map(Result::ok)
-        .filter_map(|entry| {
-            let kind = entry.file_type().ok()?;
-            let folder = entry.file_name().to_string_lossy().into_owned();
-            let followed = kind.is_symlink() && entry.path().is_dir();
-            ((kind.is_dir() || followed) && !folder.starts_with('.')).then_some((folder, followed))
-        })
-        .collect();
-    folders.sort_unstable();
-    for (folder, symlinked) in folders {
-        if set.get(&folder).is_some() {
-            continue;
-        }
-        let dir = match symlinked {
-            true => match std::fs::canonicalize(root.join(&folder)) {
-                Ok(dir) => dir,
-                Err(_) => continue,
-            },
-            false => canonical_root.join(&folder),
-        };
-        match load(dir, &folder, source) {
+    // A later folder of a name is loaded too: it wins when the first one is malformed.
+    for loaded in load_all(&candidates) {
+        match loaded {
             Ok(Some(skill)) => {
                 set.insert(skill);
             }
@@ -76,10 +45,93 @@ fn scan(root: &Path, source: SkillSource, set: &mut SkillSet) {
             Err(warning) => set.warn(warning),
         }
     }
+    set
+}
+
+/// A folder that may hold a skill.
+struct Candidate {
+    /// Canonical.
+    dir: PathBuf,
+    folder: String,
+    source: SkillSource,
+}
+
+/// Adds the folders of `root` by name to `candidates`; a warning when it cannot be listed.
+fn list(root: &Path, source: SkillSource, candidates: &mut Vec<Candidate>) -> Result<(), String> {
+    let entries = match std::fs::read_dir(root) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(format!("{}: cannot list the skills: {e}", root.display())),
+    };
+    // Canonical once for the folder; only symlinked skills need resolving on their own.
+    let canonical_root =
+        std::fs::canonicalize(root).map_err(|e| format!("{}: {e}", root.display()))?;
+    let mut found: Vec<Candidate> = entries
+        .filter_map(Result::ok)
+        .filter_map(|entry| {
+            let kind = entry.file_type().ok()?;
+            let folder = entry.file_name().to_string_lossy().into_owned();
+            if folder.starts_with('.') {
+                return None;
+            }
+            let dir = match kind.is_symlink() {
+                true => std::fs::canonicalize(entry.path())
+                    .ok()
+                    .filter(|d| d.is_dir())?,
+                false => kind.is_dir().then(|| canonical_root.join(&folder))?,
+            };
+            Some(Candidate {
+                dir,
+                folder,
+                source,
+            })
+        })
+        .collect();
+    found.sort_unstable_by(|a, b| a.folder.cmp(&b.folder));
+    candidates.extend(found);
+    Ok(())
+}
+
+/// Candidates per thread at least: fewer are not worth a thread.
+const PER_THREAD: usize = 64;
+
+/// Loads every candidate, in order, on a few threads when there are many.
+fn load_all(candidates: &[Candidate]) -> Vec<Result<Option<Skill>, String>> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
+    let chunk = candidates.len().div_ceil(threads).max(PER_THREAD);
+    if candidates.len() <= chunk {
+        return candidates.iter().map(load).collect();
+    }
+    std::thread::scope(|scope| {
+        let parts: Vec<_> = candidates
+            .chunks(chunk)
+            .map(|part| {
+                (
+                    part,
+                    scope.spawn(|| part.iter().map(load).collect::<Vec<_>>()),
+                )
+            })
+            .collect();
+        parts
+            .into_iter()
+            .flat_map(|(part, thread)| {
+                thread.join().unwrap_or_else(|_| {
+                    let failed =
+                        |c: &Candidate| Err(format!("{}: reading failed", c.dir.display()));
+                    part.iter().map(failed).collect()
+                })
+            })
+            .collect()
+    })
 }
 
 /// The skill in `dir`, `None` when the folder has no `SKILL.md`, or a warning.
-fn load(dir: PathBuf, folder: &str, source: SkillSource) -> Result<Option<Skill>, String> {
+fn load(candidate: &Candidate) -> Result<Option<Skill>, String> {
+    let Candidate {
+        dir,
+        folder,
+        source,
+    } = candidate;
     let path = dir.join(SKILL_FILE);
     let file = match File::open(&path) {
         Ok(file) => file,
@@ -92,8 +144,8 @@ fn load(dir: PathBuf, folder: &str, source: SkillSource) -> Result<Option<Skill>
         name: parsed.name,
         description: parsed.description,
         body: parsed.body,
-        dir,
-        source,
+        dir: dir.clone(),
+        source: *source,
         license: parsed.license,
         compatibility: parsed.compatibility,
         allowed_tools: parsed.allowed_tools,

@@ -121,7 +121,7 @@ impl SkillSet {
     }
 
     /// Adds `skill` unless one of its name is already there; true when added.
-    pub(crate) fn insert(&mut self, skill: Skill) -> bool {
+    fn insert(&mut self, skill: Skill) -> bool {
         match self.skills.entry(skill.name.clone()) {
             std::collections::btree_map::Entry::Occupied(_) => false,
             std::collections::btree_map::Entry::Vacant(slot) => {
@@ -131,7 +131,7 @@ impl SkillSet {
         }
     }
 
-    pub(crate) fn warn(&mut self, warning: String) {
+    fn warn(&mut self, warning: String) {
         self.warnings.push(warning);
     }
 }
@@ -176,7 +176,7 @@ pub enum SkillError {
 
 impl SkillError {
     /// The same error, naming `file` as the one at fault.
-    pub(crate) fn in_file(self, path: &std::path::Path) -> Self {
+    fn in_file(self, path: &std::path::Path) -> Self {
         match self {
             Self::Invalid { problem, .. } => Self::Invalid {
                 file: path.to_path_buf(),
@@ -186,7 +186,7 @@ impl SkillError {
         }
     }
 
-    pub(crate) fn io(path: &std::path::Path) -> impl FnOnce(std::io::Error) -> Self {
+    fn io(path: &std::path::Path) -> impl FnOnce(std::io::Error) -> Self {
         let path = path.to_path_buf();
         move |source| Self::Io { path, source }
     }

@@ -84,9 +84,12 @@ pub fn parse(text: &str, folder: &str) -> Result<ParsedSkill, SkillError> {
     let name = front
         .name
         .ok_or_else(|| invalid(folder, "the frontmatter has no `name`"))?;
+    // A folded or literal block (`>`, `|`) ends with a newline that means nothing here.
     let description = front
         .description
-        .ok_or_else(|| invalid(folder, "the frontmatter has no `description`"))?;
+        .ok_or_else(|| invalid(folder, "the frontmatter has no `description`"))?
+        .trim()
+        .to_owned();
     validate_name(&name).map_err(|problem| invalid(folder, problem))?;
     if name != folder {
         return Err(invalid(

@@ -33,6 +33,13 @@ fn crlf_a_bom_and_a_list_of_allowed_tools_are_accepted() {
 }
 
 #[test]
+fn a_folded_description_loses_its_final_newline() -> Result<(), SkillError> {
+    let text = "---\nname: a\ndescription: >\n  Two\n  lines.\n---\n";
+    assert_eq!(parse(text, "a")?.description, "Two lines.");
+    Ok(())
+}
+
+#[test]
 fn broken_files_say_what_is_wrong() {
     assert!(problem("# no frontmatter", "a").contains("does not start with YAML frontmatter"));
     assert!(problem("---\nname: a\n", "a").contains("does not start with YAML frontmatter"));

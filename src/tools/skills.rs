@@ -26,11 +26,17 @@ pub struct SkillLibrary {
 
 impl SkillLibrary {
     pub fn discover(workspace: PathBuf, config_dir: PathBuf) -> Self {
-        let set = skills::discover(&workspace, &config_dir);
+        let library = Self::empty(workspace, config_dir);
+        library.reload();
+        library
+    }
+
+    /// A library that has not looked for its skills yet (see [`SkillLibrary::reload`]).
+    pub fn empty(workspace: PathBuf, config_dir: PathBuf) -> Self {
         Self {
             workspace,
             config_dir,
-            set: RwLock::new(set),
+            set: RwLock::new(SkillSet::default()),
         }
     }
 
@@ -46,7 +52,8 @@ impl SkillLibrary {
         set.get(name).cloned()
     }
 
-    fn reload(&self) {
+    /// Looks for the skills again.
+    pub fn reload(&self) {
         let found = skills::discover(&self.workspace, &self.config_dir);
         *self.set.write().unwrap_or_else(PoisonError::into_inner) = found;
     }
