@@ -15,7 +15,7 @@ use mnemo::llm::{ContentBlock, Message, Role, ToolSpec};
 use mnemo::memory::Store;
 use mnemo::memory::capabilities::NewCapability;
 use mnemo::tools::process::SandboxSlot;
-use mnemo::tools::{Tool, ToolContext};
+use mnemo::tools::{Tool, ToolContext, ToolRegistry};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -28,7 +28,15 @@ fn main() -> BenchResult {
     let store = Store::open_in_memory()?;
     let statics = static_tools(&store);
     tool_list_per_step(&statics);
-    static_size(&statics);
+    static_size(&statics, "static tool list of issue 15 (built-in, memory, sub-agent, capability)");
+    let dir = tempfile::tempdir()?;
+    let library = mnemo::tools::skills::SkillLibrary::empty(dir.path().into(), dir.path().into());
+    let mut registry = ToolRegistry::new();
+    registry.register(mnemo::tools::turn_report::TurnReport);
+    mnemo::tools::skills::register(&mut registry, Arc::new(library), &store);
+    let mut everything = statics.clone();
+    everything.extend(registry.specs().iter().cloned());
+    static_size(&everything, "with turn_report and the four skill tools");
     call_overhead(&store)?;
     Ok(())
 }
@@ -115,13 +123,13 @@ fn tool_list_per_step(statics: &[ToolSpec]) {
     );
 }
 
-fn static_size(statics: &[ToolSpec]) {
+fn static_size(statics: &[ToolSpec], what: &str) {
     let bytes: usize = statics
         .iter()
         .map(|spec| serde_json::to_string(spec).map_or(0, |s| s.len()))
         .sum();
     println!(
-        "static tool list: {} tools, {bytes} bytes of JSON, {:+.1} % against {STATIC_BYTES_BEFORE} \
+        "{what}: {} tools, {bytes} bytes of JSON, {:+.1} % against {STATIC_BYTES_BEFORE} \
          before capabilities (target within 10 %)",
         statics.len(),
         (bytes as f64 / STATIC_BYTES_BEFORE as f64 - 1.0) * 100.0
