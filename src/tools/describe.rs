@@ -31,6 +31,18 @@ pub fn key_argument(name: &str, arguments: &Value) -> String {
         "spawn_agent" => field("prompt").map(str::to_string),
         "fork" => field("task").map(str::to_string),
         "read_agent_output" | "cancel_agent" => field("run_id").map(str::to_string),
+        "capability_create" => field("name").map(|n| match field("language") {
+            Some(language) => format!("{n} ({language})"),
+            None => n.to_string(),
+        }),
+        "capability_query" => field("query").map(str::to_string),
+        "capability_inspect" | "capability_remove" | "load_skill" | "skill_write"
+        | "skill_patch" => field("name").map(str::to_string),
+        "read_skill_resource" => field("name").map(|n| match field("path") {
+            Some(path) => format!("{n}/{path}"),
+            None => n.to_string(),
+        }),
+        "update_working_checkpoint" => field("key_info").map(str::to_string),
         _ => field("path")
             .or_else(|| field("command"))
             .or_else(|| field("pattern"))
@@ -47,4 +59,34 @@ pub fn key_argument(name: &str, arguments: &Value) -> String {
         out.push('…');
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn capability_and_skill_calls_show_what_they_are_about() {
+        let create = json!({"name": "sha256-hash", "language": "python3", "code": "import x"});
+        assert_eq!(
+            key_argument("capability_create", &create),
+            "sha256-hash (python3)"
+        );
+        let query = json!({"query": "hash a text", "limit": 3});
+        assert_eq!(key_argument("capability_query", &query), "hash a text");
+        let resource = json!({"name": "deploy", "path": "scripts/run.sh"});
+        assert_eq!(
+            key_argument("read_skill_resource", &resource),
+            "deploy/scripts/run.sh"
+        );
+        let write = json!({"name": "deploy", "description": "d", "body": "b"});
+        assert_eq!(key_argument("skill_write", &write), "deploy");
+        // A capability's own call shows its arguments.
+        let call = json!({"text": "hello"});
+        assert_eq!(
+            key_argument("cap_sha256_hash", &call),
+            r#"{"text":"hello"}"#
+        );
+    }
 }
