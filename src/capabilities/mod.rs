@@ -115,6 +115,17 @@ pub fn describe_change(added: &[String], removed: &[String]) -> String {
     format!("tools: {}", parts.join(" · "))
 }
 
+/// The capability a successful `capability_remove` result took away (`{"removed": name}`):
+/// from that message on it leaves the tool list, unless a later result names it again.
+pub fn removed(tool: &str, result: &str) -> Option<String> {
+    if tool != REMOVE {
+        return None;
+    }
+    let value = serde_json::from_str::<Value>(result).ok()?;
+    let name = value.get("removed")?.as_str()?;
+    validate::name(name).ok().map(|()| name.to_string())
+}
+
 /// The capabilities a successful result of `tool` brings into the tool list, in the order the
 /// result names them.
 pub fn referenced(tool: &str, result: &str) -> Vec<CapSpec> {

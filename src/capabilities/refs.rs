@@ -5,13 +5,15 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use super::{CapSpec, referenced};
+use super::{CapSpec, referenced, removed};
 use crate::llm::{ContentBlock, Message, Role};
 
 #[derive(Debug, Clone, Default)]
 pub struct CapabilityRefs {
     /// By message seq: the capabilities that message brought, in the order it named them.
     by_seq: BTreeMap<i64, Vec<Arc<CapSpec>>>,
+    /// By message seq: the capabilities that message removed from the store.
+    removals: BTreeMap<i64, Vec<String>>,
     /// Bumped on every change, so the tool list is derived again only when something moved.
     generation: u64,
 }
@@ -32,6 +34,7 @@ impl CapabilityRefs {
             calls.extend(previous.tool_calls().map(|c| (c.id, c.name)));
         }
         let mut specs = Vec::new();
+        let mut gone = Vec::new();
         for block in &message.content {
             if let ContentBlock::ToolResult {
                 tool_use_id,
@@ -41,9 +44,16 @@ impl CapabilityRefs {
                 && let Some(tool) = calls.get(tool_use_id.as_str())
             {
                 specs.extend(referenced(tool, content).into_iter().map(Arc::new));
+                gone.extend(removed(tool, content));
             }
         }
         self.set(seq, specs);
+        if !gone.is_empty() {
+            self.removals.insert(seq, gone);
+            self.generation += 1;
+        } else if self.removals.remove(&seq).is_some() {
+            self.generation += 1;
+        }
     }
 
     /// Replaces what message `seq` references (a message cut by compaction references what its
@@ -64,7 +74,9 @@ impl CapabilityRefs {
     /// Forgets the messages `seqs` (compaction moved them to the archive).
     pub fn remove(&mut self, seqs: impl IntoIterator<Item = i64>) {
         for seq in seqs {
-            if self.by_seq.remove(&seq).is_some() {
+            let offered = self.by_seq.remove(&seq).is_some();
+            let removed = self.removals.remove(&seq).is_some();
+            if offered || removed {
                 self.generation += 1;
             }
         }
@@ -79,6 +91,13 @@ impl CapabilityRefs {
         self.by_seq
             .iter()
             .flat_map(|(seq, specs)| specs.iter().map(move |spec| (*seq, spec.as_ref())))
+    }
+
+    /// Every removal, oldest message first.
+    pub fn removals(&self) -> impl Iterator<Item = (i64, &str)> {
+        self.removals
+            .iter()
+            .flat_map(|(seq, names)| names.iter().map(move |name| (*seq, name.as_str())))
     }
 
     /// How many messages reference any capability.

@@ -81,7 +81,18 @@ pub fn derive(
             pinned: true,
         });
     }
+    // A removal takes a capability out: only results after it bring it back.
+    let mut removed_at: HashMap<&str, i64> = HashMap::new();
+    for (seq, name) in refs.removals() {
+        removed_at.insert(name, seq);
+    }
     for (seq, spec) in refs.iter() {
+        if removed_at
+            .get(spec.name.as_str())
+            .is_some_and(|&at| seq < at)
+        {
+            continue;
+        }
         match index.get(spec.name.as_str()) {
             Some(&at) => {
                 let entry = &mut entries[at];

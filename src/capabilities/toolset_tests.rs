@@ -141,6 +141,18 @@ fn past_the_budget_the_least_recently_referenced_leave_first() {
 }
 
 #[test]
+fn a_removed_capability_leaves_until_it_is_named_again() {
+    let mut history = History::new();
+    history.query(&[("a", 1, "first"), ("b", 1, "second")]);
+    history.answer(crate::capabilities::REMOVE, json!({"removed": "a"}));
+    assert_eq!(dynamic(&history.tools(4000)), ["cap_b"]);
+    history.create("a", 2, "made again");
+    let set = history.tools(4000);
+    assert_eq!(dynamic(&set), ["cap_b", "cap_a"]);
+    assert_eq!(set.capability("cap_a"), Some(("a", 2)));
+}
+
+#[test]
 fn pinned_capabilities_stay_first_and_are_never_evicted() {
     let mut history = History::new();
     history.query(&[("b", 1, "second")]);
