@@ -110,7 +110,8 @@ mod tests {
         let mut child = command.spawn()?;
         let root = libc::pid_t::try_from(child.id())?;
         let started = Instant::now();
-        while descendants(root).len() < 2 && started.elapsed() < Duration::from_secs(5) {
+        // The subshell that orphans the second sleep is briefly a third descendant.
+        while descendants(root).len() != 2 && started.elapsed() < Duration::from_secs(5) {
             std::thread::sleep(Duration::from_millis(10));
         }
         let below = descendants(root);
