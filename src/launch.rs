@@ -284,12 +284,7 @@ pub async fn prepare_session_with(
     session.set_embedder(loaded.embedder());
     if let Some(config_dir) = &loaded.dirs.config {
         let library = SkillLibrary::empty(loaded.workspace.clone(), config_dir.clone());
-        let skills = &loaded.config.skills;
-        let settings = crate::agent::SkillSettings {
-            catalog_tokens: skills.catalog_tokens,
-            learn_after_steps: skills.learn_after_steps,
-        };
-        session.find_skills_later(Arc::new(library), settings);
+        session.find_skills_later(Arc::new(library), loaded.config.skills.clone());
     }
     session.set_model_resolver(loaded.model_resolver(cli));
     if let Some(name) = &loaded.config.agent.compressor_model {

@@ -52,33 +52,41 @@ pub(super) struct Checkpoint {
 impl Session {
     /// Takes the checkpoint of the last assistant message's successful calls, if any.
     pub(super) fn note_checkpoint(&mut self) {
-        let Some((call_message, results)) = self
+        let saved = self.succeeded_calls(UpdateWorkingCheckpoint::NAME);
+        let last = saved
+            .into_iter()
+            .filter_map(|input| serde_json::from_value::<CheckpointArgs>(input).ok())
+            .next_back();
+        if let Some(args) = last {
+            let key_info = crate::tools::truncate::clip(args.key_info.trim(), MAX_CHARS);
+            self.checkpoint = Some(Checkpoint {
+                key_info,
+                related_skill: args.related_skill,
+            });
+        }
+    }
+
+    /// The arguments of the last step's calls of `tool` that succeeded, in order.
+    pub(super) fn succeeded_calls(&self, tool: &str) -> Vec<serde_json::Value> {
+        let Some((calls, results)) = self
             .history
             .len()
             .checked_sub(2)
             .map(|at| (&self.history[at], &self.history[at + 1]))
         else {
-            return;
+            return Vec::new();
         };
-        for call in call_message
+        calls
             .tool_calls()
-            .filter(|c| c.name == UpdateWorkingCheckpoint::NAME)
-        {
-            let succeeded = results.content.iter().any(|block| {
-                matches!(block, ContentBlock::ToolResult { tool_use_id, is_error: false, .. }
-                    if tool_use_id == call.id)
-            });
-            let Ok(args) = serde_json::from_value::<CheckpointArgs>(call.input.clone()) else {
-                continue;
-            };
-            if succeeded {
-                let key_info = crate::tools::truncate::clip(args.key_info.trim(), MAX_CHARS);
-                self.checkpoint = Some(Checkpoint {
-                    key_info,
-                    related_skill: args.related_skill,
-                });
-            }
-        }
+            .filter(|call| call.name == tool)
+            .filter(|call| {
+                results.content.iter().any(|block| {
+                    matches!(block, ContentBlock::ToolResult { tool_use_id, is_error: false, .. }
+                        if tool_use_id == call.id)
+                })
+            })
+            .map(|call| call.input.clone())
+            .collect()
     }
 
     /// What rides at the end of the request of step `step`: the checkpoint and, every

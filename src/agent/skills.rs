@@ -5,20 +5,13 @@
 use std::sync::Arc;
 
 use super::Session;
-use crate::llm::{ContentBlock, Message};
+use crate::llm::Message;
 use crate::memory::StoreError;
 use crate::tools::skills::{LoadSkill, SkillLibrary};
 use crate::tools::{TypedTool, skills as skill_tools};
 
-/// Share of the context window the catalogue may take when `skills.catalog_tokens` is unset.
-const CATALOG_SHARE: f64 = 0.02;
-
-/// How the session uses skills, from `[skills]`.
-#[derive(Debug, Clone, Copy)]
-pub struct SkillSettings {
-    pub catalog_tokens: Option<u32>,
-    pub learn_after_steps: u32,
-}
+/// How the session uses skills: the `[skills]` section.
+pub type SkillSettings = crate::config::SkillsConfig;
 
 /// Finds the skills for a session in `workspace` and ages the learned ones; returns the
 /// library and what the person should be told (malformed skills, ageing).
@@ -92,37 +85,22 @@ impl Session {
         let Some((library, settings)) = &self.skills else {
             return Ok(String::new());
         };
-        let set = library.set();
-        if set.is_empty() {
+        if library.with_set(|set| set.is_empty()) {
             return Ok(String::new());
         }
         let stats = self.store.call(|db| db.skill_stats()).await?;
         let window = self.chain.primary().map_or(0, |m| m.context_window);
-        let budget = settings
-            .catalog_tokens
-            .unwrap_or((window as f64 * CATALOG_SHARE) as u32);
-        Ok(crate::skills::catalog(&set, &stats, budget))
+        let budget = settings.catalog_budget(window);
+        Ok(library.with_set(|set| crate::skills::catalog(set, &stats, budget)))
     }
 
     /// Notes the skills the last tool calls loaded.
     pub(super) fn note_skills(&mut self) {
-        let Some((calls, results)) = self
-            .history
-            .len()
-            .checked_sub(2)
-            .map(|at| (&self.history[at], &self.history[at + 1]))
-        else {
-            return;
-        };
-        for call in calls.tool_calls().filter(|c| c.name == LoadSkill::NAME) {
-            let loaded = results.content.iter().any(|block| {
-                matches!(block, ContentBlock::ToolResult { tool_use_id, is_error: false, .. }
-                    if tool_use_id == call.id)
-            });
-            let Some(name) = call.input.get("name").and_then(|n| n.as_str()) else {
+        for input in self.succeeded_calls(LoadSkill::NAME) {
+            let Some(name) = input.get("name").and_then(|n| n.as_str()) else {
                 continue;
             };
-            if loaded && !self.skills_in_use.iter().any(|s| s == name) {
+            if !self.skills_in_use.iter().any(|s| s == name) {
                 self.skills_in_use.push(name.to_string());
             }
         }

@@ -47,6 +47,11 @@ impl SkillLibrary {
             .clone()
     }
 
+    /// Runs `f` on the skills without copying them.
+    pub fn with_set<R>(&self, f: impl FnOnce(&SkillSet) -> R) -> R {
+        f(&self.set.read().unwrap_or_else(PoisonError::into_inner))
+    }
+
     pub fn get(&self, name: &str) -> Option<Skill> {
         let set = self.set.read().unwrap_or_else(PoisonError::into_inner);
         set.get(name).cloned()
@@ -71,6 +76,21 @@ impl SkillLibrary {
         set.iter()
             .map(|s| (s.name.clone(), s.description.clone()))
             .collect()
+    }
+
+    /// After the agent wrote or patched skill `name`: finds the skills again, records who
+    /// wrote it and reindexes them for search.
+    async fn written(&self, store: &Store, name: &str, ctx: &ToolContext) -> Result<(), ToolError> {
+        self.reload();
+        let (name, session, turn) = (name.to_string(), ctx.session_id.clone(), ctx.turn);
+        let entries = self.index_entries();
+        store
+            .call(move |db| {
+                db.skill_written(&name, SkillOrigin::Learned, Some(&session), Some(turn))?;
+                db.index_skills(&entries)
+            })
+            .await
+            .map_err(store_failed)
     }
 
     fn skill(&self, name: &str) -> Result<Skill, ToolError> {
@@ -235,16 +255,7 @@ impl TypedTool for SkillWrite {
         let root = self.library.root(args.scope);
         let dir = skills::write_skill(&root, &args.name, &args.description, &args.body, &metadata)
             .map_err(failed)?;
-        self.library.reload();
-        let (name, session, turn) = (args.name.clone(), ctx.session_id.clone(), ctx.turn);
-        let entries = self.library.index_entries();
-        self.store
-            .call(move |db| {
-                db.skill_written(&name, SkillOrigin::Learned, Some(&session), Some(turn))?;
-                db.index_skills(&entries)
-            })
-            .await
-            .map_err(store_failed)?;
+        self.library.written(&self.store, &args.name, ctx).await?;
         Ok(format!(
             "skill `{}` written to {}; later sessions list it in their catalogue",
             args.name,
@@ -294,16 +305,7 @@ impl TypedTool for SkillPatch {
     async fn run(&self, args: PatchArgs, ctx: &ToolContext) -> Result<String, ToolError> {
         let skill = self.library.skill(&args.name)?;
         skills::patch_skill(&skill, &args.old_text, &args.new_text).map_err(failed)?;
-        self.library.reload();
-        let (name, session, turn) = (args.name.clone(), ctx.session_id.clone(), ctx.turn);
-        let entries = self.library.index_entries();
-        self.store
-            .call(move |db| {
-                db.skill_written(&name, SkillOrigin::Learned, Some(&session), Some(turn))?;
-                db.index_skills(&entries)
-            })
-            .await
-            .map_err(store_failed)?;
+        self.library.written(&self.store, &args.name, ctx).await?;
         Ok(format!("skill `{}` updated", args.name))
     }
 }
