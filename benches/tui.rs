@@ -53,38 +53,32 @@ fn ready_with_skills(count: usize) -> Result<()> {
         );
         std::fs::write(folder.join("SKILL.md"), text)?;
     }
-    let script = r#"{"turns": [{"text": "hi"}]}"#;
-    let mut ready = Vec::new();
-    for _ in 0..10 {
-        let start = Instant::now();
-        let pty = Pty::spawn(dir.path(), script, &[])?;
-        pty.wait_for("● idle", Duration::from_secs(10))?;
-        ready.push(start.elapsed());
-    }
-    ready.sort();
-    println!(
-        "launch to a ready prompt with {count} skills: median {:.1} ms, max {:.1} ms (target < 50 ms)",
-        ms(ready[ready.len() / 2]),
-        ms(ready[ready.len() - 1])
-    );
-    Ok(())
+    let what = format!("launch to a ready prompt with {count} skills");
+    time_launches(dir.path(), "● idle", &what)
 }
 
-fn launch_and_idle(dir: &Path) -> Result<()> {
+/// Ten launches in `dir` until the screen shows `marker`: prints median and max.
+fn time_launches(dir: &Path, marker: &str, what: &str) -> Result<()> {
     let script = r#"{"turns": [{"text": "hi"}]}"#;
     let mut launches = Vec::new();
     for _ in 0..10 {
         let start = Instant::now();
         let pty = Pty::spawn(dir, script, &[])?;
-        pty.wait_for("● ", Duration::from_secs(10))?;
+        pty.wait_for(marker, Duration::from_secs(10))?;
         launches.push(start.elapsed());
     }
     launches.sort();
     println!(
-        "launch to first frame: median {:.1} ms, max {:.1} ms (target < 50 ms)",
+        "{what}: median {:.1} ms, max {:.1} ms (target < 50 ms)",
         ms(launches[launches.len() / 2]),
         ms(launches[launches.len() - 1])
     );
+    Ok(())
+}
+
+fn launch_and_idle(dir: &Path) -> Result<()> {
+    time_launches(dir, "● ", "launch to first frame")?;
+    let script = r#"{"turns": [{"text": "hi"}]}"#;
     let pty = Pty::spawn(dir, script, &[])?;
     pty.wait_for("● idle", Duration::from_secs(10))?;
     std::thread::sleep(Duration::from_millis(500));
