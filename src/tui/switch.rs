@@ -240,11 +240,7 @@ impl<W: Write> App<W> {
                     .iter()
                     .map(|skill| {
                         let stat = stats.iter().find(|s| s.name == skill.name);
-                        let origin = stat.map_or("person", |s| match s.origin {
-                            crate::memory::skills::SkillOrigin::Person => "person",
-                            crate::memory::skills::SkillOrigin::Learned => "learned",
-                            crate::memory::skills::SkillOrigin::Imported => "imported",
-                        });
+                        let origin = stat.map_or("person", |s| s.origin.as_str());
                         let state = match stat {
                             Some(s) if s.suspect => " · suspect",
                             Some(s) if s.stale => " · stale",
