@@ -28,7 +28,10 @@ fn main() -> BenchResult {
     let store = Store::open_in_memory()?;
     let statics = static_tools(&store);
     tool_list_per_step(&statics);
-    static_size(&statics, "static tool list of issue 15 (built-in, memory, sub-agent, capability)");
+    static_size(
+        &statics,
+        "static tool list of issue 15 (built-in, memory, sub-agent, capability)",
+    );
     let dir = tempfile::tempdir()?;
     let library = mnemo::tools::skills::SkillLibrary::empty(dir.path().into(), dir.path().into());
     let mut registry = ToolRegistry::new();
