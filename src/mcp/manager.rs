@@ -395,12 +395,12 @@ impl Shared {
         self.states_tx.send_modify(|n| *n += 1);
     }
 
-    /// Recomputes the offered tools from every ready server's list.
+    /// Recomputes the offered tools from every connected server's list.
     fn rebuild_catalog(&self) {
         let mut listed = Vec::new();
         for (name, server) in &self.servers {
             let slot = lock(&server.slot);
-            if !matches!(slot.state, ServerState::Ready { .. }) {
+            if slot.peer.is_none() {
                 continue;
             }
             for tool in &slot.tools {
@@ -521,19 +521,18 @@ impl Supervisor {
         Ended::new(&reason, true)
     }
 
+    /// Offers the tools of a new connection; the state turns ready only once the catalog
+    /// holds them, so whoever sees `Ready` also sees its tools.
     fn publish(&self, connection: &Connection, tools: Vec<rmcp::model::Tool>) {
         if let Some(server) = self.shared.servers.get(&self.name) {
             let mut slot = lock(&server.slot);
-            slot.state = ServerState::Ready { tools: tools.len() };
             slot.peer = Some(connection.peer());
             slot.pid = connection
                 .child
                 .as_ref()
                 .and_then(connection::ChildGuard::pid);
-            slot.tools = tools;
         }
-        self.shared.states_tx.send_modify(|n| *n += 1);
-        self.shared.rebuild_catalog();
+        self.publish_tools(tools);
     }
 
     /// Runs until the connection ends; re-lists tools on `list_changed`. Returns why it
@@ -575,13 +574,13 @@ impl Supervisor {
     }
 
     fn publish_tools(&self, tools: Vec<rmcp::model::Tool>) {
+        let count = tools.len();
         if let Some(server) = self.shared.servers.get(&self.name) {
-            let mut slot = lock(&server.slot);
-            slot.state = ServerState::Ready { tools: tools.len() };
-            slot.tools = tools;
+            lock(&server.slot).tools = tools;
         }
-        self.shared.states_tx.send_modify(|n| *n += 1);
         self.shared.rebuild_catalog();
+        self.shared
+            .set_state(&self.name, ServerState::Ready { tools: count });
     }
 }
 
