@@ -135,11 +135,15 @@ async fn a_server_killed_mid_call_gives_a_clear_error_and_is_restarted() -> Test
         loop {
             let state = mcp.states()[0].1.clone();
             match state {
-                ServerState::Ready { .. } if mcp.server_pid("everything") != Some(first_pid) => {
+                ServerState::Ready { .. }
+                    if mcp
+                        .server_pid("everything")
+                        .is_some_and(|pid| pid != first_pid) =>
+                {
                     return Ok::<_, String>(());
                 }
                 ServerState::Failed { reason } => {
-                    assert!(reason.contains("restarting in"), "{reason}");
+                    assert!(reason.contains("; restarting in"), "{reason}");
                     let down = mcp
                         .call(
                             "mcp__everything__echo",
@@ -352,5 +356,35 @@ async fn the_server_process_dies_with_the_manager_and_its_stderr_is_logged() -> 
     assert!(!alive, "the server outlived its manager");
     let log = std::fs::read_to_string(logs.path().join("mcp-everything.log"))?;
     assert!(!log.is_empty(), "the server's stderr is in its log");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_tool_list_change_announced_by_the_server_is_offered_and_signalled() -> TestResult {
+    let logs = tempfile::tempdir()?;
+    let mcp = manager(vec![("dyn", mcp_support::dynamic()?)], logs.path());
+    ready(&mcp).await;
+    let names = |mcp: &mnemo::mcp::McpManager| -> Vec<String> {
+        mcp.tools().into_iter().map(|t| t.name).collect()
+    };
+    assert_eq!(names(&mcp), ["mcp__dyn__add-tool"]);
+    let mut changed = mcp.tools_changed();
+    changed.borrow_and_update();
+    let added = mcp
+        .call("mcp__dyn__add-tool", json!({}), CancellationToken::new())
+        .await?;
+    assert_eq!(added.text, "added");
+    tokio::time::timeout(Duration::from_secs(10), async {
+        while !names(&mcp).contains(&"mcp__dyn__extra-tool".to_string()) {
+            changed.changed().await?;
+        }
+        Ok::<_, tokio::sync::watch::error::RecvError>(())
+    })
+    .await??;
+    let extra = mcp
+        .call("mcp__dyn__extra-tool", json!({}), CancellationToken::new())
+        .await?;
+    assert_eq!(extra.text, "extra");
+    assert_eq!(mcp.states()[0].1, ServerState::Ready { tools: 2 });
     Ok(())
 }

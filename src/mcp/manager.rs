@@ -12,14 +12,14 @@ use std::time::Duration;
 use rmcp::model::{CallToolRequestParams, ReadResourceRequestParams};
 use rmcp::{Peer, RoleClient, ServiceError};
 use serde_json::Value;
-use tokio::sync::{Notify, watch};
+use tokio::sync::watch;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::config::{McpServerConfig, McpServerEntry, Transport};
-use super::connection::{self, Connection};
+use super::config::{McpServerConfig, McpServerEntry};
 use super::content::{self, McpResult};
 use super::names;
+use super::supervisor::Supervisor;
 use super::{McpError, McpResource, McpTool, ServerState};
 use crate::sandbox::env_allow::EnvPolicy;
 
@@ -69,25 +69,25 @@ impl Drop for Inner {
     }
 }
 
-struct Shared {
-    servers: BTreeMap<String, Server>,
+pub(super) struct Shared {
+    pub(super) servers: BTreeMap<String, Server>,
     catalog: Mutex<Arc<Catalog>>,
     /// Bumped whenever the offered tools change.
-    tools_tx: watch::Sender<u64>,
+    pub(super) tools_tx: watch::Sender<u64>,
     /// Bumped whenever a server's state changes.
-    states_tx: watch::Sender<u64>,
+    pub(super) states_tx: watch::Sender<u64>,
 }
 
-struct Server {
-    config: Option<McpServerConfig>,
-    slot: Mutex<Slot>,
+pub(super) struct Server {
+    pub(super) config: Option<McpServerConfig>,
+    pub(super) slot: Mutex<Slot>,
 }
 
-struct Slot {
-    state: ServerState,
-    peer: Option<Peer<RoleClient>>,
-    pid: Option<u32>,
-    tools: Vec<rmcp::model::Tool>,
+pub(super) struct Slot {
+    pub(super) state: ServerState,
+    pub(super) peer: Option<Peer<RoleClient>>,
+    pub(super) pid: Option<u32>,
+    pub(super) tools: Vec<rmcp::model::Tool>,
 }
 
 #[derive(Default)]
@@ -381,14 +381,14 @@ impl McpManager {
     }
 }
 
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+pub(super) fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 impl Shared {
-    fn set_state(&self, server: &str, state: ServerState) {
+    pub(super) fn set_state(&self, server: &str, state: ServerState) {
         if let Some(entry) = self.servers.get(server) {
             lock(&entry.slot).state = state;
         }
@@ -396,7 +396,7 @@ impl Shared {
     }
 
     /// Recomputes the offered tools from every connected server's list.
-    fn rebuild_catalog(&self) {
+    pub(super) fn rebuild_catalog(&self) {
         let mut listed = Vec::new();
         for (name, server) in &self.servers {
             let slot = lock(&server.slot);
@@ -435,166 +435,5 @@ impl Shared {
         }
         *lock(&self.catalog) = Arc::new(catalog);
         self.tools_tx.send_modify(|n| *n += 1);
-    }
-}
-
-/// Keeps one server running.
-struct Supervisor {
-    name: String,
-    transport: Transport,
-    shared: Arc<Shared>,
-    settings: Arc<McpSettings>,
-    shutdown: CancellationToken,
-}
-
-impl Supervisor {
-    async fn run(self) {
-        let mut delay = self.settings.backoff.first;
-        loop {
-            let outcome = tokio::select! {
-                outcome = self.session() => outcome,
-                () = self.shutdown.cancelled() => return,
-            };
-            let Ended { reason, was_ready } = outcome;
-            if was_ready {
-                delay = self.settings.backoff.first;
-            }
-            self.shared.set_state(
-                &self.name,
-                ServerState::Failed {
-                    reason: format!("{reason}; restarting in {:.1}s", delay.as_secs_f64()),
-                },
-            );
-            self.shared.rebuild_catalog();
-            tokio::select! {
-                () = tokio::time::sleep(delay) => {}
-                () = self.shutdown.cancelled() => return,
-            }
-            delay = (delay * 2).min(self.settings.backoff.max);
-            self.shared.set_state(&self.name, ServerState::Starting);
-        }
-    }
-
-    /// One connection, from start to its end.
-    async fn session(&self) -> Ended {
-        let Some(config) = self
-            .shared
-            .servers
-            .get(&self.name)
-            .and_then(|s| s.config.clone())
-        else {
-            return Ended::new("no configuration", false);
-        };
-        let tools_changed = Arc::new(Notify::new());
-        let started = tokio::time::timeout(config.startup_timeout(), async {
-            let connection = connection::connect(
-                &self.name,
-                &self.transport,
-                &self.settings.env_policy,
-                &self.settings.log_dir,
-                Arc::clone(&tools_changed),
-            )
-            .await?;
-            let tools = connection
-                .peer()
-                .list_all_tools()
-                .await
-                .map_err(|e| format!("listing its tools failed: {e}"))?;
-            Ok::<_, String>((connection, tools))
-        })
-        .await;
-        let (connection, tools) = match started {
-            Err(_) => {
-                return Ended::new(
-                    &format!(
-                        "did not start within {}s (startup_timeout_secs)",
-                        config.startup_timeout_secs
-                    ),
-                    false,
-                );
-            }
-            Ok(Err(reason)) => return Ended::new(&reason, false),
-            Ok(Ok(started)) => started,
-        };
-        self.publish(&connection, tools);
-        let reason = self.serve(connection, &tools_changed).await;
-        Ended::new(&reason, true)
-    }
-
-    /// Offers the tools of a new connection; the state turns ready only once the catalog
-    /// holds them, so whoever sees `Ready` also sees its tools.
-    fn publish(&self, connection: &Connection, tools: Vec<rmcp::model::Tool>) {
-        if let Some(server) = self.shared.servers.get(&self.name) {
-            let mut slot = lock(&server.slot);
-            slot.peer = Some(connection.peer());
-            slot.pid = connection
-                .child
-                .as_ref()
-                .and_then(connection::ChildGuard::pid);
-        }
-        self.publish_tools(tools);
-    }
-
-    /// Runs until the connection ends; re-lists tools on `list_changed`. Returns why it
-    /// ended.
-    async fn serve(&self, connection: Connection, tools_changed: &Notify) -> String {
-        let Connection { service, mut child } = connection;
-        let peer = service.peer().clone();
-        let mut waiting = Box::pin(service.waiting());
-        loop {
-            tokio::select! {
-                _ = &mut waiting => break,
-                () = tools_changed.notified() => {
-                    if let Ok(tools) = peer.list_all_tools().await {
-                        self.publish_tools(tools);
-                    }
-                }
-            }
-        }
-        if let Some(server) = self.shared.servers.get(&self.name) {
-            let mut slot = lock(&server.slot);
-            slot.peer = None;
-            slot.pid = None;
-        }
-        let mut status = None;
-        if let Some(guard) = child.as_mut() {
-            for _ in 0..20 {
-                status = guard.exit_status();
-                if status.is_some() {
-                    break;
-                }
-                tokio::time::sleep(Duration::from_millis(10)).await;
-            }
-        }
-        drop(child);
-        match status {
-            Some(status) => format!("the server exited ({status})"),
-            None => "the connection to the server closed".to_string(),
-        }
-    }
-
-    fn publish_tools(&self, tools: Vec<rmcp::model::Tool>) {
-        let count = tools.len();
-        if let Some(server) = self.shared.servers.get(&self.name) {
-            lock(&server.slot).tools = tools;
-        }
-        self.shared.rebuild_catalog();
-        self.shared
-            .set_state(&self.name, ServerState::Ready { tools: count });
-    }
-}
-
-/// How one connection ended; a connection that got ready resets the backoff.
-struct Ended {
-    reason: String,
-    was_ready: bool,
-}
-
-impl Ended {
-    fn new(reason: &str, was_ready: bool) -> Self {
-        Self {
-            reason: reason.to_string(),
-            was_ready,
-        }
     }
 }

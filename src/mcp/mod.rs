@@ -7,6 +7,7 @@ mod connection;
 mod content;
 mod manager;
 mod names;
+mod supervisor;
 
 pub use config::{McpConfig, McpConfigError, McpServerConfig, McpServerEntry, Transport};
 pub use content::McpResult;

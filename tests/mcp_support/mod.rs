@@ -133,3 +133,16 @@ pub async fn ready(manager: &McpManager) {
         .wait_ready(tokio::time::Instant::now() + Duration::from_secs(90))
         .await;
 }
+
+/// A server on the official TypeScript SDK whose `add-tool` registers `extra-tool`.
+pub fn dynamic() -> Result<McpServerConfig, String> {
+    let sdk = npm_cache()?.join("node_modules/@modelcontextprotocol/sdk/dist/esm");
+    let script =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mcp/dynamic-server.mjs");
+    Ok(McpServerConfig {
+        command: Some("node".to_string()),
+        args: vec![script.display().to_string(), sdk.display().to_string()],
+        startup_timeout_secs: 60,
+        ..Default::default()
+    })
+}
