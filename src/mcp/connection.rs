@@ -110,6 +110,18 @@ pub(crate) async fn connect(
             if let Some(cwd) = cwd {
                 cmd.current_dir(cwd);
             }
+            #[cfg(target_os = "linux")]
+            // SAFETY: the closure runs between fork and exec and only calls prctl(2), which is
+            // async-signal-safe. The server then gets SIGKILL when mnemo dies, even by SIGKILL.
+            unsafe {
+                cmd.pre_exec(|| {
+                    if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) == 0 {
+                        Ok(())
+                    } else {
+                        Err(std::io::Error::last_os_error())
+                    }
+                });
+            }
             let mut child = cmd
                 .spawn()
                 .map_err(|e| format!("cannot start `{command}`: {e}"))?;
