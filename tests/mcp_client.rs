@@ -310,6 +310,11 @@ async fn broken_disabled_and_untrusted_servers_are_listed_while_the_others_start
         servers,
         not_trusted: ["workspace-server".to_string()].into(),
         log_dir: logs.path().to_path_buf(),
+        backoff: mnemo::mcp::Backoff {
+            first: Duration::from_millis(50),
+            max: Duration::from_millis(100),
+            give_up_after: 2,
+        },
         ..Default::default()
     });
     ready(&mcp).await;
@@ -332,6 +337,24 @@ async fn broken_disabled_and_untrusted_servers_are_listed_while_the_others_start
         states["missing"]
     );
     assert!(matches!(states["everything"], ServerState::Ready { .. }));
+
+    // A server that cannot start is tried again, then given up on.
+    let mut changes = mcp.states_changed();
+    let gave_up = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            let states: std::collections::BTreeMap<_, _> = mcp.states().into_iter().collect();
+            let missing = states["missing"].to_string();
+            if missing.ends_with("(gave up after 2 attempts)") {
+                return Ok::<_, String>(missing);
+            }
+            changes.changed().await.map_err(|e| e.to_string())?;
+        }
+    })
+    .await??;
+    assert!(
+        gave_up.starts_with("failed: cannot start `/nonexistent/mcp-server`"),
+        "{gave_up}"
+    );
     Ok(())
 }
 

@@ -221,13 +221,20 @@ pub(crate) fn log_path(server: &str, log_dir: &Path) -> std::path::PathBuf {
     log_dir.join(format!("mcp-{safe}.log"))
 }
 
+/// A log past this size is moved to `mcp-<server>.log.1` when the server starts.
+const LOG_ROTATE_BYTES: u64 = 4 * 1024 * 1024;
+
 /// The server's stderr: appended to its log file, or dropped when that cannot be opened.
 fn log_file(server: &str, log_dir: &Path) -> Stdio {
     let _ = std::fs::create_dir_all(log_dir);
+    let path = log_path(server, log_dir);
+    if std::fs::metadata(&path).is_ok_and(|m| m.len() > LOG_ROTATE_BYTES) {
+        let _ = std::fs::rename(&path, path.with_extension("log.1"));
+    }
     std::fs::OpenOptions::new()
         .create(true)
         .append(true)
-        .open(log_path(server, log_dir))
+        .open(&path)
         .map_or_else(|_| Stdio::null(), Stdio::from)
 }
 

@@ -37,10 +37,13 @@ pub struct McpSettings {
 }
 
 /// Waits between restarts of a server that exited: `first`, doubled each time up to `max`.
+/// A server that fails `give_up_after` starts in a row without ever getting ready (a wrong
+/// command, a missing package) stays failed until the next session.
 #[derive(Debug, Clone, Copy)]
 pub struct Backoff {
     pub first: Duration,
     pub max: Duration,
+    pub give_up_after: u32,
 }
 
 impl Default for Backoff {
@@ -48,6 +51,7 @@ impl Default for Backoff {
         Self {
             first: Duration::from_millis(500),
             max: Duration::from_secs(30),
+            give_up_after: 5,
         }
     }
 }

@@ -23,7 +23,9 @@ pub(super) struct Supervisor {
 
 impl Supervisor {
     pub(super) async fn run(self) {
-        let mut delay = self.settings.backoff.first;
+        let backoff = self.settings.backoff;
+        let mut delay = backoff.first;
+        let mut failed_starts = 0;
         loop {
             let outcome = tokio::select! {
                 outcome = self.session() => outcome,
@@ -31,20 +33,30 @@ impl Supervisor {
             };
             let Ended { reason, was_ready } = outcome;
             if was_ready {
-                delay = self.settings.backoff.first;
+                delay = backoff.first;
+                failed_starts = 0;
+            } else {
+                failed_starts += 1;
             }
-            self.shared.set_state(
-                &self.name,
-                ServerState::Failed {
-                    reason: format!("{reason}; restarting in {:.1}s", delay.as_secs_f64()),
-                },
-            );
+            let giving_up = failed_starts >= backoff.give_up_after.max(1);
+            let reason = if giving_up && failed_starts == 1 {
+                reason
+            } else if giving_up {
+                format!("{reason} (gave up after {failed_starts} attempts)")
+            } else {
+                format!("{reason}; restarting in {:.1}s", delay.as_secs_f64())
+            };
+            self.shared
+                .set_state(&self.name, ServerState::Failed { reason });
             self.shared.rebuild_catalog();
+            if giving_up {
+                return;
+            }
             tokio::select! {
                 () = tokio::time::sleep(delay) => {}
                 () = self.shutdown.cancelled() => return,
             }
-            delay = (delay * 2).min(self.settings.backoff.max);
+            delay = (delay * 2).min(backoff.max);
             self.shared.set_state(&self.name, ServerState::Starting);
         }
     }

@@ -122,6 +122,7 @@ pub fn manager(servers: Vec<(&str, McpServerConfig)>, logs: &Path) -> McpManager
         backoff: Backoff {
             first: Duration::from_millis(200),
             max: Duration::from_secs(2),
+            give_up_after: 3,
         },
         ..Default::default()
     })
