@@ -108,56 +108,25 @@ impl McpManager {
         let mut servers = BTreeMap::new();
         let mut launch = Vec::new();
         for (name, entry) in &settings.servers {
+            let trusted = !settings.not_trusted.contains(name);
             let (config, state) = match entry.config(name) {
-                Err(e) => (
-                    None,
-                    ServerState::Failed {
-                        reason: e.to_string(),
-                    },
-                ),
-                Ok(config) => {
-                    let state = if settings.not_trusted.contains(name) {
-                        ServerState::NotTrusted
-                    } else if !config.enabled {
-                        ServerState::Disabled
-                    } else {
-                        match config.transport(name) {
-                            Ok(transport) => {
-                                launch.push((name.clone(), transport));
-                                ServerState::Starting
-                            }
-                            Err(e) => ServerState::Failed {
-                                reason: e.to_string(),
-                            },
-                        }
-                    };
-                    (Some(config.clone()), state)
-                }
-            };
-            let slot = Slot {
-                state,
-                peer: None,
-                pid: None,
-                tools: Vec::new(),
-            };
-            servers.insert(
-                name.clone(),
-                Server {
-                    config,
-                    slot: Mutex::new(slot),
+                Err(e) => (None, failed(&e)),
+                Ok(config) if !trusted => (Some(config.clone()), ServerState::NotTrusted),
+                Ok(config) if !config.enabled => (Some(config.clone()), ServerState::Disabled),
+                Ok(config) => match config.transport(name) {
+                    Err(e) => (Some(config.clone()), failed(&e)),
+                    Ok(transport) => {
+                        launch.push((name.clone(), transport));
+                        (Some(config.clone()), ServerState::Starting)
+                    }
                 },
-            );
+            };
+            servers.insert(name.clone(), Server::new(config, state));
         }
         for name in &settings.not_trusted {
-            servers.entry(name.clone()).or_insert_with(|| Server {
-                config: None,
-                slot: Mutex::new(Slot {
-                    state: ServerState::NotTrusted,
-                    peer: None,
-                    pid: None,
-                    tools: Vec::new(),
-                }),
-            });
+            servers
+                .entry(name.clone())
+                .or_insert_with(|| Server::new(None, ServerState::NotTrusted));
         }
         let shared = Arc::new(Shared {
             servers,
@@ -381,6 +350,26 @@ impl McpManager {
                 server: server.to_string(),
                 message: other.to_string(),
             },
+        }
+    }
+}
+
+fn failed(error: &super::McpConfigError) -> ServerState {
+    ServerState::Failed {
+        reason: error.to_string(),
+    }
+}
+
+impl Server {
+    fn new(config: Option<McpServerConfig>, state: ServerState) -> Self {
+        Self {
+            config,
+            slot: Mutex::new(Slot {
+                state,
+                peer: None,
+                pid: None,
+                tools: Vec::new(),
+            }),
         }
     }
 }
