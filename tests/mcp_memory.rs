@@ -1,7 +1,9 @@
 //! Memory mnemo itself adds per connected MCP server (the servers' own processes excluded):
 //! the growth of this process's resident set from one connected server-everything to six.
 //! Ignored by default (a measurement, not a check); run with
-//! `cargo test --release --test mcp_memory -- --ignored --nocapture`.
+//! `cargo test --release --test mcp_memory -- --ignored --nocapture --test-threads=1`.
+//! Measured 2026-11-24 (release, server-everything 2026.8.31): 0.19 MiB per connected server;
+//! echo round trip median 0.32 ms, p90 0.65 ms, the server's own time included.
 
 mod mcp_support;
 
