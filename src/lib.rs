@@ -9,6 +9,7 @@ pub mod crash;
 pub mod headless;
 pub mod launch;
 pub mod llm;
+pub mod mcp;
 pub mod memory;
 pub mod protocol;
 pub mod sandbox;

@@ -33,6 +33,9 @@ pub struct Config {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub crash_webhook: Option<String>,
     pub models: BTreeMap<String, ModelConfig>,
+    /// `[mcp_servers.NAME]`: MCP servers whose tools the agent may use.
+    pub mcp_servers: BTreeMap<String, crate::mcp::McpServerEntry>,
+    pub mcp: crate::mcp::McpConfig,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

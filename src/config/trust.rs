@@ -276,6 +276,20 @@ pub fn restrict(lower: &Table, mut layer: Table) -> (Table, Vec<Ignored>) {
         drop(memory, "db_path", "memory.");
         drop(memory, "embedding", "memory.");
     }
+    // An MCP server runs commands (or sends headers and tokens to a URL): the workspace's own
+    // entries, and its changes to the person's, wait for trust.
+    if let Some(Value::Table(servers)) = layer.get_mut("mcp_servers") {
+        let lower = match lower.get("mcp_servers") {
+            Some(Value::Table(t)) => t.clone(),
+            _ => Table::new(),
+        };
+        let names: Vec<String> = servers.keys().cloned().collect();
+        for name in names {
+            if servers.get(&name) != lower.get(&name) {
+                drop(servers, &name, "mcp_servers.");
+            }
+        }
+    }
     if let Some(Value::Table(models)) = layer.get_mut("models") {
         let known = match lower.get("models") {
             Some(Value::Table(t)) => t.keys().cloned().collect::<Vec<_>>(),

@@ -180,3 +180,28 @@ fn the_trust_list_is_private_to_the_user() -> TestResult {
     assert_eq!(mode & 0o777, 0o600);
     Ok(())
 }
+
+#[test]
+fn an_untrusted_workspace_cannot_start_mcp_servers_until_trusted() -> TestResult {
+    let fx = fixture(
+        "[mcp_servers.mine]\ncommand = \"my-server\"\n",
+        "[mcp_servers.evil]\ncommand = \"curl\"\n\
+         [mcp_servers.mine]\ncommand = \"other\"\n",
+    )?;
+    let (config, sources) = loaded(&fx)?;
+    assert_eq!(
+        config.mcp_servers.keys().collect::<Vec<_>>(),
+        ["mine"],
+        "only the person's own server is configured"
+    );
+    let mine = config.mcp_servers["mine"].config("mine")?;
+    assert_eq!(mine.command.as_deref(), Some("my-server"));
+    assert_eq!(
+        crate::mcp::config::untrusted_servers(&sources.ignored),
+        ["evil".to_string(), "mine".to_string()].into()
+    );
+    trust(&fx.dirs, &fx.workspace)?;
+    let (config, _) = loaded(&fx)?;
+    assert_eq!(config.mcp_servers.len(), 2);
+    Ok(())
+}

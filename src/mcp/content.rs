@@ -1,0 +1,108 @@
+//! What a tool result or a resource says, as text for the model: text as is, structured
+//! content as JSON, images, audio and binary blobs described by their type and size (their
+//! bytes would only waste the context), resource links by their URI.
+
+use serde_json::Value;
+
+/// The outcome of one MCP tool call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct McpResult {
+    pub text: String,
+    /// The server flagged the result as an error (`isError`): a tool error for the model.
+    pub is_error: bool,
+}
+
+/// The text of a `tools/call` result given as JSON (`content`, `structuredContent`).
+pub fn result_text(content: &[Value], structured: Option<&Value>) -> String {
+    let mut parts: Vec<String> = content.iter().map(block_text).collect();
+    if let Some(structured) = structured {
+        let json = serde_json::to_string_pretty(structured).unwrap_or_default();
+        // Servers send structured content with the same JSON as text for older clients.
+        let repeated = content
+            .iter()
+            .filter_map(|b| b.get("text").and_then(Value::as_str))
+            .any(|text| serde_json::from_str::<Value>(text).ok().as_ref() == Some(structured));
+        if !repeated {
+            parts.push(json);
+        }
+    }
+    parts.join("\n")
+}
+
+/// One content block (or resource contents) in words.
+pub fn block_text(block: &Value) -> String {
+    let kind = block.get("type").and_then(Value::as_str).unwrap_or("");
+    let str_of = |key: &str| block.get(key).and_then(Value::as_str).unwrap_or("");
+    match kind {
+        "text" => str_of("text").to_string(),
+        "image" | "audio" => described(kind, str_of("mimeType"), str_of("data")),
+        "resource" => block
+            .get("resource")
+            .map_or_else(String::new, resource_text),
+        "resource_link" => format!("[resource link: {} ({})]", str_of("uri"), str_of("name")),
+        _ if block.get("uri").is_some() => resource_text(block),
+        other => format!("[{other} content]"),
+    }
+}
+
+/// Resource contents: the text, or the blob described.
+pub fn resource_text(contents: &Value) -> String {
+    let str_of = |key: &str| contents.get(key).and_then(Value::as_str);
+    match (str_of("text"), str_of("blob")) {
+        (Some(text), _) => text.to_string(),
+        (None, Some(blob)) => described(
+            "resource",
+            str_of("mimeType").unwrap_or("application/octet-stream"),
+            blob,
+        ),
+        (None, None) => format!("[empty resource {}]", str_of("uri").unwrap_or("")),
+    }
+}
+
+/// `[image: image/png, 1.2 KB]` for base64 `data`.
+fn described(kind: &str, mime: &str, base64: &str) -> String {
+    let bytes = base64.trim_end_matches('=').len() * 3 / 4;
+    let size = if bytes >= 1024 * 1024 {
+        format!("{:.1} MB", bytes as f64 / (1024.0 * 1024.0))
+    } else if bytes >= 1024 {
+        format!("{:.1} KB", bytes as f64 / 1024.0)
+    } else {
+        format!("{bytes} bytes")
+    };
+    let mime = if mime.is_empty() {
+        "unknown type"
+    } else {
+        mime
+    };
+    format!("[{kind}: {mime}, {size}]")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn text_passes_and_images_are_described() {
+        let content = [
+            json!({"type": "text", "text": "hello"}),
+            json!({"type": "image", "mimeType": "image/png", "data": "A".repeat(4096)}),
+        ];
+        assert_eq!(
+            result_text(&content, None),
+            "hello\n[image: image/png, 3.0 KB]"
+        );
+    }
+
+    #[test]
+    fn structured_content_is_added_unless_the_text_repeats_it() {
+        let structured = json!({"t": 1});
+        let repeated = [json!({"type": "text", "text": "{\"t\":1}"})];
+        assert_eq!(result_text(&repeated, Some(&structured)), "{\"t\":1}");
+        let other = [json!({"type": "text", "text": "weather"})];
+        assert_eq!(
+            result_text(&other, Some(&structured)),
+            "weather\n{\n  \"t\": 1\n}"
+        );
+    }
+}

@@ -1,0 +1,191 @@
+//! The task that keeps one MCP server running: connect, list its tools, re-list them when the
+//! server announces a change, and restart it with backoff when it exits.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+use super::ServerState;
+use super::config::Transport;
+use super::connection::{self, Connection};
+use super::manager::{McpSettings, Shared, lock};
+
+/// Keeps one server running.
+pub(super) struct Supervisor {
+    pub(super) name: String,
+    pub(super) transport: Transport,
+    pub(super) shared: Arc<Shared>,
+    pub(super) settings: Arc<McpSettings>,
+    pub(super) shutdown: CancellationToken,
+}
+
+impl Supervisor {
+    pub(super) async fn run(self) {
+        let backoff = self.settings.backoff;
+        let mut delay = backoff.first;
+        let mut failed_starts = 0;
+        loop {
+            let outcome = tokio::select! {
+                outcome = self.session() => outcome,
+                () = self.shutdown.cancelled() => return,
+            };
+            let Ended { reason, was_ready } = outcome;
+            if was_ready {
+                delay = backoff.first;
+                failed_starts = 0;
+            } else {
+                failed_starts += 1;
+            }
+            let giving_up = failed_starts >= backoff.give_up_after.max(1);
+            let reason = if giving_up && failed_starts == 1 {
+                reason
+            } else if giving_up {
+                format!("{reason} (gave up after {failed_starts} attempts)")
+            } else {
+                format!("{reason}; restarting in {:.1}s", delay.as_secs_f64())
+            };
+            self.shared
+                .set_state(&self.name, ServerState::Failed { reason });
+            self.shared.rebuild_catalog();
+            if giving_up {
+                return;
+            }
+            tokio::select! {
+                () = tokio::time::sleep(delay) => {}
+                () = self.shutdown.cancelled() => return,
+            }
+            delay = (delay * 2).min(backoff.max);
+            self.shared.set_state(&self.name, ServerState::Starting);
+        }
+    }
+
+    /// One connection, from start to its end.
+    async fn session(&self) -> Ended {
+        let Some(config) = self
+            .shared
+            .servers
+            .get(&self.name)
+            .and_then(|s| s.config.clone())
+        else {
+            return Ended::new("no configuration", false);
+        };
+        let tools_changed = Arc::new(Notify::new());
+        let started = tokio::time::timeout(config.startup_timeout(), async {
+            let connection = connection::connect(
+                &self.name,
+                &self.transport,
+                &self.settings.env_policy,
+                &self.settings.log_dir,
+                Arc::clone(&tools_changed),
+            )
+            .await?;
+            let tools = connection
+                .peer()
+                .list_all_tools()
+                .await
+                .map_err(|e| format!("listing its tools failed: {e}"))?;
+            Ok::<_, String>((connection, tools))
+        })
+        .await;
+        let (connection, tools) = match started {
+            Err(_) => {
+                return Ended::new(
+                    &format!(
+                        "did not start within {}s (startup_timeout_secs)",
+                        config.startup_timeout_secs
+                    ),
+                    false,
+                );
+            }
+            Ok(Err(reason)) => return Ended::new(&reason, false),
+            Ok(Ok(started)) => started,
+        };
+        self.publish(&connection, tools);
+        let reason = self.serve(connection, &tools_changed).await;
+        Ended::new(&reason, true)
+    }
+
+    /// Offers the tools of a new connection; the state turns ready only once the catalog
+    /// holds them, so whoever sees `Ready` also sees its tools.
+    fn publish(&self, connection: &Connection, tools: Vec<rmcp::model::Tool>) {
+        if let Some(server) = self.shared.servers.get(&self.name) {
+            let mut slot = lock(&server.slot);
+            slot.peer = Some(connection.peer());
+            slot.pid = connection
+                .child
+                .as_ref()
+                .and_then(connection::ChildGuard::pid);
+        }
+        self.publish_tools(tools);
+    }
+
+    /// Runs until the connection ends; re-lists tools on `list_changed`. Returns why it
+    /// ended.
+    async fn serve(&self, connection: Connection, tools_changed: &Notify) -> String {
+        let Connection { service, mut child } = connection;
+        let peer = service.peer().clone();
+        let mut waiting = Box::pin(service.waiting());
+        loop {
+            tokio::select! {
+                _ = &mut waiting => break,
+                () = tools_changed.notified() => {
+                    if let Ok(tools) = peer.list_all_tools().await {
+                        self.publish_tools(tools);
+                    }
+                }
+            }
+        }
+        if let Some(server) = self.shared.servers.get(&self.name) {
+            let mut slot = lock(&server.slot);
+            slot.peer = None;
+            slot.pid = None;
+            // Never `Ready` without a connection; `run` words the reason and the restart.
+            slot.state = ServerState::Failed {
+                reason: "the connection to the server closed; restarting in a moment".to_string(),
+            };
+        }
+        self.shared.states_tx.send_modify(|n| *n += 1);
+        let mut status = None;
+        if let Some(guard) = child.as_mut() {
+            for _ in 0..20 {
+                status = guard.exit_status();
+                if status.is_some() {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        }
+        drop(child);
+        match status {
+            Some(status) => format!("the server exited ({status})"),
+            None => "the connection to the server closed".to_string(),
+        }
+    }
+
+    fn publish_tools(&self, tools: Vec<rmcp::model::Tool>) {
+        let count = tools.len();
+        if let Some(server) = self.shared.servers.get(&self.name) {
+            lock(&server.slot).tools = tools;
+        }
+        self.shared.rebuild_catalog();
+        self.shared
+            .set_state(&self.name, ServerState::Ready { tools: count });
+    }
+}
+
+/// How one connection ended; a connection that got ready resets the backoff.
+struct Ended {
+    reason: String,
+    was_ready: bool,
+}
+
+impl Ended {
+    fn new(reason: &str, was_ready: bool) -> Self {
+        Self {
+            reason: reason.to_string(),
+            was_ready,
+        }
+    }
+}
