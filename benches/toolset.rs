@@ -109,13 +109,13 @@ fn tool_list_per_step(statics: &[ToolSpec]) {
     let mut derives = Vec::new();
     for _ in 0..200 {
         let started = Instant::now();
-        let set = derive(statics, &[], &refs, 4000);
+        let set = derive(statics, &[], &[], &refs, 4000);
         std::hint::black_box(&set);
         derives.push(started.elapsed());
     }
-    let set = derive(statics, &[], &refs, u32::MAX);
+    let set = derive(statics, &[], &[], &refs, u32::MAX);
     let offered = set.specs.len() - set.static_count;
-    let budgeted = derive(statics, &[], &refs, 4000);
+    let budgeted = derive(statics, &[], &[], &refs, 4000);
     println!(
         "tool list for a 10,000-message history naming {offered} capabilities: indexing {:.2} µs \
          per appended message; deriving the list {:.3} ms per step after a change, nothing \

@@ -243,6 +243,7 @@ fn print_event(
         | Event::AgentActivity { .. }
         | Event::Usage { .. }
         | Event::QueuedWithdrawn { .. }
+        | Event::McpServers { .. }
         | Event::TurnFinished { .. } => {}
     }
     Ok(())

@@ -14,6 +14,7 @@ use crate::llm::Timeouts;
 use crate::llm::factory::build_provider;
 use crate::llm::fallback::{ChainModel, Cooldowns, FallbackChain};
 use crate::llm::scripted::ScriptLoadError;
+use crate::mcp::{Backoff, McpManager, McpSettings};
 use crate::memory::embed::EmbeddingClient;
 use crate::memory::{Store, StoreError};
 use crate::sandbox::workspace_check::{self, Broad};
@@ -224,6 +225,32 @@ impl Loaded {
         })
     }
 
+    /// The MCP servers of this launch: every configured one, and those a workspace the person
+    /// has not trusted defined (listed, never started). Their stderr goes to the data dir.
+    pub fn mcp_settings(&self, env_policy: crate::sandbox::env_allow::EnvPolicy) -> McpSettings {
+        let servers = self.config.mcp_servers.clone();
+        let not_trusted = self
+            .sources
+            .ignored
+            .iter()
+            .filter_map(|i| i.key.strip_prefix("mcp_servers."))
+            .filter(|name| !name.contains('.') && !servers.contains_key(*name))
+            .map(String::from)
+            .collect();
+        let log_dir = match (&self.dirs.data, &self.db_path) {
+            (Some(data), _) => data.join("logs"),
+            (None, Some(db)) => db.with_file_name("logs"),
+            (None, None) => PathBuf::new(),
+        };
+        McpSettings {
+            servers,
+            not_trusted,
+            env_policy,
+            log_dir,
+            backoff: Backoff::default(),
+        }
+    }
+
     /// Every tool a session gets: the built-ins and the memory tools.
     pub fn tools(&self, store: &Store, confinement: Arc<Confinement>) -> ToolRegistry {
         let mut tools = builtin_tools();
@@ -282,6 +309,10 @@ pub async fn prepare_session_with(
         }
     };
     session.set_embedder(loaded.embedder());
+    let settings = loaded.mcp_settings(session.settings.approvals.confinement().env.clone());
+    if !settings.servers.is_empty() || !settings.not_trusted.is_empty() {
+        session.set_mcp(McpManager::start(settings));
+    }
     if let Some(config_dir) = &loaded.dirs.config {
         let library = SkillLibrary::empty(loaded.workspace.clone(), config_dir.clone());
         session.find_skills_later(Arc::new(library), loaded.config.skills.clone());

@@ -116,6 +116,11 @@ enum Command {
         #[command(subcommand)]
         action: SkillAction,
     },
+    /// The MCP servers of this workspace: start them and show their state and tools.
+    Mcp {
+        #[command(subcommand)]
+        action: McpAction,
+    },
     /// Check the set-up (sandbox, keys, data directory, database) and list recent crashes.
     Doctor,
     /// Let this workspace's .mnemo/config.toml lower safety or choose model endpoints, as the
@@ -196,6 +201,16 @@ enum CapabilityAction {
         /// Unpin instead.
         #[arg(long)]
         off: bool,
+    },
+}
+
+#[derive(Subcommand)]
+enum McpAction {
+    /// Start each configured server (as a session would) and show its state.
+    List {
+        /// Also list each ready server's tools.
+        #[arg(long)]
+        tools: bool,
     },
 }
 
@@ -377,6 +392,11 @@ fn real_main(cli: Cli) -> anyhow::Result<ExitCode> {
                 SkillAction::Rm { name } => commands::skills::remove(&loaded, &name, &mut out),
             };
             answer(done)
+        }
+        Some(Command::Mcp { action }) => {
+            let McpAction::List { tools } = action;
+            block_on(commands::mcp::list(&loaded, tools, &mut out))??;
+            Ok(ExitCode::SUCCESS)
         }
         Some(Command::Doctor) => {
             let healthy = block_on(commands::doctor::doctor(&loaded, &mut out))??;

@@ -29,8 +29,22 @@ pub enum Op {
     },
     /// Changes when the agent asks before acting, from the next tool call on.
     SetApprovalMode { mode: ApprovalMode },
+    /// Asks for the MCP servers' states, answered by `Event::McpServers`.
+    ListMcpServers,
     /// Ends the agent task after cancelling any running turn.
     Shutdown,
+}
+
+/// One configured MCP server as `/mcp` shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct McpServerStatus {
+    pub name: String,
+    /// "starting", "ready with 12 tools", "failed: …", "disabled",
+    /// "not started: workspace not trusted".
+    pub state: String,
+    pub ready: bool,
+    /// Its tools are too many to list: the model finds them with `mcp_tool_search`.
+    pub deferred: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -88,6 +102,14 @@ pub enum ApprovalAction {
     Memory {
         /// "remember for this project: …", "forget #12: …".
         change: String,
+    },
+    /// A call to an MCP server's tool that is not marked read-only.
+    McpCall {
+        server: String,
+        /// The server's own name for the tool.
+        tool: String,
+        /// The arguments as pretty JSON, cut to a readable length.
+        arguments: String,
     },
 }
 
@@ -299,11 +321,16 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         message: Option<String>,
     },
-    /// Capabilities entered or left the tool list (by tool name, `cap_*`): a query or a
-    /// create brought them, compaction or the token budget took them away.
+    /// Capabilities or MCP tools entered or left the tool list (by tool name, `cap_*` or
+    /// `mcp__*`): a query, a create or a tool search brought them, an MCP server announced a
+    /// new list, or compaction or the token budget took them away.
     ToolsChanged {
         added: Vec<String>,
         removed: Vec<String>,
+    },
+    /// The answer to `Op::ListMcpServers`.
+    McpServers {
+        servers: Vec<McpServerStatus>,
     },
     /// Something the user should know that is not an error.
     Notice {

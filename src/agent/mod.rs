@@ -5,6 +5,7 @@ mod checkpoint;
 mod compaction;
 pub mod compaction_plan;
 mod guards;
+mod mcp;
 mod model_call;
 pub mod prompt;
 mod session;
@@ -89,6 +90,9 @@ async fn drive(
         let _ = control.events.send(Event::Error { message }).await;
     }
     let mailbox = session.mailbox.clone();
+    let (mcp, mcp_budget) = (session.mcp.clone(), session.settings.mcp_max_tool_tokens);
+    // Between turns a server's new tool list reaches the front end at once.
+    let mut mcp_changes = mcp.as_ref().map(crate::mcp::McpManager::tools_changed);
     let mut queued: VecDeque<(String, UserMessageKind)> = VecDeque::new();
     loop {
         // Injections and background results that arrived between turns open the next one.
@@ -104,6 +108,13 @@ async fn drive(
             let op = tokio::select! {
                 op = ops.recv() => op,
                 () = mailbox.wake.notified() => continue,
+                changed = tools_changed(&mut mcp_changes) => {
+                    match changed {
+                        true => refresh_between_turns(&mut session, &control).await,
+                        false => mcp_changes = None,
+                    }
+                    continue;
+                }
             };
             match op {
                 Some(Op::UserInput { text } | Op::Inject { text }) => {
@@ -115,6 +126,10 @@ async fn drive(
                 Some(Op::Compact) => session.compact_now().await,
                 Some(Op::Approval { id, decision }) => control.answer(&id, decision),
                 Some(Op::SetApprovalMode { mode }) => control.set_mode(mode).await,
+                Some(Op::ListMcpServers) => {
+                    let servers = session.mcp_status();
+                    let _ = control.events.send(Event::McpServers { servers }).await;
+                }
                 Some(Op::Shutdown) | None => break,
             }
             continue;
@@ -146,6 +161,10 @@ async fn drive(
                     }
                     Some(Op::Approval { id, decision }) => control.answer(&id, decision),
                     Some(Op::SetApprovalMode { mode }) => control.set_mode(mode).await,
+                    Some(Op::ListMcpServers) => {
+                        let servers = mcp::status(mcp.as_ref(), mcp_budget);
+                        let _ = control.events.send(Event::McpServers { servers }).await;
+                    }
                     Some(Op::Compact) => {
                         if let Ok(mut pending) = mailbox.inbox.lock() {
                             pending.compact = true;
@@ -164,6 +183,21 @@ async fn drive(
     }
     runs.cancel_all();
     session
+}
+
+/// Waits for the MCP servers' next tool list change; false when the servers are gone.
+async fn tools_changed(changes: &mut Option<tokio::sync::watch::Receiver<u64>>) -> bool {
+    match changes {
+        Some(changes) => changes.changed().await.is_ok(),
+        None => std::future::pending().await,
+    }
+}
+
+async fn refresh_between_turns(session: &mut Session, control: &Control) {
+    if let Err(err) = session.refresh_tools().await {
+        let message = format!("could not update the tool list: {err}");
+        let _ = control.events.send(Event::Error { message }).await;
+    }
 }
 
 /// The ops that act the same whether a turn runs or not.

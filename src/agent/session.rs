@@ -45,6 +45,8 @@ pub struct SessionSettings {
     pub max_continuations: u32,
     /// Most tokens the capabilities' tool specs may take in one request.
     pub max_tool_tokens: u32,
+    /// Most tokens one MCP server's tools may take before they are found by search instead.
+    pub mcp_max_tool_tokens: u32,
     /// Every this many steps of a turn the model is nudged to update its checkpoint (0: never).
     pub checkpoint_every: u32,
 }
@@ -64,6 +66,7 @@ impl SessionSettings {
             max_agent_depth: agent.max_agent_depth,
             max_continuations: agent.max_continuations,
             max_tool_tokens: config.capabilities.max_tool_tokens,
+            mcp_max_tool_tokens: config.mcp.max_tool_tokens,
             checkpoint_every: agent.checkpoint_every,
             approvals: Arc::new(Approvals::confined(
                 config.sandbox.config(),
@@ -141,8 +144,12 @@ pub struct Session {
     pub(super) toolset: Arc<ToolSet>,
     /// Which capabilities the working history references.
     pub(super) caps: CapabilityRefs,
-    /// The generation of `caps` the tool set was derived from.
-    pub(super) tools_generation: Option<u64>,
+    /// The generations of `caps` and of the MCP servers' tools the tool set was derived from.
+    pub(super) tools_generation: Option<(u64, u64)>,
+    /// The session's MCP servers, when any is configured.
+    pub(super) mcp: Option<crate::mcp::McpManager>,
+    /// The MCP tools of the tool set.
+    pub(super) toolset_mcp: Arc<crate::tools::mcp::McpOffer>,
     /// Capabilities the person pinned, read once per session.
     pub(super) pinned: Option<Vec<CapSpec>>,
     pub(super) cap_runner: Arc<CapabilityRunner>,
@@ -307,6 +314,8 @@ impl Session {
             toolset,
             caps: CapabilityRefs::new(),
             tools_generation: None,
+            mcp: None,
+            toolset_mcp: Arc::default(),
             pinned: None,
             cap_runner,
             checkpoint: None,

@@ -73,9 +73,14 @@ impl Session {
         let mut results = Vec::with_capacity(calls.len());
         let mut batch: Vec<&PendingCall> = Vec::new();
         for call in &calls {
-            // Capabilities run like shell commands: one at a time, in order.
+            // Capabilities run like shell commands: one at a time, in order; so do MCP tools
+            // not marked read-only.
             let mutates = self.tools.get(&call.name).is_some_and(|t| t.mutates())
-                || self.toolset.capability(&call.name).is_some();
+                || self.toolset.capability(&call.name).is_some()
+                || self
+                    .toolset_mcp
+                    .get(&call.name)
+                    .is_some_and(|t| !t.read_only);
             if mutates && !batch.is_empty() {
                 results.extend(self.run_batch(std::mem::take(&mut batch), cancel).await);
             }
@@ -156,6 +161,14 @@ impl Session {
         .in_turn(self.turns);
         if is_agent_tool(&call.name) {
             ctx.agents = Some(self.agent_host());
+        }
+        if self.is_mcp_call(&call.name) {
+            // The server's own tool_timeout_secs bounds the call; the user's time to answer
+            // an approval does not count.
+            return tokio::select! {
+                result = self.call_mcp(&call.name, &call.input, &ctx) => result,
+                () = cancel.cancelled() => Err(ToolError::Cancelled),
+            };
         }
         if capabilities::capability_name(&call.name).is_some() {
             return tokio::select! {

@@ -1,6 +1,6 @@
-//! The session's tool list, derived again at each model step from the static tools, the
-//! pinned capabilities and what the working history references (`capabilities::derive`), and
-//! the running of the `cap_*` tools it offers.
+//! The session's tool list, derived again at each model step from the static tools, the MCP
+//! servers' tools, the pinned capabilities and what the working history references
+//! (`capabilities::derive`), and the running of the `cap_*` tools it offers.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -30,14 +30,16 @@ impl Session {
                 .collect();
             self.pinned = Some(stored);
         }
-        let generation = self.caps.generation();
+        let generation = (self.caps.generation(), self.mcp_generation());
         if self.tools_generation == Some(generation) {
             return Ok(());
         }
         self.tools_generation = Some(generation);
+        self.toolset_mcp = Arc::new(self.mcp_offer());
         let pinned = self.pinned.as_deref().unwrap_or_default();
         let derived = capabilities::derive(
             &self.tools.specs(),
+            &self.toolset_mcp.specs,
             pinned,
             &self.caps,
             self.settings.max_tool_tokens,

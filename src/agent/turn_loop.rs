@@ -171,6 +171,7 @@ impl Session {
                 self.add_user_text(text, UserMessageKind::Injected).await?;
             }
             self.maybe_compact(compact_asked).await?;
+            self.wait_for_mcp(cancel).await;
             self.refresh_tools().await?;
             if cancel.is_cancelled() {
                 return Ok((TurnStatus::Interrupted, None));

@@ -107,12 +107,40 @@ pub fn item_json(
 pub fn describe_change(added: &[String], removed: &[String]) -> String {
     let mut parts = Vec::new();
     if !added.is_empty() {
-        parts.push(format!("+ {}", added.join(", ")));
+        parts.push(format!("+ {}", summarised(added)));
     }
     if !removed.is_empty() {
-        parts.push(format!("− {}", removed.join(", ")));
+        parts.push(format!("− {}", summarised(removed)));
     }
     format!("tools: {}", parts.join(" · "))
+}
+
+/// Tool names for a notice: more than three tools of one MCP server are counted, not named.
+fn summarised(names: &[String]) -> String {
+    let server_of = |name: &str| {
+        name.strip_prefix("mcp__")
+            .and_then(|rest| rest.split_once("__"))
+            .map(|(server, _)| server.to_string())
+    };
+    let mut parts: Vec<String> = Vec::new();
+    let mut counted: Vec<String> = Vec::new();
+    for name in names {
+        let Some(server) = server_of(name) else {
+            parts.push(name.clone());
+            continue;
+        };
+        let count = names
+            .iter()
+            .filter(|n| server_of(n).as_deref() == Some(server.as_str()))
+            .count();
+        if count <= 3 {
+            parts.push(name.clone());
+        } else if !counted.contains(&server) {
+            parts.push(format!("{count} tools of MCP server {server}"));
+            counted.push(server);
+        }
+    }
+    parts.join(", ")
 }
 
 /// The capability a successful `capability_remove` result took away (`{"removed": name}`):
@@ -148,6 +176,17 @@ pub fn referenced(tool: &str, result: &str) -> Vec<CapSpec> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_change_names_few_tools_and_counts_many_of_one_mcp_server() {
+        let many: Vec<String> = (0..5).map(|i| format!("mcp__fs__tool{i}")).collect();
+        let mut added = vec!["cap_a".to_string(), "mcp__clock__now".to_string()];
+        added.extend(many);
+        assert_eq!(
+            describe_change(&added, &["cap_b".to_string()]),
+            "tools: + cap_a, mcp__clock__now, 5 tools of MCP server fs · − cap_b"
+        );
+    }
 
     #[test]
     fn tool_names_map_exactly_both_ways() {

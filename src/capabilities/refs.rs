@@ -1,6 +1,6 @@
-//! Which messages of the working history reference which capabilities, kept up to date as
-//! messages are appended, cut or dropped, so the tool list never needs a rescan of the whole
-//! history.
+//! Which messages of the working history reference which capabilities (and which MCP tools
+//! `mcp_tool_search` found), kept up to date as messages are appended, cut or dropped, so the
+//! tool list never needs a rescan of the whole history.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -14,6 +14,8 @@ pub struct CapabilityRefs {
     by_seq: BTreeMap<i64, Vec<Arc<CapSpec>>>,
     /// By message seq: the capabilities that message removed from the store.
     removals: BTreeMap<i64, Vec<String>>,
+    /// By message seq: the MCP tools that message's search results named.
+    found: BTreeMap<i64, Vec<String>>,
     /// Bumped on every change, so the tool list is derived again only when something moved.
     generation: u64,
 }
@@ -35,6 +37,7 @@ impl CapabilityRefs {
         }
         let mut specs = Vec::new();
         let mut gone = Vec::new();
+        let mut found = Vec::new();
         for block in &message.content {
             if let ContentBlock::ToolResult {
                 tool_use_id,
@@ -45,9 +48,20 @@ impl CapabilityRefs {
             {
                 specs.extend(referenced(tool, content).into_iter().map(Arc::new));
                 gone.extend(removed(tool, content));
+                found.extend(crate::tools::mcp::found_tools(tool, content));
             }
         }
         self.set(seq, specs);
+        let found_changed = match found.is_empty() {
+            true => self.found.remove(&seq).is_some(),
+            false => {
+                self.found.insert(seq, found);
+                true
+            }
+        };
+        if found_changed {
+            self.generation += 1;
+        }
         if !gone.is_empty() {
             self.removals.insert(seq, gone);
             self.generation += 1;
@@ -76,7 +90,8 @@ impl CapabilityRefs {
         for seq in seqs {
             let offered = self.by_seq.remove(&seq).is_some();
             let removed = self.removals.remove(&seq).is_some();
-            if offered || removed {
+            let found = self.found.remove(&seq).is_some();
+            if offered || removed || found {
                 self.generation += 1;
             }
         }
@@ -98,6 +113,11 @@ impl CapabilityRefs {
         self.removals
             .iter()
             .flat_map(|(seq, names)| names.iter().map(move |name| (*seq, name.as_str())))
+    }
+
+    /// The MCP tools search results found, oldest message first.
+    pub fn found_mcp_tools(&self) -> impl Iterator<Item = &str> {
+        self.found.values().flatten().map(String::as_str)
     }
 
     /// How many messages reference any capability.

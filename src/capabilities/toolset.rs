@@ -1,6 +1,7 @@
 //! The tool list as a pure function of the history: static tools first in a fixed order, then
-//! every capability the working history references (and the pinned ones), in the order they
-//! entered, within a token budget that sends the least recently referenced ones out first.
+//! the MCP servers' tools (chosen by `tools::mcp::McpOffer`), then every capability the working
+//! history references (and the pinned ones), in the order they entered, within a token budget
+//! that sends the least recently referenced ones out first.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -11,7 +12,7 @@ use crate::llm::ToolSpec;
 /// The tools one model step offers.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ToolSet {
-    /// Static tools, then capabilities.
+    /// Static tools, then MCP tools, then capabilities.
     pub specs: Arc<[ToolSpec]>,
     /// How many of `specs` are static tools.
     pub static_count: usize,
@@ -46,7 +47,7 @@ impl ToolSet {
         self.specs.iter().map(|s| s.name.as_str())
     }
 
-    /// The capabilities' tool names, in the order they entered.
+    /// The names of the MCP tools and capabilities, in order.
     pub fn dynamic_names(&self) -> impl Iterator<Item = &str> {
         self.specs[self.static_count..]
             .iter()
@@ -61,11 +62,12 @@ struct Entry<'a> {
     pinned: bool,
 }
 
-/// Builds the tool list: `static_specs` as they are, then `pinned` capabilities and those
+/// Builds the tool list: `static_specs` and `mcp_specs` as they are, then `pinned` capabilities and those
 /// `refs` holds (the spec of a capability's latest reference wins), ordered by when they
 /// entered, while their specs fit in `budget` tokens.
 pub fn derive(
     static_specs: &[ToolSpec],
+    mcp_specs: &[ToolSpec],
     pinned: &[CapSpec],
     refs: &CapabilityRefs,
     budget: u32,
@@ -138,6 +140,7 @@ pub fn derive(
         .collect();
     let specs = static_specs
         .iter()
+        .chain(mcp_specs)
         .cloned()
         .chain(entries.iter().map(|e| e.spec.tool.clone()))
         .collect();

@@ -65,7 +65,7 @@ impl History {
     }
 
     fn tools(&self, budget: u32) -> ToolSet {
-        derive(&statics(), &[], &self.refs, budget)
+        derive(&statics(), &[], &[], &self.refs, budget)
     }
 }
 
@@ -158,10 +158,10 @@ fn pinned_capabilities_stay_first_and_are_never_evicted() {
     history.query(&[("b", 1, "second")]);
     let schema = json!({"type": "object"});
     let pinned = [CapSpec::new("p", 3, "pinned one", schema)];
-    let set = derive(&statics(), &pinned, &history.refs, 0);
+    let set = derive(&statics(), &[], &pinned, &history.refs, 0);
     assert_eq!(dynamic(&set), ["cap_p"]);
     assert_eq!(set.evicted, ["b"]);
-    let roomy = derive(&statics(), &pinned, &history.refs, 4000);
+    let roomy = derive(&statics(), &[], &pinned, &history.refs, 4000);
     assert_eq!(dynamic(&roomy), ["cap_p", "cap_b"]);
 }
 

@@ -4,6 +4,7 @@
 
 pub mod capabilities;
 pub mod doctor;
+pub mod mcp;
 pub mod memory;
 pub mod sessions;
 pub mod skills;

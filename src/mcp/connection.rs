@@ -7,6 +7,7 @@ use std::ffi::OsString;
 use std::path::Path;
 use std::process::Stdio;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use rmcp::model::{ClientCapabilities, ClientConfig, Implementation};
 use rmcp::service::{NotificationContext, RunningService};
@@ -21,7 +22,39 @@ pub(crate) type Service = RunningService<RoleClient, Handler>;
 
 /// Receives the server's notifications.
 pub(crate) struct Handler {
-    tools_changed: Arc<Notify>,
+    tools_changed: Arc<ListChanges>,
+}
+
+/// The server's announcements that its tools changed, counted, and how many of them a new
+/// listing has answered: a step that follows a call can wait for the list the call changed.
+#[derive(Default)]
+pub(crate) struct ListChanges {
+    notify: Notify,
+    announced: AtomicU64,
+    listed: AtomicU64,
+}
+
+impl ListChanges {
+    fn announce(&self) {
+        self.announced.fetch_add(1, Ordering::SeqCst);
+        self.notify.notify_one();
+    }
+
+    /// Waits for an announcement; returns how many there have been.
+    pub(crate) async fn next(&self) -> u64 {
+        self.notify.notified().await;
+        self.announced.load(Ordering::SeqCst)
+    }
+
+    /// A listing answered the first `count` announcements.
+    pub(crate) fn listed(&self, count: u64) {
+        self.listed.fetch_max(count, Ordering::SeqCst);
+    }
+
+    /// Whether an announcement waits for its listing.
+    pub(crate) fn pending(&self) -> bool {
+        self.announced.load(Ordering::SeqCst) > self.listed.load(Ordering::SeqCst)
+    }
 }
 
 impl ClientHandler for Handler {
@@ -36,7 +69,7 @@ impl ClientHandler for Handler {
         &self,
         _context: NotificationContext<RoleClient>,
     ) -> impl Future<Output = ()> + Send + '_ {
-        self.tools_changed.notify_one();
+        self.tools_changed.announce();
         std::future::ready(())
     }
 }
@@ -88,7 +121,7 @@ pub(crate) async fn connect(
     transport: &Transport,
     env_policy: &EnvPolicy,
     log_dir: &Path,
-    tools_changed: Arc<Notify>,
+    tools_changed: Arc<ListChanges>,
 ) -> Result<Connection, String> {
     let handler = Handler { tools_changed };
     match transport {
@@ -224,8 +257,12 @@ pub(crate) fn log_path(server: &str, log_dir: &Path) -> std::path::PathBuf {
 /// A log past this size is moved to `mcp-<server>.log.1` when the server starts.
 const LOG_ROTATE_BYTES: u64 = 4 * 1024 * 1024;
 
-/// The server's stderr: appended to its log file, or dropped when that cannot be opened.
+/// The server's stderr: appended to its log file, or dropped when that cannot be opened (or
+/// there is no log directory).
 fn log_file(server: &str, log_dir: &Path) -> Stdio {
+    if log_dir.as_os_str().is_empty() {
+        return Stdio::null();
+    }
     let _ = std::fs::create_dir_all(log_dir);
     let path = log_path(server, log_dir);
     if std::fs::metadata(&path).is_ok_and(|m| m.len() > LOG_ROTATE_BYTES) {

@@ -17,16 +17,30 @@ pub fn result_text(content: &[Value], structured: Option<&Value>) -> String {
     let mut parts: Vec<String> = content.iter().map(block_text).collect();
     if let Some(structured) = structured {
         let json = serde_json::to_string_pretty(structured).unwrap_or_default();
-        // Servers send structured content with the same JSON as text for older clients.
-        let repeated = content
+        let texts: Vec<&str> = content
             .iter()
             .filter_map(|b| b.get("text").and_then(Value::as_str))
-            .any(|text| serde_json::from_str::<Value>(text).ok().as_ref() == Some(structured));
-        if !repeated {
+            .collect();
+        if !repeats(structured, &texts) {
             parts.push(json);
         }
     }
     parts.join("\n")
+}
+
+/// Whether `structured` only says what the text blocks say: servers send the same JSON as
+/// text for older clients, or wrap their text in an object (`{"content": text}`).
+fn repeats(structured: &Value, texts: &[&str]) -> bool {
+    let same_json = texts
+        .iter()
+        .any(|text| serde_json::from_str::<Value>(text).ok().as_ref() == Some(structured));
+    let wrapped = structured.as_object().is_some_and(|fields| {
+        !fields.is_empty()
+            && fields
+                .values()
+                .all(|v| v.as_str().is_some_and(|v| texts.contains(&v)))
+    });
+    same_json || wrapped
 }
 
 /// One content block (or resource contents) in words.
@@ -99,6 +113,9 @@ mod tests {
         let structured = json!({"t": 1});
         let repeated = [json!({"type": "text", "text": "{\"t\":1}"})];
         assert_eq!(result_text(&repeated, Some(&structured)), "{\"t\":1}");
+        let wrapped = [json!({"type": "text", "text": "file body"})];
+        let wrapper = json!({"content": "file body"});
+        assert_eq!(result_text(&wrapped, Some(&wrapper)), "file body");
         let other = [json!({"type": "text", "text": "weather"})];
         assert_eq!(
             result_text(&other, Some(&structured)),

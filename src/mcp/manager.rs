@@ -17,6 +17,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::config::{McpServerConfig, McpServerEntry};
+use super::connection::ListChanges;
 use super::content::{self, McpResult};
 use super::names;
 use super::supervisor::Supervisor;
@@ -31,7 +32,7 @@ pub struct McpSettings {
     pub not_trusted: BTreeSet<String>,
     /// Which of mnemo's variables the servers see (the sandbox's policy).
     pub env_policy: EnvPolicy,
-    /// Where each server's stderr is appended (`mcp-<server>.log`).
+    /// Where each server's stderr is appended (`mcp-<server>.log`); empty: nowhere.
     pub log_dir: PathBuf,
     pub backoff: Backoff,
 }
@@ -92,6 +93,8 @@ pub(super) struct Slot {
     pub(super) peer: Option<Peer<RoleClient>>,
     pub(super) pid: Option<u32>,
     pub(super) tools: Vec<rmcp::model::Tool>,
+    /// The live connection's tool list announcements.
+    pub(super) changes: Option<Arc<ListChanges>>,
 }
 
 #[derive(Default)]
@@ -180,9 +183,45 @@ impl McpManager {
         }
     }
 
+    /// Waits until every tool list a server announced as changed has been listed again, or
+    /// until `deadline`: a tool call that made a server add tools is followed by a step that
+    /// offers them.
+    pub async fn settle(&self, deadline: Instant) {
+        let mut changes = self.shared().states_tx.subscribe();
+        loop {
+            let pending = self.shared().servers.values().any(|s| {
+                let slot = lock(&s.slot);
+                slot.peer.is_some() && slot.changes.as_ref().is_some_and(|c| c.pending())
+            });
+            if !pending {
+                return;
+            }
+            match tokio::time::timeout_at(deadline, changes.changed()).await {
+                Ok(Ok(())) => {}
+                Ok(Err(_)) | Err(_) => return,
+            }
+        }
+    }
+
     /// The tools the servers that are ready offer now, under their offered names.
     pub fn tools(&self) -> Vec<McpTool> {
         lock(&self.shared().catalog).tools.clone()
+    }
+
+    /// How many times the offered tools changed so far.
+    pub fn tools_generation(&self) -> u64 {
+        *self.shared().tools_tx.borrow()
+    }
+
+    /// The longest startup timeout of the servers: no wait for them to start needs longer.
+    pub fn longest_startup(&self) -> Duration {
+        self.shared()
+            .servers
+            .values()
+            .filter_map(|s| s.config.as_ref())
+            .map(McpServerConfig::startup_timeout)
+            .max()
+            .unwrap_or_default()
     }
 
     /// Changes (its value is a counter) whenever the offered tools change: a server became
@@ -369,6 +408,7 @@ impl Server {
                 peer: None,
                 pid: None,
                 tools: Vec::new(),
+                changes: None,
             }),
         }
     }

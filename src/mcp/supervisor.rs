@@ -4,12 +4,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use super::ServerState;
 use super::config::Transport;
-use super::connection::{self, Connection};
+use super::connection::{self, Connection, ListChanges};
 use super::manager::{McpSettings, Shared, lock};
 
 /// Keeps one server running.
@@ -71,7 +70,7 @@ impl Supervisor {
         else {
             return Ended::new("no configuration", false);
         };
-        let tools_changed = Arc::new(Notify::new());
+        let tools_changed = Arc::new(ListChanges::default());
         let started = tokio::time::timeout(config.startup_timeout(), async {
             let connection = connection::connect(
                 &self.name,
@@ -102,17 +101,23 @@ impl Supervisor {
             Ok(Err(reason)) => return Ended::new(&reason, false),
             Ok(Ok(started)) => started,
         };
-        self.publish(&connection, tools);
+        self.publish(&connection, tools, &tools_changed);
         let reason = self.serve(connection, &tools_changed).await;
         Ended::new(&reason, true)
     }
 
     /// Offers the tools of a new connection; the state turns ready only once the catalog
     /// holds them, so whoever sees `Ready` also sees its tools.
-    fn publish(&self, connection: &Connection, tools: Vec<rmcp::model::Tool>) {
+    fn publish(
+        &self,
+        connection: &Connection,
+        tools: Vec<rmcp::model::Tool>,
+        changes: &Arc<ListChanges>,
+    ) {
         if let Some(server) = self.shared.servers.get(&self.name) {
             let mut slot = lock(&server.slot);
             slot.peer = Some(connection.peer());
+            slot.changes = Some(Arc::clone(changes));
             slot.pid = connection
                 .child
                 .as_ref()
@@ -123,17 +128,20 @@ impl Supervisor {
 
     /// Runs until the connection ends; re-lists tools on `list_changed`. Returns why it
     /// ended.
-    async fn serve(&self, connection: Connection, tools_changed: &Notify) -> String {
+    async fn serve(&self, connection: Connection, tools_changed: &ListChanges) -> String {
         let Connection { service, mut child } = connection;
         let peer = service.peer().clone();
         let mut waiting = Box::pin(service.waiting());
         loop {
             tokio::select! {
                 _ = &mut waiting => break,
-                () = tools_changed.notified() => {
+                announced = tools_changed.next() => {
                     if let Ok(tools) = peer.list_all_tools().await {
                         self.publish_tools(tools);
                     }
+                    tools_changed.listed(announced);
+                    // Whoever waits for the listing (`McpManager::settle`) looks again.
+                    self.shared.states_tx.send_modify(|n| *n += 1);
                 }
             }
         }
@@ -141,6 +149,7 @@ impl Supervisor {
             let mut slot = lock(&server.slot);
             slot.peer = None;
             slot.pid = None;
+            slot.changes = None;
             // Never `Ready` without a connection; `run` words the reason and the restart.
             slot.state = ServerState::Failed {
                 reason: "the connection to the server closed; restarting in a moment".to_string(),

@@ -21,6 +21,7 @@ pub mod sessions;
 pub mod skills;
 pub mod store;
 pub mod summary;
+pub mod tool_index;
 pub mod types;
 pub mod vectors;
 

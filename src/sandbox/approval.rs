@@ -94,6 +94,9 @@ pub enum Action {
     Memory,
     /// A shell command, maybe with more than the sandbox allows.
     Command(Option<Escalation>),
+    /// A tool of an MCP server that is not marked read-only: it acts outside mnemo's sandbox,
+    /// so it counts as a write.
+    External,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -116,14 +119,18 @@ pub fn verdict(mode: ApprovalMode, base: &SandboxConfig, action: Action) -> Verd
         (ApprovalMode::Full, _) => Verdict::Allow,
         (ApprovalMode::ReadOnly, Action::Write) => read_only("writing files"),
         (ApprovalMode::ReadOnly, Action::Memory) => read_only("changing remembered experiences"),
+        (ApprovalMode::ReadOnly, Action::External) => {
+            read_only("an MCP tool that is not marked read-only")
+        }
         (ApprovalMode::ReadOnly, Action::Command(None)) => Verdict::Allow,
         (ApprovalMode::ReadOnly, Action::Command(Some(escalation))) => {
             read_only(escalation.label())
         }
         (ApprovalMode::Ask, _) => Verdict::Ask,
-        (ApprovalMode::Auto, Action::Write | Action::Memory | Action::Command(None)) => {
-            Verdict::Allow
-        }
+        (
+            ApprovalMode::Auto,
+            Action::Write | Action::Memory | Action::External | Action::Command(None),
+        ) => Verdict::Allow,
         (ApprovalMode::Auto, Action::Command(Some(escalation))) => {
             match already_granted(base, escalation) {
                 true => Verdict::Allow,
@@ -235,6 +242,7 @@ mod tests {
     fn ask_asks_for_everything_and_auto_only_for_more_than_the_sandbox() {
         for action in [
             Action::Write,
+            Action::External,
             Action::Command(None),
             Action::Command(Some(Escalation::Network)),
         ] {
@@ -243,6 +251,7 @@ mod tests {
         }
         let auto = |action| verdict(ApprovalMode::Auto, &BASE, action);
         assert_eq!(auto(Action::Write), Verdict::Allow);
+        assert_eq!(auto(Action::External), Verdict::Allow);
         assert_eq!(auto(Action::Command(None)), Verdict::Allow);
         assert_eq!(
             auto(Action::Command(Some(Escalation::Network))),
@@ -269,6 +278,10 @@ mod tests {
         assert!(matches!(
             verdict(mode, &BASE, Action::Write),
             Verdict::Refuse(reason) if reason.contains("read-only")
+        ));
+        assert!(matches!(
+            verdict(mode, &BASE, Action::External),
+            Verdict::Refuse(reason) if reason.contains("MCP tool")
         ));
         assert_eq!(verdict(mode, &BASE, Action::Command(None)), Verdict::Allow);
         let escalated = Action::Command(Some(Escalation::FullAccess));

@@ -31,6 +31,10 @@ enum Allowance {
         path: String,
     },
     Memory,
+    McpTool {
+        server: String,
+        tool: String,
+    },
 }
 
 impl Allowance {
@@ -39,6 +43,9 @@ impl Allowance {
             Allowance::Command { grant, .. } => grant.describe(),
             Allowance::Write { path } => format!("writes to {path}"),
             Allowance::Memory => "changes to remembered experiences".to_string(),
+            Allowance::McpTool { server, tool } => {
+                format!("calls to {tool} of MCP server {server}")
+            }
         }
     }
 }
@@ -351,6 +358,10 @@ fn allowance(request: &ApprovalAction) -> Option<Allowance> {
         }),
         ApprovalAction::Write { path, .. } => Some(Allowance::Write { path: path.clone() }),
         ApprovalAction::Memory { .. } => Some(Allowance::Memory),
+        ApprovalAction::McpCall { server, tool, .. } => Some(Allowance::McpTool {
+            server: server.clone(),
+            tool: tool.clone(),
+        }),
     }
 }
 

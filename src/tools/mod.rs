@@ -8,6 +8,7 @@ pub mod describe;
 pub mod diff_report;
 pub mod fs_read;
 pub mod fs_write;
+pub mod mcp;
 pub mod memory;
 pub mod process;
 pub mod registry;

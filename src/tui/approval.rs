@@ -82,6 +82,9 @@ impl ApprovalPrompt {
             }
             ApprovalAction::Write { path, .. } => format!("{}: {path}", self.tool),
             ApprovalAction::Memory { change } => format!("{}: {change}", self.tool),
+            ApprovalAction::McpCall { server, tool, .. } => {
+                format!("{tool} of MCP server {server}")
+            }
         };
         match (decision, self.answered) {
             (ApprovalDecision::AllowOnce, _) => {
@@ -149,6 +152,20 @@ impl ApprovalPrompt {
                     Span::styled("Change what later sessions remember?", bold),
                 ]));
                 lines.push(Line::raw(format!("  {change}")));
+            }
+            ApprovalAction::McpCall {
+                server,
+                tool,
+                arguments,
+            } => {
+                lines.push(Line::from(vec![
+                    Span::styled("? ", bold),
+                    Span::styled(format!("Call {tool} of MCP server {server}?"), bold),
+                    Span::styled("  (it may change things outside the workspace)", dim()),
+                ]));
+                for line in arguments.lines() {
+                    lines.push(Line::raw(format!("    {line}")));
+                }
             }
         }
         lines.push(Line::styled(

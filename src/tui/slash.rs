@@ -20,13 +20,14 @@ pub enum SlashCommand {
     Memory,
     Capabilities,
     Skills,
+    Mcp,
     Approval,
     Cost,
     Quit,
 }
 
 impl SlashCommand {
-    pub const ALL: [SlashCommand; 12] = [
+    pub const ALL: [SlashCommand; 13] = [
         SlashCommand::Help,
         SlashCommand::Model,
         SlashCommand::Compact,
@@ -36,6 +37,7 @@ impl SlashCommand {
         SlashCommand::Memory,
         SlashCommand::Capabilities,
         SlashCommand::Skills,
+        SlashCommand::Mcp,
         SlashCommand::Approval,
         SlashCommand::Cost,
         SlashCommand::Quit,
@@ -55,6 +57,7 @@ impl SlashCommand {
             SlashCommand::Memory => "memory",
             SlashCommand::Capabilities => "capabilities",
             SlashCommand::Skills => "skills",
+            SlashCommand::Mcp => "mcp",
             SlashCommand::Approval => "approval",
             SlashCommand::Cost => "cost",
             SlashCommand::Quit => "quit",
@@ -72,6 +75,7 @@ impl SlashCommand {
             SlashCommand::Memory => "search the memory archive",
             SlashCommand::Capabilities => "tools the agent made: offered now, stored",
             SlashCommand::Skills => "skills: origin, uses, state",
+            SlashCommand::Mcp => "MCP servers and their state",
             SlashCommand::Approval => "when to ask before acting: read-only, ask, auto, full",
             SlashCommand::Cost => "tokens and cost of this session",
             SlashCommand::Quit => "leave mnemo",
@@ -127,6 +131,7 @@ pub fn execute(command: SlashCommand, args: &str, state: &mut AppState) -> Vec<E
         SlashCommand::Compact => vec![Effect::Send(Op::Compact)],
         SlashCommand::Capabilities => vec![Effect::ListCapabilities],
         SlashCommand::Skills => vec![Effect::ListSkills],
+        SlashCommand::Mcp => vec![Effect::Send(Op::ListMcpServers)],
         SlashCommand::Quit => vec![Effect::Quit],
         SlashCommand::Sessions | SlashCommand::Resume => {
             if refuse_while_busy(state, "switching sessions") {
@@ -148,6 +153,28 @@ pub fn execute(command: SlashCommand, args: &str, state: &mut AppState) -> Vec<E
             vec![Effect::SearchMemory(args.to_string())]
         }
     }
+}
+
+/// What `/mcp` shows of the servers.
+pub fn mcp_text(servers: &[crate::protocol::McpServerStatus]) -> String {
+    if servers.is_empty() {
+        return "no MCP servers are configured: add [mcp_servers.NAME] to your config.toml \
+                (docs/mcp.md)"
+            .to_string();
+    }
+    let width = servers.iter().map(|s| s.name.len()).max().unwrap_or(0);
+    let mut text = String::from("MCP servers:");
+    for server in servers {
+        let found = match server.deferred {
+            true => " · too many to list: found with mcp_tool_search",
+            false => "",
+        };
+        text.push_str(&format!(
+            "\n  {:width$}  {}{found}",
+            server.name, server.state
+        ));
+    }
+    text
 }
 
 /// `/model` lists the configured models; `/model NAME` switches to one of them (or to a

@@ -240,6 +240,10 @@ impl AppState {
                 self.offered_tools.retain(|tool| !removed.contains(tool));
                 self.offered_tools.extend(added);
             }
+            Event::McpServers { servers } => {
+                let text = crate::tui::slash::mcp_text(&servers);
+                self.notice(NoticeLevel::Info, &text);
+            }
             Event::TurnFinished {
                 status, message, ..
             } => self.turn_finished(status, message),

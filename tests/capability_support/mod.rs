@@ -191,10 +191,15 @@ impl Agent {
         tweak(&mut settings);
         let tools = mnemo::tools::builtin::builtin_tools();
         let session = Session::create(settings, chain, tools, store.clone(), None).await?;
-        Ok(Self {
+        Ok(Self::spawn(session))
+    }
+
+    /// Runs `session` with this front end.
+    pub fn spawn(session: Session) -> Self {
+        Self {
             handle: mnemo::agent::spawn(session),
             output_bytes: 0,
-        })
+        }
     }
 
     pub async fn send(&self, op: Op) -> TestResult {
