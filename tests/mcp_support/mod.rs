@@ -77,7 +77,7 @@ fn install() -> Result<PathBuf, String> {
     Ok(root)
 }
 
-fn script(package: &str) -> Result<PathBuf, String> {
+pub fn script(package: &str) -> Result<PathBuf, String> {
     Ok(npm_cache()?
         .join("node_modules/@modelcontextprotocol")
         .join(package)
