@@ -5,6 +5,8 @@
 //! a frame per token, keystroke to frame after 100 turns, pager over 10,000 cells at 200x60).
 //! It prints the figures with their targets; it does not fail on them.
 
+#[path = "../tests/mcp_support/mod.rs"]
+mod mcp_support;
 mod tui_markdown;
 mod tui_pty;
 
@@ -30,6 +32,7 @@ fn main() -> Result<()> {
     launch_and_idle(dir.path())?;
     ready_with_skills(0)?;
     ready_with_skills(500)?;
+    ready_with_mcp_servers()?;
     resume_large_session()?;
     streaming_cpu(dir.path())?;
     tui_markdown::streaming_cpu(dir.path())?;
@@ -55,6 +58,42 @@ fn ready_with_skills(count: usize) -> Result<()> {
     }
     let what = format!("launch to a ready prompt with {count} skills");
     time_launches(dir.path(), "● idle", &what)
+}
+
+/// Launch to a ready prompt with three MCP servers configured (server-everything twice and
+/// server-filesystem, from npm): they start in the background, so the prompt does not wait.
+/// Then the idle cost once they run.
+fn ready_with_mcp_servers() -> Result<()> {
+    let dir = tempfile::tempdir()?;
+    let everything = mcp_support::script("server-everything")?;
+    let filesystem = mcp_support::script("server-filesystem")?;
+    std::fs::create_dir_all(dir.path().join("config"))?;
+    let config = format!(
+        "[mcp_servers.one]\ncommand = \"node\"\nargs = [{e:?}, \"stdio\"]\n\n\
+         [mcp_servers.two]\ncommand = \"node\"\nargs = [{e:?}, \"stdio\"]\n\n\
+         [mcp_servers.files]\ncommand = \"node\"\nargs = [{f:?}, {d:?}]\n",
+        e = everything.display().to_string(),
+        f = filesystem.display().to_string(),
+        d = dir.path().display().to_string(),
+    );
+    std::fs::write(dir.path().join("config/config.toml"), config)?;
+    time_launches(
+        dir.path(),
+        "● idle",
+        "launch to a ready prompt with 3 MCP servers",
+    )?;
+    let pty = Pty::spawn(dir.path(), r#"{"turns": [{"text": "hi"}]}"#, &[])?;
+    pty.wait_for("tools of MCP server files", Duration::from_secs(30))?;
+    std::thread::sleep(Duration::from_millis(1000));
+    let pid = pty.pid()?;
+    let (before, ticks) = (wakeups(pid)?, cpu_ticks(pid)?);
+    std::thread::sleep(Duration::from_secs(3));
+    println!(
+        "idle for 3 s with 3 MCP servers running: {} wake-ups, {} CPU ticks (target: none)",
+        wakeups(pid)? - before,
+        cpu_ticks(pid)? - ticks
+    );
+    Ok(())
 }
 
 /// Ten launches in `dir` until the screen shows `marker`: prints median and max.

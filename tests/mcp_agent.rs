@@ -344,6 +344,42 @@ async fn a_large_server_is_searched_and_what_is_found_leaves_with_compaction() -
     Ok(())
 }
 
+#[tokio::test(flavor = "multi_thread")]
+async fn an_interrupt_cancels_the_mcp_call_at_the_server() -> TestResult {
+    let setup = setup()?;
+    let mcp = manager(vec![("dyn", mcp_support::dynamic()?)], &setup.logs);
+    let server = model(vec![
+        sse_tool_use("r1", "mcp__dyn__wait", &json!({})),
+        sse_tool_use("r2", "mcp__dyn__was-cancelled", &json!({})),
+        sse_text("r3", "It was cancelled."),
+    ])
+    .await?;
+    let mut agent = agent(&server, &setup, mcp, |_| {}).await?;
+    agent
+        .send(Op::UserInput {
+            text: "wait".into(),
+        })
+        .await?;
+    agent
+        .until(|e| matches!(e, Event::ToolCallStarted { .. }))
+        .await?;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let interrupted_at = std::time::Instant::now();
+    agent.send(Op::Interrupt).await?;
+    let events = agent
+        .until(|e| matches!(e, Event::TurnFinished { .. }))
+        .await?;
+    assert_eq!(status(&events), Some(TurnStatus::Interrupted));
+    assert!(interrupted_at.elapsed() < Duration::from_secs(5));
+    let next = agent.turn("was it cancelled?").await?;
+    let calls = finished(&next);
+    assert_eq!(
+        calls[0].2, "true",
+        "the server heard the cancellation: {calls:#?}"
+    );
+    Ok(())
+}
+
 /// Answers each approval question with the next of `answers`, collecting the turn's events.
 async fn answering(agent: &mut Agent, answers: &[ApprovalDecision]) -> Fallible<Vec<Event>> {
     let mut answers = answers.iter();

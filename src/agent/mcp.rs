@@ -9,7 +9,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::Session;
-use crate::mcp::{McpManager, ServerState};
+use crate::mcp::{McpManager, McpSettings, ServerState};
 use crate::protocol::{Event, McpServerStatus};
 use crate::tools::mcp::{self as mcp_tools, McpCall, McpOffer};
 use crate::tools::{Tool, ToolContext, ToolError};
@@ -21,6 +21,19 @@ const QUIET_WAIT: Duration = Duration::from_secs(1);
 const RELIST_WAIT: Duration = Duration::from_secs(2);
 
 impl Session {
+    /// The session starts these servers once it has announced itself, so their processes
+    /// do not compete with the front end's first frames.
+    pub fn start_mcp_later(&mut self, settings: McpSettings) {
+        self.mcp_pending = Some(settings);
+    }
+
+    /// Starts the servers given to [`Session::start_mcp_later`].
+    pub(super) fn start_pending_mcp(&mut self) {
+        if let Some(settings) = self.mcp_pending.take() {
+            self.set_mcp(McpManager::start(settings));
+        }
+    }
+
     /// Gives the session `manager`'s servers: their tools from the next step on, and the
     /// resource tools.
     pub fn set_mcp(&mut self, manager: McpManager) {

@@ -84,6 +84,7 @@ async fn drive(
     runs.attach(events.clone());
     session.attach(events);
     session.announce().await;
+    session.start_pending_mcp();
     // A resumed history may reference capabilities: the front end hears of them at once.
     if let Err(err) = session.refresh_tools().await {
         let message = format!("could not read the pinned capabilities: {err}");

@@ -148,6 +148,8 @@ pub struct Session {
     pub(super) tools_generation: Option<(u64, u64)>,
     /// The session's MCP servers, when any is configured.
     pub(super) mcp: Option<crate::mcp::McpManager>,
+    /// Servers to start once the session has announced itself.
+    pub(super) mcp_pending: Option<crate::mcp::McpSettings>,
     /// The MCP tools of the tool set.
     pub(super) toolset_mcp: Arc<crate::tools::mcp::McpOffer>,
     /// Capabilities the person pinned, read once per session.
@@ -315,6 +317,7 @@ impl Session {
             caps: CapabilityRefs::new(),
             tools_generation: None,
             mcp: None,
+            mcp_pending: None,
             toolset_mcp: Arc::default(),
             pinned: None,
             cap_runner,

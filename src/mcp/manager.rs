@@ -35,6 +35,8 @@ pub struct McpSettings {
     /// Where each server's stderr is appended (`mcp-<server>.log`); empty: nowhere.
     pub log_dir: PathBuf,
     pub backoff: Backoff,
+    /// How long after `start` the servers are launched (their state is `starting` meanwhile).
+    pub start_after: Duration,
 }
 
 /// Waits between restarts of a server that exited: `first`, doubled each time up to `max`.

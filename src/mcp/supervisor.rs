@@ -25,6 +25,10 @@ impl Supervisor {
         let backoff = self.settings.backoff;
         let mut delay = backoff.first;
         let mut failed_starts = 0;
+        tokio::select! {
+            () = tokio::time::sleep(self.settings.start_after) => {}
+            () = self.shutdown.cancelled() => return,
+        }
         loop {
             let outcome = tokio::select! {
                 outcome = self.session() => outcome,
