@@ -213,3 +213,34 @@ fn background_sub_agents_keep_their_clock_running_and_esc_cancels_them() {
         .handle_key(KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE), harness.now);
     assert_eq!(effects, [Effect::Send(Op::Interrupt)]);
 }
+
+#[test]
+fn a_write_like_mcp_tool_is_put_to_the_user_with_its_server_and_arguments() {
+    let mut harness = Harness::started();
+    harness.prompt("save the notes");
+    harness.events([
+        Event::ToolCallStarted {
+            call_id: "c1".into(),
+            name: "mcp__filesystem__write_file".into(),
+            arguments: json!({"path": "/srv/notes.txt", "content": "hello"}),
+        },
+        Event::ApprovalRequested {
+            id: "approval-1".into(),
+            call_id: "c1".into(),
+            tool: "mcp__filesystem__write_file".into(),
+            action: ApprovalAction::McpCall {
+                server: "filesystem".into(),
+                tool: "write_file".into(),
+                arguments: "{\n  \"path\": \"/srv/notes.txt\",\n  \"content\": \"hello\"\n}"
+                    .into(),
+            },
+            reason: "approval mode is ask".into(),
+            session_grant: Some("calls to write_file of MCP server filesystem".into()),
+        },
+    ]);
+    let shown = harness.screen(90, 16);
+    assert!(shown.contains("Call write_file of MCP server filesystem?"), "{shown}");
+    assert!(shown.contains("\"path\": \"/srv/notes.txt\""), "{shown}");
+    assert!(shown.contains("a allow for this session: calls to write_file"), "{shown}");
+    insta::assert_snapshot!("approval_mcp_call", shown);
+}
