@@ -509,3 +509,32 @@ async fn cancelling_a_call_sends_the_server_a_cancellation() -> TestResult {
     assert_eq!(seen, "true", "the server saw notifications/cancelled");
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_call_runs_only_the_tool_that_was_approved() -> TestResult {
+    let logs = tempfile::tempdir()?;
+    let mcp = manager(vec![("everything", everything()?)], logs.path());
+    ready(&mcp).await;
+    let echo = mcp
+        .tools()
+        .into_iter()
+        .find(|t| t.name == "mcp__everything__echo")
+        .ok_or("no echo tool")?;
+    let args = json!({"message": "approved"});
+    let ran = mcp
+        .call_exact(&echo, args.clone(), CancellationToken::new())
+        .await?;
+    assert_eq!(ran.text, "Echo: approved");
+    // A snapshot that no longer matches what the server offers (here: its read-only hint)
+    // is refused instead of running something else under the same name.
+    let stale = mnemo::mcp::McpTool {
+        read_only: !echo.read_only,
+        ..echo
+    };
+    let refused = mcp.call_exact(&stale, args, CancellationToken::new()).await;
+    assert_eq!(
+        refused,
+        Err(McpError::Changed("mcp__everything__echo".into()))
+    );
+    Ok(())
+}

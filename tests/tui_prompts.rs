@@ -231,16 +231,21 @@ fn a_write_like_mcp_tool_is_put_to_the_user_with_its_server_and_arguments() {
             action: ApprovalAction::McpCall {
                 server: "filesystem".into(),
                 tool: "write_file".into(),
-                arguments: "{\n  \"path\": \"/srv/notes.txt\",\n  \"content\": \"hello\"\n}"
-                    .into(),
+                arguments: "{\n  \"path\": \"/srv/notes.txt\",\n  \"content\": \"hello\"\n}".into(),
             },
             reason: "approval mode is ask".into(),
             session_grant: Some("calls to write_file of MCP server filesystem".into()),
         },
     ]);
     let shown = harness.screen(90, 16);
-    assert!(shown.contains("Call write_file of MCP server filesystem?"), "{shown}");
+    assert!(
+        shown.contains("Call write_file of MCP server filesystem?"),
+        "{shown}"
+    );
     assert!(shown.contains("\"path\": \"/srv/notes.txt\""), "{shown}");
-    assert!(shown.contains("a allow for this session: calls to write_file"), "{shown}");
+    assert!(
+        shown.contains("a allow for this session: calls to write_file"),
+        "{shown}"
+    );
     insta::assert_snapshot!("approval_mcp_call", shown);
 }

@@ -63,17 +63,18 @@ impl Session {
         self.mcp.as_ref().map_or(0, McpManager::tools_generation)
     }
 
-    /// Waits for tool lists a server announced as changed (a call may have added tools), and
-    /// until no server is starting (each bounded by its startup timeout), so the first
-    /// request of a session offers their tools. An interrupt ends the wait.
+    /// Waits for tool lists a server announced as changed (a call may have added tools; a
+    /// server may announce just after its answer, then the step after this one offers
+    /// them), and for servers starting for the first time (each bounded by its startup
+    /// timeout), so the first request of a session offers their tools. A restarting server
+    /// is not waited for. An interrupt ends the wait.
     pub(super) async fn wait_for_mcp(&self, cancel: &CancellationToken) {
         let Some(manager) = &self.mcp else { return };
         tokio::select! {
             () = manager.settle(Instant::now() + RELIST_WAIT) => {}
             () = cancel.cancelled() => return,
         }
-        let starting = starting(manager);
-        if starting.is_empty() {
+        if manager.first_starts().is_empty() {
             return;
         }
         let deadline = Instant::now() + manager.longest_startup();
@@ -82,7 +83,7 @@ impl Session {
             () = manager.wait_ready(quiet) => {}
             () = cancel.cancelled() => return,
         }
-        let starting = self::starting(manager);
+        let starting = manager.first_starts();
         if starting.is_empty() {
             return;
         }
@@ -133,12 +134,24 @@ impl Session {
         }
         if let Some(tool) = self.mcp_tool(name) {
             self.settings.approvals.check(&tool, input, ctx).await?;
-            return tool.call(input.clone(), ctx).await;
+            let component = format!("tool:{name}");
+            return match crate::crash::within(
+                component,
+                Some(self.id.clone()),
+                tool.call(input.clone(), ctx),
+            )
+            .await
+            {
+                Ok(outcome) => outcome,
+                Err(crashed) => Err(ToolError::Failed(format!(
+                    "the MCP call failed: {crashed}. The session goes on; try another way"
+                ))),
+            };
         }
         if self.toolset_mcp.is_deferred(name) {
             return Err(ToolError::Failed(format!(
-                "`{name}` is not in your tool list now (tools found with {} leave it when the \
-                 messages that found them are compacted). Search for it again",
+                "`{name}` is not in your tool list now: find it with {} first (what a search \
+                 found leaves the list when its message is compacted)",
                 mcp_tools::SEARCH
             )));
         }
@@ -170,14 +183,5 @@ pub(super) fn status(manager: Option<&McpManager>, budget: u32) -> Vec<McpServer
             name,
             state: state.to_string(),
         })
-        .collect()
-}
-
-fn starting(manager: &McpManager) -> Vec<String> {
-    manager
-        .states()
-        .into_iter()
-        .filter(|(_, state)| *state == ServerState::Starting)
-        .map(|(name, _)| name)
         .collect()
 }

@@ -68,7 +68,9 @@ impl Session {
             .collect();
         // Tools registered after the session was assembled (skills) count from here on.
         self.static_tool_tokens = spec_tokens(&derived.specs[..derived.static_count]);
-        self.tool_tokens = self.static_tool_tokens + u64::from(derived.dynamic_tokens);
+        self.tool_tokens = self.static_tool_tokens
+            + spec_tokens(&self.toolset_mcp.specs)
+            + u64::from(derived.dynamic_tokens);
         self.toolset = Arc::new(derived);
         if !added.is_empty() || !removed.is_empty() {
             self.emit(Event::ToolsChanged { added, removed }).await;

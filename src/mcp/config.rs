@@ -281,18 +281,6 @@ impl Serialize for McpServerEntry {
     }
 }
 
-/// The servers whose workspace entries were dropped for want of trust, from the config
-/// loader's list of ignored settings: the manager lists them as not trusted.
-pub fn untrusted_servers(
-    ignored: &[crate::config::trust::Ignored],
-) -> std::collections::BTreeSet<String> {
-    ignored
-        .iter()
-        .filter_map(|i| i.key.strip_prefix("mcp_servers."))
-        .map(|rest| rest.split('.').next().unwrap_or(rest).to_string())
-        .collect()
-}
-
 #[cfg(test)]
 #[path = "config_tests.rs"]
 mod tests;

@@ -77,11 +77,14 @@ impl ClientHandler for Handler {
 /// A child process whose whole process group is killed when this is dropped.
 pub(crate) struct ChildGuard {
     child: Child,
+    /// Kept from the spawn: once the child's exit has been collected `Child::id` is gone, but
+    /// what it started may still run in its process group.
+    pid: Option<u32>,
 }
 
 impl ChildGuard {
     pub(crate) fn pid(&self) -> Option<u32> {
-        self.child.id()
+        self.pid
     }
 
     /// How the child ended, if it did.
@@ -92,7 +95,7 @@ impl ChildGuard {
 
 impl Drop for ChildGuard {
     fn drop(&mut self) {
-        if let Some(pid) = self.child.id().and_then(|p| i32::try_from(p).ok()) {
+        if let Some(pid) = self.pid.and_then(|p| i32::try_from(p).ok()) {
             // SAFETY: kill(2) with a negative pid signals the process group the child leads
             // (it was spawned with `process_group(0)`); no memory is touched.
             unsafe {
@@ -161,7 +164,8 @@ pub(crate) async fn connect(
             let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
                 return Err("the server's stdio could not be opened".to_string());
             };
-            let mut guard = ChildGuard { child };
+            let pid = child.id();
+            let mut guard = ChildGuard { child, pid };
             match handler.serve((stdout, stdin)).await {
                 Ok(service) => Ok(Connection {
                     service,

@@ -97,6 +97,8 @@ pub(super) struct Slot {
     pub(super) tools: Vec<rmcp::model::Tool>,
     /// The live connection's tool list announcements.
     pub(super) changes: Option<Arc<ListChanges>>,
+    /// It was ready once this session: a restart is not waited for.
+    pub(super) ever_ready: bool,
 }
 
 #[derive(Default)]
@@ -165,17 +167,26 @@ impl McpManager {
             .collect()
     }
 
-    /// Waits until no server is starting, or until `deadline`. Each server's start is bounded
-    /// by its `startup_timeout_secs`, so this never waits longer than the slowest of those.
+    /// The servers starting for the first time this session (a restart is not listed).
+    pub fn first_starts(&self) -> Vec<String> {
+        self.shared()
+            .servers
+            .iter()
+            .filter(|(_, s)| {
+                let slot = lock(&s.slot);
+                slot.state == ServerState::Starting && !slot.ever_ready
+            })
+            .map(|(name, _)| name.clone())
+            .collect()
+    }
+
+    /// Waits until no server is starting for the first time, or until `deadline`. Each
+    /// server's start is bounded by its `startup_timeout_secs`, so this never waits longer
+    /// than the slowest of those.
     pub async fn wait_ready(&self, deadline: Instant) {
         let mut changes = self.shared().states_tx.subscribe();
         loop {
-            let starting = self
-                .shared()
-                .servers
-                .values()
-                .any(|s| lock(&s.slot).state == ServerState::Starting);
-            if !starting {
+            if self.first_starts().is_empty() {
                 return;
             }
             match tokio::time::timeout_at(deadline, changes.changed()).await {
@@ -259,6 +270,35 @@ impl McpManager {
             .get(tool_name)
             .cloned()
             .ok_or_else(|| McpError::UnknownTool(tool_name.to_string()))?;
+        self.call_on(server_name, tool, args, cancel).await
+    }
+
+    /// Calls `expected` only if the servers still offer exactly that tool under its name (the
+    /// same server, the same tool, the same read-only hint): what was approved is what runs.
+    pub async fn call_exact(
+        &self,
+        expected: &McpTool,
+        args: Value,
+        cancel: CancellationToken,
+    ) -> Result<McpResult, McpError> {
+        let same = lock(&self.shared().catalog)
+            .tools
+            .iter()
+            .any(|t| t == expected);
+        if !same {
+            return Err(McpError::Changed(expected.name.clone()));
+        }
+        self.call_on(expected.server.clone(), expected.tool.clone(), args, cancel)
+            .await
+    }
+
+    async fn call_on(
+        &self,
+        server_name: String,
+        tool: String,
+        args: Value,
+        cancel: CancellationToken,
+    ) -> Result<McpResult, McpError> {
         let (peer, timeout) = self.peer(&server_name)?;
         let mut params = CallToolRequestParams::new(tool.clone());
         match args {
@@ -411,6 +451,7 @@ impl Server {
                 pid: None,
                 tools: Vec::new(),
                 changes: None,
+                ever_ready: false,
             }),
         }
     }
@@ -432,6 +473,9 @@ impl Shared {
 
     /// Recomputes the offered tools from every connected server's list.
     pub(super) fn rebuild_catalog(&self) {
+        // Held from reading the slots to storing the result: two servers getting ready at
+        // once must not store their catalogs in the wrong order.
+        let mut stored = lock(&self.catalog);
         let mut listed = Vec::new();
         for (name, server) in &self.servers {
             let slot = lock(&server.slot);
@@ -468,7 +512,8 @@ impl Shared {
                     .unwrap_or(false),
             });
         }
-        *lock(&self.catalog) = Arc::new(catalog);
+        *stored = Arc::new(catalog);
+        drop(stored);
         self.tools_tx.send_modify(|n| *n += 1);
     }
 }

@@ -12,7 +12,6 @@ mod supervisor;
 pub use config::{McpConfig, McpConfigError, McpServerConfig, McpServerEntry, Transport};
 pub use content::McpResult;
 pub use manager::{Backoff, McpManager, McpSettings};
-pub use names::MAX_NAME_LEN;
 
 /// A tool a ready server offers.
 #[derive(Debug, Clone, PartialEq)]
@@ -72,9 +71,14 @@ impl std::fmt::Display for ServerState {
 pub enum McpError {
     #[error("no MCP tool is called `{0}`")]
     UnknownTool(String),
+    #[error(
+        "`{0}` changed on its MCP server since this step began (a new tool list or a restart); \
+         the next step offers it as it is now"
+    )]
+    Changed(String),
     #[error("no MCP server is called `{0}`")]
     UnknownServer(String),
-    #[error("MCP server `{server}` is not running ({state}); try again later")]
+    #[error("MCP server `{server}` is not running ({state})")]
     NotRunning { server: String, state: String },
     #[error("MCP server `{server}` exited during the call; it is being restarted")]
     ServerExited { server: String },

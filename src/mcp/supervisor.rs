@@ -20,6 +20,9 @@ pub(super) struct Supervisor {
     pub(super) shutdown: CancellationToken,
 }
 
+/// A server ready this long before it exits counts as having worked.
+const STABLE_AFTER: Duration = Duration::from_secs(10);
+
 impl Supervisor {
     pub(super) async fn run(self) {
         let backoff = self.settings.backoff;
@@ -34,8 +37,10 @@ impl Supervisor {
                 outcome = self.session() => outcome,
                 () = self.shutdown.cancelled() => return,
             };
-            let Ended { reason, was_ready } = outcome;
-            if was_ready {
+            let Ended { reason, ready_for } = outcome;
+            // Only a server that stayed up a while starts the backoff over: one that crashes
+            // as soon as it is ready is given up like one that never starts.
+            if ready_for.is_some_and(|up| up >= STABLE_AFTER) {
                 delay = backoff.first;
                 failed_starts = 0;
             } else {
@@ -72,7 +77,7 @@ impl Supervisor {
             .get(&self.name)
             .and_then(|s| s.config.clone())
         else {
-            return Ended::new("no configuration", false);
+            return Ended::new("no configuration", None);
         };
         let tools_changed = Arc::new(ListChanges::default());
         let started = tokio::time::timeout(config.startup_timeout(), async {
@@ -99,15 +104,18 @@ impl Supervisor {
                         "did not start within {}s (startup_timeout_secs)",
                         config.startup_timeout_secs
                     ),
-                    false,
+                    None,
                 );
             }
-            Ok(Err(reason)) => return Ended::new(&reason, false),
+            Ok(Err(reason)) => return Ended::new(&reason, None),
             Ok(Ok(started)) => started,
         };
         self.publish(&connection, tools, &tools_changed);
-        let reason = self.serve(connection, &tools_changed).await;
-        Ended::new(&reason, true)
+        let ready_at = tokio::time::Instant::now();
+        let reason = self
+            .serve(connection, &tools_changed, config.startup_timeout())
+            .await;
+        Ended::new(&reason, Some(ready_at.elapsed()))
     }
 
     /// Offers the tools of a new connection; the state turns ready only once the catalog
@@ -122,6 +130,7 @@ impl Supervisor {
             let mut slot = lock(&server.slot);
             slot.peer = Some(connection.peer());
             slot.changes = Some(Arc::clone(changes));
+            slot.ever_ready = true;
             slot.pid = connection
                 .child
                 .as_ref()
@@ -132,7 +141,12 @@ impl Supervisor {
 
     /// Runs until the connection ends; re-lists tools on `list_changed`. Returns why it
     /// ended.
-    async fn serve(&self, connection: Connection, tools_changed: &ListChanges) -> String {
+    async fn serve(
+        &self,
+        connection: Connection,
+        tools_changed: &ListChanges,
+        list_timeout: Duration,
+    ) -> String {
         let Connection { service, mut child } = connection;
         let peer = service.peer().clone();
         let mut waiting = Box::pin(service.waiting());
@@ -140,7 +154,8 @@ impl Supervisor {
             tokio::select! {
                 _ = &mut waiting => break,
                 announced = tools_changed.next() => {
-                    if let Ok(tools) = peer.list_all_tools().await {
+                    let listed = tokio::time::timeout(list_timeout, peer.list_all_tools()).await;
+                    if let Ok(Ok(tools)) = listed {
                         self.publish_tools(tools);
                     }
                     tools_changed.listed(announced);
@@ -178,7 +193,16 @@ impl Supervisor {
     }
 
     fn publish_tools(&self, tools: Vec<rmcp::model::Tool>) {
-        let count = tools.len();
+        // The count says what is offered: enabled_tools and disabled_tools applied.
+        let config = self
+            .shared
+            .servers
+            .get(&self.name)
+            .and_then(|s| s.config.as_ref());
+        let count = tools
+            .iter()
+            .filter(|t| config.is_some_and(|c| c.offers(&t.name)))
+            .count();
         if let Some(server) = self.shared.servers.get(&self.name) {
             lock(&server.slot).tools = tools;
         }
@@ -188,17 +212,18 @@ impl Supervisor {
     }
 }
 
-/// How one connection ended; a connection that got ready resets the backoff.
+/// How one connection ended.
 struct Ended {
     reason: String,
-    was_ready: bool,
+    /// How long it was ready, if it got there.
+    ready_for: Option<Duration>,
 }
 
 impl Ended {
-    fn new(reason: &str, was_ready: bool) -> Self {
+    fn new(reason: &str, ready_for: Option<Duration>) -> Self {
         Self {
             reason: reason.to_string(),
-            was_ready,
+            ready_for,
         }
     }
 }

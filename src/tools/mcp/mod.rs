@@ -81,7 +81,7 @@ impl Tool for McpCall {
         Box::pin(async move {
             let result = self
                 .manager
-                .call(&self.tool.name, input, ctx.cancel.clone())
+                .call_exact(&self.tool, input, ctx.cancel.clone())
                 .await
                 .map_err(mcp_failed)?;
             let text = head_tail(&result.text, MAX_OUTPUT_BYTES);

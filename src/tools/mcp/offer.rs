@@ -56,11 +56,16 @@ impl McpOffer {
         }
         if !offer.deferred.is_empty() {
             offer.specs.push(search::spec(&offer.deferred));
+            // The server's and the tool's own names are searched like words.
+            let words: Vec<(&McpTool, String)> = offer
+                .deferred_tools
+                .values()
+                .map(|t| (t.as_ref(), format!("{} {}", t.server, t.tool)))
+                .collect();
             offer.index = ToolIndex::build(
-                offer
-                    .deferred_tools
-                    .values()
-                    .map(|t| (t.name.as_str(), t.server.as_str(), t.description.as_str())),
+                words
+                    .iter()
+                    .map(|(t, words)| (t.name.as_str(), words.as_str(), t.description.as_str())),
             )
             .ok();
         }
