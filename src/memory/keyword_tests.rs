@@ -71,7 +71,7 @@ fn bounded_paths_pick_rare_terms_recent_matches_or_ties() -> TestResult {
 #[test]
 fn search_over_a_large_archive_prefers_the_rare_word() -> TestResult {
     let mut db = big_archive()?;
-    let hits = db.search_archive("the common rare thing", None, 3)?;
+    let hits = db.recall("the common rare thing", None, None, 3)?;
     let mut ids: Vec<i64> = hits.iter().map(|h| h.id).collect();
     ids.sort_unstable();
     assert_eq!(ids, vec![1, 2, 3]);

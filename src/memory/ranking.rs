@@ -1,17 +1,49 @@
-//! How archive search combines its signals. Kept apart from the SQL so the weights and the
-//! normalization can be read, and tested, on their own.
+//! How recall combines its signals: each list (keyword rank by bm25 without function words,
+//! meaning rank by best-piece cosine) gives a reciprocal-rank share, the meaning share scaled
+//! by how close the cosine is; the stronger share counts whole and the other half, so either
+//! signal wins when it is strong, a candidate in both lists gains, and two weak places do not
+//! beat one strong one. Importance only breaks ties.
+//! Kept apart from the SQL so the fusion can be read, tested and tuned on its own.
 
 use std::cmp::Ordering;
 
 use super::types::SearchHit;
 
-/// Weights with an embedding provider: semantic, keyword, importance.
+/// The rank constant: smaller lets the first places of each list stand out.
+pub const RRF_K: f64 = 5.0;
+/// The cosine at which a meaning share counts whole (small models put paraphrases around 0.5
+/// to 0.8 and unrelated texts around 0 to 0.2); closer counts up to `MAX_COSINE_GAIN` times.
+pub const FULL_COSINE: f64 = 0.5;
+pub const MAX_COSINE_GAIN: f64 = 1.2;
+/// Weight of importance (0 to 1): enough to order otherwise equal hits.
+pub const IMPORTANCE_WEIGHT: f64 = 0.01;
+
+/// Where one candidate placed in each list (0 = first).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Signals {
+    pub keyword: Option<usize>,
+    pub semantic: Option<usize>,
+    pub cosine: Option<f64>,
+}
+
+/// The fused score of a candidate.
+pub fn fused(signals: &Signals, importance: f64) -> f64 {
+    let share = |rank: Option<usize>| rank.map_or(0.0, |r| 1.0 / (RRF_K + 1.0 + r as f64));
+    let closeness = (signals.cosine.unwrap_or(0.0) / FULL_COSINE).clamp(0.0, MAX_COSINE_GAIN);
+    let keyword = share(signals.keyword);
+    let meaning = share(signals.semantic) * closeness;
+    keyword.max(meaning)
+        + 0.5 * keyword.min(meaning)
+        + IMPORTANCE_WEIGHT * importance.clamp(0.0, 1.0)
+}
+
+/// Weights of capability search with an embedding provider: semantic, keyword, importance.
 pub const HYBRID_WEIGHTS: (f64, f64, f64) = (0.5, 0.3, 0.2);
-/// Weights without one: keyword, importance.
+/// Weights of capability search without one: keyword, importance.
 pub const KEYWORD_WEIGHTS: (f64, f64) = (0.8, 0.2);
 
 /// Maps FTS5 bm25 values (negative, lower is better) of one query's hits to [0, 1], the best
-/// hit getting 1 and the others their fraction of its relevance.
+/// hit getting 1 and the others their fraction of its relevance (capability search).
 pub fn normalize_bm25(hits: &[(i64, f64)]) -> Vec<(i64, f64)> {
     let best = hits.iter().map(|&(_, bm25)| bm25).fold(0.0_f64, f64::min);
     hits.iter()
@@ -26,15 +58,15 @@ pub fn normalize_bm25(hits: &[(i64, f64)]) -> Vec<(i64, f64)> {
         .collect()
 }
 
-/// Whether the query came with an embedding.
+/// Whether a capability query came with an embedding.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SearchMode {
     Keyword,
     Hybrid,
 }
 
-/// The combined score. In hybrid mode an entry without an embedding (`semantic` = `None`)
-/// and a negative cosine both count as 0.
+/// The combined score of a capability. In hybrid mode one without an embedding and a
+/// negative cosine both count as 0.
 pub fn combined_score(
     mode: SearchMode,
     keyword: f64,
@@ -69,10 +101,12 @@ pub fn sort_hits(hits: &mut [SearchHit]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::memory::piece_index::Source;
 
     fn hit(id: i64, created_at: i64, score: f64) -> SearchHit {
         SearchHit {
             id,
+            source: Source::Archive,
             session_id: None,
             created_at,
             topic: String::new(),
@@ -84,23 +118,34 @@ mod tests {
         }
     }
 
-    #[test]
-    fn the_best_bm25_becomes_one_and_others_a_fraction() {
-        let scores = normalize_bm25(&[(1, -4.0), (2, -2.0), (3, -1.0)]);
-        assert_eq!(scores, vec![(1, 1.0), (2, 0.5), (3, 0.25)]);
-        assert!(normalize_bm25(&[]).is_empty());
+    fn signals(keyword: Option<usize>, semantic: Option<usize>, cosine: f64) -> Signals {
+        Signals {
+            keyword,
+            semantic,
+            cosine: semantic.map(|_| cosine),
+        }
     }
 
     #[test]
-    fn weights_follow_the_design() {
-        let hybrid = combined_score(SearchMode::Hybrid, 1.0, Some(1.0), 1.0);
-        assert!((hybrid - 1.0).abs() < 1e-12);
-        let semantic_only = combined_score(SearchMode::Hybrid, 0.0, Some(0.8), 0.5);
-        assert!((semantic_only - (0.4 + 0.1)).abs() < 1e-12);
-        let negative = combined_score(SearchMode::Hybrid, 0.0, Some(-0.9), 0.0);
-        assert_eq!(negative, 0.0);
-        let keyword_only = combined_score(SearchMode::Keyword, 0.5, None, 0.5);
-        assert!((keyword_only - 0.5).abs() < 1e-12);
+    fn a_strong_signal_alone_beats_weak_places_in_both_lists() {
+        let meaning_only = fused(&signals(None, Some(0), 0.7), 0.5);
+        let weak_both = fused(&signals(Some(4), Some(6), 0.3), 0.5);
+        assert!(meaning_only > weak_both, "{meaning_only} vs {weak_both}");
+        let keyword_only = fused(&signals(Some(0), None, 0.0), 0.5);
+        assert!(keyword_only > weak_both);
+        // Both first is best of all.
+        assert!(fused(&signals(Some(0), Some(0), 0.7), 0.5) > meaning_only);
+    }
+
+    #[test]
+    fn a_weak_cosine_counts_less_and_importance_only_breaks_ties() {
+        let weak = fused(&signals(None, Some(0), 0.1), 0.5);
+        let strong = fused(&signals(None, Some(0), 0.6), 0.5);
+        assert!(weak < strong);
+        let important = fused(&signals(Some(2), None, 0.0), 1.0);
+        let plain = fused(&signals(Some(2), None, 0.0), 0.0);
+        assert!(important > plain);
+        assert!(important < fused(&signals(Some(1), None, 0.0), 0.0));
     }
 
     #[test]

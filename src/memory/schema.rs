@@ -209,8 +209,55 @@ CREATE VIRTUAL TABLE skills_fts USING fts5(
 INSERT INTO skills_fts(skills_fts, rank) VALUES ('rank', 'bm25(3.0, 1.0)');
 ";
 
+/// v6: recall by meaning. Each archive entry and experience is embedded in pieces that fit
+/// the embedding model's input (see `pieces.rs`), one row per piece and model, the vector as
+/// little-endian f32 of unit length; rows go with what they embed. Experiences get a
+/// full-text index like the archive's.
+const V6: &str = "
+CREATE TABLE memory_pieces (
+    id        INTEGER PRIMARY KEY,
+    source    TEXT NOT NULL,
+    source_id INTEGER NOT NULL,
+    ord       INTEGER NOT NULL,
+    model     TEXT NOT NULL,
+    embedding BLOB NOT NULL
+);
+CREATE UNIQUE INDEX memory_pieces_key ON memory_pieces(model, source, source_id, ord);
+CREATE INDEX memory_pieces_by_source ON memory_pieces(source, source_id);
+CREATE TRIGGER memory_pieces_archive_delete AFTER DELETE ON archive BEGIN
+    DELETE FROM memory_pieces WHERE source = 'archive' AND source_id = old.id;
+END;
+CREATE TRIGGER memory_pieces_archive_update AFTER UPDATE OF topic, summary, messages ON archive
+BEGIN
+    DELETE FROM memory_pieces WHERE source = 'archive' AND source_id = old.id;
+END;
+CREATE TRIGGER memory_pieces_experience_delete AFTER DELETE ON experiences BEGIN
+    DELETE FROM memory_pieces WHERE source = 'experience' AND source_id = old.id;
+END;
+CREATE TRIGGER memory_pieces_experience_update AFTER UPDATE OF text ON experiences BEGIN
+    DELETE FROM memory_pieces WHERE source = 'experience' AND source_id = old.id;
+END;
+
+CREATE VIRTUAL TABLE experiences_fts USING fts5(
+    text,
+    content = 'experiences', content_rowid = 'id',
+    tokenize = 'porter unicode61 remove_diacritics 2'
+);
+INSERT INTO experiences_fts(experiences_fts) VALUES ('rebuild');
+CREATE TRIGGER experiences_fts_insert AFTER INSERT ON experiences BEGIN
+    INSERT INTO experiences_fts(rowid, text) VALUES (new.id, new.text);
+END;
+CREATE TRIGGER experiences_fts_delete AFTER DELETE ON experiences BEGIN
+    INSERT INTO experiences_fts(experiences_fts, rowid, text) VALUES ('delete', old.id, old.text);
+END;
+CREATE TRIGGER experiences_fts_update AFTER UPDATE OF text ON experiences BEGIN
+    INSERT INTO experiences_fts(experiences_fts, rowid, text) VALUES ('delete', old.id, old.text);
+    INSERT INTO experiences_fts(rowid, text) VALUES (new.id, new.text);
+END;
+";
+
 /// Migration `i` brings the schema from version `i` to `i + 1`.
-const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5];
+const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6];
 
 /// The schema version this build writes.
 pub const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;

@@ -214,12 +214,6 @@ impl Db {
                 SELECT ?1 UNION ALL SELECT s.id FROM sessions s JOIN tree t ON s.parent_id = t.id
             )";
         let tx = self.conn.transaction()?;
-        let archived = tx
-            .prepare_cached(&format!(
-                "{TREE} SELECT id FROM archive WHERE session_id IN (SELECT id FROM tree)"
-            ))?
-            .query_map([id], |row| row.get::<_, i64>(0))?
-            .collect::<Result<Vec<_>, _>>()?;
         let changed = tx
             .prepare_cached(&format!(
                 "{TREE} DELETE FROM sessions WHERE id IN (SELECT id FROM tree)"
@@ -229,11 +223,8 @@ impl Db {
             return Err(not_found(id));
         }
         tx.commit()?;
-        if let Some(cache) = self.vectors.as_mut() {
-            for entry in archived {
-                cache.remove(entry);
-            }
-        }
+        // Its pieces went with its entries; the in-memory index is read again when needed.
+        self.pieces = None;
         Ok(())
     }
 }

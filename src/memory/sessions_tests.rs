@@ -134,7 +134,7 @@ fn deleting_a_session_removes_its_messages_turns_archive_and_sub_agent_sessions(
     ));
     assert!(db.all_messages("gone")?.is_empty());
     assert_eq!(db.archive_count()?, 1);
-    let hits = db.search_archive("zebra", None, 10)?;
+    let hits = db.recall("zebra", None, None, 10)?;
     assert_eq!(hits.len(), 1);
     assert_eq!(hits[0].session_id.as_deref(), Some("kept"));
     let turns: i64 = db

@@ -23,7 +23,6 @@ pub fn new_entry(session_id: &str, topic: &str, text: &str, seqs: (i64, i64)) ->
         messages: vec![Message::user_text(text)],
         token_count: 10,
         importance: 0.5,
-        embedding: None,
         first_seq: seqs.0,
         last_seq: seqs.1,
         started_at: 1,

@@ -75,8 +75,6 @@ pub struct NewArchiveEntry {
     pub messages: Vec<Message>,
     pub token_count: u64,
     pub importance: f64,
-    /// Unit-length vector, when an embedding provider is configured.
-    pub embedding: Option<Vec<f32>>,
     pub first_seq: i64,
     pub last_seq: i64,
     pub started_at: Millis,
@@ -103,14 +101,16 @@ pub struct ArchiveEntry {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SearchHit {
     pub id: i64,
+    /// An archive entry or an experience (`id` is its id in that kind).
+    pub source: super::piece_index::Source,
     pub session_id: Option<String>,
     pub created_at: Millis,
     pub topic: String,
     pub summary: String,
     pub importance: f64,
-    /// Normalized bm25 in [0, 1] (1 = best keyword match of this query), 0 without a match.
+    /// 1 for the best keyword match, 1/2 for the second and so on; 0 without a match.
     pub keyword: f64,
-    /// Cosine similarity in [0, 1] when embeddings were used.
+    /// The best piece's cosine with the query, when it was searched by meaning.
     pub semantic: Option<f64>,
     pub score: f64,
 }

@@ -8,6 +8,7 @@ use serde::Deserialize;
 
 use super::{ToolContext, ToolError, TypedTool};
 use crate::memory::embed::EmbeddingClient;
+use crate::memory::piece_index::Source;
 use crate::memory::search_archive;
 use crate::memory::types::{Scope, SearchHit};
 use crate::memory::{Store, StoreError};
@@ -46,27 +47,35 @@ pub struct MemorySearch {
 
 #[derive(Deserialize, JsonSchema)]
 pub struct MemorySearchArgs {
-    /// Words to look for in archived conversations (topics, summaries and messages).
+    /// What to recall, in any words: matched by keyword and by meaning.
     pub query: String,
     /// Maximum number of hits (default 10, at most 50).
     pub limit: Option<usize>,
+    /// Only this workspace's conversations and notes (default: every workspace).
+    #[serde(default)]
+    pub this_workspace_only: bool,
 }
 
 impl TypedTool for MemorySearch {
     type Args = MemorySearchArgs;
     const NAME: &'static str = "memory_search";
-    const DESCRIPTION: &'static str = "Search the archive of earlier conversations (this and \
-        past sessions). Returns the best entries with date, session, topic and summary; open one \
-        with memory_open to read it in full.";
+    const DESCRIPTION: &'static str = "Recall what was said and learned before: archived \
+        conversations of this and past sessions and remembered notes, found by keyword and by \
+        meaning. Returns the best hits with what each is, date, session and summary; open an \
+        archive entry with memory_open to read it in full.";
     const MUTATES: bool = false;
 
-    async fn run(&self, args: MemorySearchArgs, _ctx: &ToolContext) -> Result<String, ToolError> {
+    async fn run(&self, args: MemorySearchArgs, ctx: &ToolContext) -> Result<String, ToolError> {
         let limit = args.limit.unwrap_or(10).clamp(1, 50);
-        let found = search_archive(&self.store, self.embedder.as_deref(), &args.query, limit)
+        let scope = args
+            .this_workspace_only
+            .then(|| ctx.workspace.display().to_string());
+        let embedder = self.embedder.as_deref();
+        let found = search_archive(&self.store, embedder, &args.query, scope, limit)
             .await
             .map_err(failed)?;
-        let note = match &found.semantic_error {
-            Some(err) => format!("(semantic search unavailable: {err}; keyword results only)\n"),
+        let note = match &found.keyword_only {
+            Some(why) => format!("({why}; keyword results only)\n"),
             None => String::new(),
         };
         let hits = found.hits;
@@ -92,12 +101,19 @@ pub fn format_hits(hits: &[SearchHit]) -> String {
                 .as_deref()
                 .map(|s| s.chars().take(8).collect::<String>())
                 .unwrap_or_else(|| "-".into());
-            format!(
-                "#{id}  {date}  session {session}  {topic}\n    {summary}\n",
-                id = hit.id,
-                topic = hit.topic,
-                summary = hit.summary.replace('\n', "\n    ")
-            )
+            match hit.source {
+                Source::Archive => format!(
+                    "#{id}  {date}  archive · session {session}  {topic}\n    {summary}\n",
+                    id = hit.id,
+                    topic = hit.topic,
+                    summary = hit.summary.replace('\n', "\n    ")
+                ),
+                Source::Experience => format!(
+                    "note {id}  {date}  remembered  {text}\n",
+                    id = hit.id,
+                    text = hit.summary.replace('\n', "\n    ")
+                ),
+            }
         })
         .collect()
 }

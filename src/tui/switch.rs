@@ -305,17 +305,17 @@ impl<W: Write> App<W> {
     pub(super) async fn search_memory(&mut self, query: String) {
         let embedder = self.loaded.embedder();
         let found = match self.loaded.store() {
-            Ok(store) => search_archive(&store, embedder.as_deref(), &query, MEMORY_HITS)
+            Ok(store) => search_archive(&store, embedder.as_deref(), &query, None, MEMORY_HITS)
                 .await
                 .map_err(LaunchError::from),
             Err(error) => Err(error),
         };
         if let Ok(ArchiveSearch {
-            semantic_error: Some(err),
+            keyword_only: Some(why),
             ..
         }) = &found
         {
-            let text = format!("Semantic search unavailable ({err}); keyword results only");
+            let text = format!("Keyword results only: {why}");
             self.state.notice(NoticeLevel::Warning, &text);
         }
         match found.map(|found| found.hits) {

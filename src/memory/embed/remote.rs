@@ -1,64 +1,18 @@
-//! Embeddings for semantic archive search, from an OpenAI-compatible `/embeddings` endpoint or
-//! Ollama's `/api/embed`. Optional: without `[memory.embedding]` in the config, search ranks
-//! by keywords and importance only.
+//! A remote embedder: an OpenAI-compatible `/embeddings` endpoint or Ollama's `/api/embed`.
 
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::json;
 
-use super::error::StoreError;
-use super::store::Store;
-use super::types::SearchHit;
-use super::vectors::normalize;
+use super::{EmbedError, EmbeddingConfig, EmbeddingKind};
+use crate::memory::vectors::normalize;
 
 const TIMEOUT: Duration = Duration::from_secs(60);
 /// How much of an error body ends up in the error message.
 const ERROR_BODY_CHARS: usize = 400;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum EmbeddingKind {
-    /// `POST {base_url}/embeddings`, as OpenAI and most local servers speak it.
-    #[serde(rename = "openai")]
-    OpenAi,
-    /// `POST {base_url}/api/embed`.
-    Ollama,
-}
-
-/// `[memory.embedding]` in the config file.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct EmbeddingConfig {
-    pub kind: EmbeddingKind,
-    /// For OpenAI, including the version path: `https://api.openai.com/v1`.
-    pub base_url: String,
-    pub model: String,
-    /// The environment variable holding the API key, sent as a bearer token.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub api_key_env: Option<String>,
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum EmbedError {
-    #[error("the embedding API key variable `{0}` is not set; set it or remove `api_key_env`")]
-    MissingKey(String),
-
-    #[error("cannot reach the embedding endpoint {url}: {source}")]
-    Http { url: String, source: reqwest::Error },
-
-    #[error("the embedding endpoint {url} answered {status}: {body}")]
-    Status {
-        url: String,
-        status: u16,
-        body: String,
-    },
-
-    #[error("the embedding endpoint {url} sent an answer mnemo cannot read: {detail}")]
-    Decode { url: String, detail: String },
-}
-
-pub struct EmbeddingClient {
+pub(super) struct Remote {
     http: reqwest::Client,
     config: EmbeddingConfig,
     url: String,
@@ -81,23 +35,31 @@ struct OllamaResponse {
     embeddings: Vec<Vec<f32>>,
 }
 
-impl EmbeddingClient {
-    pub fn new(config: EmbeddingConfig) -> EmbeddingClient {
+impl Remote {
+    pub(super) fn new(config: EmbeddingConfig) -> Remote {
         let base = config.base_url.trim_end_matches('/');
         let url = match config.kind {
             EmbeddingKind::OpenAi => format!("{base}/embeddings"),
-            EmbeddingKind::Ollama => format!("{base}/api/embed"),
+            EmbeddingKind::Ollama | EmbeddingKind::Local => format!("{base}/api/embed"),
         };
         let http = reqwest::Client::builder()
             .timeout(TIMEOUT)
             .build()
             .unwrap_or_else(|_| reqwest::Client::new());
-        EmbeddingClient { http, config, url }
+        Remote { http, config, url }
     }
 
     /// One unit-length vector per text, in order. The API key is read from the environment
     /// on each call.
-    pub async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {
+    pub(super) fn model_id(&self) -> String {
+        let kind = match self.config.kind {
+            EmbeddingKind::OpenAi => "openai",
+            EmbeddingKind::Ollama | EmbeddingKind::Local => "ollama",
+        };
+        format!("{kind}:{}", self.config.model)
+    }
+
+    pub(super) async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {
         if texts.is_empty() {
             return Ok(Vec::new());
         }
@@ -137,7 +99,7 @@ impl EmbeddingClient {
                 parsed.data.sort_by_key(|item| item.index);
                 parsed.data.into_iter().map(|item| item.embedding).collect()
             }
-            EmbeddingKind::Ollama => {
+            EmbeddingKind::Ollama | EmbeddingKind::Local => {
                 let parsed: OllamaResponse =
                     serde_json::from_str(&body).map_err(|e| decode_error(e.to_string()))?;
                 parsed.embeddings
@@ -157,37 +119,6 @@ impl EmbeddingClient {
     }
 }
 
-/// What an archive search found, and why it was keyword-only when semantic search failed.
-pub struct ArchiveSearch {
-    pub hits: Vec<SearchHit>,
-    pub semantic_error: Option<EmbedError>,
-}
-
-/// Searches the archive for `query`: by keyword, and by meaning too when `embedder` can embed
-/// the query (when it cannot, the keyword hits still come, with the reason).
-pub async fn search_archive(
-    store: &Store,
-    embedder: Option<&EmbeddingClient>,
-    query: &str,
-    limit: usize,
-) -> Result<ArchiveSearch, StoreError> {
-    let (embedding, semantic_error) = match embedder {
-        Some(embedder) => match embedder.embed(&[query.to_string()]).await {
-            Ok(mut vectors) => (vectors.pop(), None),
-            Err(err) => (None, Some(err)),
-        },
-        None => (None, None),
-    };
-    let query = query.to_string();
-    let hits = store
-        .call(move |db| db.search_archive(&query, embedding.as_deref(), limit))
-        .await?;
-    Ok(ArchiveSearch {
-        hits,
-        semantic_error,
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -195,12 +126,13 @@ mod tests {
 
     type TestResult = Result<(), Box<dyn std::error::Error>>;
 
-    fn client(kind: EmbeddingKind, base_url: String) -> EmbeddingClient {
-        EmbeddingClient::new(EmbeddingConfig {
+    fn client(kind: EmbeddingKind, base_url: String) -> Remote {
+        Remote::new(EmbeddingConfig {
             kind,
             base_url,
             model: "tiny".to_owned(),
             api_key_env: None,
+            model_dir: None,
         })
     }
 
@@ -290,7 +222,7 @@ mod tests {
             "kind = \"openai\"\nbase_url = \"u\"\nmodel = \"m\"\ndims = 3",
         );
         assert!(unknown.is_err());
-        let missing = EmbeddingClient::new(EmbeddingConfig {
+        let missing = Remote::new(EmbeddingConfig {
             api_key_env: Some("MNEMO_TEST_SURELY_UNSET_KEY".to_owned()),
             ..openai
         })

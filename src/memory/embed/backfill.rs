@@ -1,0 +1,68 @@
+//! Embeds what has no vectors of the current model: new archive entries in the background
+//! after compaction, everything older with `mnemo memory reindex`.
+
+use super::{EmbedError, EmbeddingClient, Fits};
+use crate::memory::pieces::{entry_pieces, split_to_fit};
+use crate::memory::recall::Unembedded;
+use crate::memory::{Store, StoreError};
+
+/// Items read per round.
+const BATCH: usize = 16;
+
+#[derive(Debug, thiserror::Error)]
+pub enum BackfillError {
+    #[error(transparent)]
+    Embed(#[from] EmbedError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// The texts to embed for `item`; never empty, so an item is not asked for again.
+pub fn item_pieces(item: &Unembedded, fits: &Fits) -> Vec<String> {
+    let fits = |text: &str| fits.fits(text);
+    let pieces = match item {
+        Unembedded::Archive {
+            topic,
+            summary,
+            messages,
+            ..
+        } => entry_pieces(topic, summary, messages, &fits),
+        Unembedded::Experience { text, .. } => split_to_fit(text, &fits),
+    };
+    match pieces.is_empty() {
+        true => vec!["(empty)".to_string()],
+        false => pieces,
+    }
+}
+
+/// Embeds every item without vectors of `embedder`'s model, newest first; `progress` hears
+/// (done, total) after each item. Returns how many items were embedded.
+pub async fn embed_pending(
+    store: &Store,
+    embedder: &EmbeddingClient,
+    mut progress: impl FnMut(usize, usize),
+) -> Result<usize, BackfillError> {
+    let model = embedder.model_id();
+    let fits = embedder.fits().await?;
+    let wanted = model.clone();
+    let total = store.call(move |db| db.count_unembedded(&wanted)).await?;
+    let mut done = 0;
+    progress(done, total);
+    loop {
+        let wanted = model.clone();
+        let items = store.call(move |db| db.unembedded(&wanted, BATCH)).await?;
+        if items.is_empty() {
+            return Ok(done);
+        }
+        for item in items {
+            let texts = item_pieces(&item, &fits);
+            let vectors = embedder.embed(&texts).await?;
+            let (model, key) = (model.clone(), item.key());
+            store
+                .call(move |db| db.store_pieces(&model, key, &vectors))
+                .await?;
+            done += 1;
+            progress(done, total.max(done));
+        }
+    }
+}

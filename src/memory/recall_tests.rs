@@ -1,0 +1,175 @@
+//! Tests of `recall.rs`: keyword ranking without function words, meaning by the best piece,
+//! fusion, experiences, scope, the in-memory index following the store, hostile queries.
+
+use super::*;
+use crate::memory::test_support::{new_entry, new_session};
+use crate::memory::types::{NewArchiveEntry, Scope};
+
+type TestResult = Result<(), Box<dyn std::error::Error>>;
+
+const MODEL: &str = "test:model";
+
+fn db_with_session() -> Result<Db, StoreError> {
+    let mut db = Db::open_in_memory()?;
+    db.create_session(new_session("s1", "/w"))?;
+    Ok(db)
+}
+
+fn entry(text: &str, importance: f64) -> NewArchiveEntry {
+    let mut entry = new_entry("s1", "notes", text, (1, 1));
+    entry.summary = String::new();
+    entry.importance = importance;
+    entry
+}
+
+fn ids(hits: &[SearchHit]) -> Vec<i64> {
+    hits.iter().map(|hit| hit.id).collect()
+}
+
+fn archived(db: &mut Db, text: &str, pieces: &[Vec<f32>]) -> Result<i64, StoreError> {
+    let id = db.archive_messages(entry(text, 0.5))?;
+    if !pieces.is_empty() {
+        db.store_pieces(MODEL, (Source::Archive, id), pieces)?;
+    }
+    Ok(id)
+}
+
+#[test]
+fn keywords_rank_by_bm25_and_function_words_do_not_match() -> TestResult {
+    let mut db = db_with_session()?;
+    let strong = db.archive_messages(entry("kubernetes kubernetes kubernetes pods", 0.5))?;
+    let weak = db.archive_messages(entry(
+        "kubernetes mentioned once among many other words about lunch and weather",
+        0.5,
+    ))?;
+    let chatter = db.archive_messages(entry("how do we do what we do", 0.5))?;
+    let hits = db.recall("How do we run Kubernetes?", None, None, 10)?;
+    assert_eq!(ids(&hits), vec![strong, weak], "{hits:#?}");
+    assert!(!ids(&hits).contains(&chatter));
+    assert_eq!(hits[0].keyword, 1.0);
+    assert_eq!(hits[0].semantic, None);
+    assert_eq!(db.recall("kubernetes", None, None, 1)?.len(), 1);
+    Ok(())
+}
+
+#[test]
+fn an_entry_is_found_by_its_best_piece_when_no_word_is_shared() -> TestResult {
+    let mut db = db_with_session()?;
+    let keyword_only = archived(
+        &mut db,
+        "kubernetes cluster upgrade",
+        &[vec![0.0, 1.0, 0.0]],
+    )?;
+    // Its second piece is about what was asked; the first says something else.
+    let close = archived(
+        &mut db,
+        "container orchestration rollout",
+        &[vec![0.0, 0.0, 1.0], vec![0.95, 0.31, 0.0]],
+    )?;
+    archived(&mut db, "unrelated lunch", &[vec![-1.0, 0.0, 0.0]])?;
+    let hits = db.recall("kubernetes", Some((MODEL, &[1.0, 0.0, 0.0])), None, 10)?;
+    assert_eq!(ids(&hits)[..2], [close, keyword_only], "{hits:#?}");
+    assert!(hits[0].semantic.unwrap_or(0.0) > 0.9);
+    // Vectors of another model are never compared.
+    let other = db.recall(
+        "orchestration",
+        Some(("other:model", &[1.0, 0.0, 0.0])),
+        None,
+        10,
+    )?;
+    assert_eq!(ids(&other), vec![close]);
+    assert_eq!(other[0].semantic, None);
+    Ok(())
+}
+
+#[test]
+fn experiences_are_recalled_beside_the_archive_within_their_scope() -> TestResult {
+    let mut db = db_with_session()?;
+    db.create_session(new_session("s2", "/other"))?;
+    let here = db.archive_messages(entry("the staging database listens on port 6543", 0.5))?;
+    let mut elsewhere = entry("the staging database of another project uses 5432", 0.5);
+    elsewhere.session_id = "s2".into();
+    let there = db.archive_messages(elsewhere)?;
+    let (note, _) = db.remember(
+        "staging database credentials live in the vault",
+        &Scope::Project("/w".into()),
+        "user",
+    )?;
+    let hits = db.recall("staging database", None, None, 10)?;
+    assert_eq!(hits.len(), 3);
+    assert!(
+        hits.iter()
+            .any(|h| h.source == Source::Experience && h.id == note)
+    );
+    let scoped = db.recall("staging database", None, Some("/w"), 10)?;
+    let keys: Vec<(Source, i64)> = scoped.iter().map(|h| (h.source, h.id)).collect();
+    assert!(keys.contains(&(Source::Archive, here)) && keys.contains(&(Source::Experience, note)));
+    assert!(!keys.contains(&(Source::Archive, there)));
+    Ok(())
+}
+
+#[test]
+fn the_index_follows_new_pieces_deletions_and_reindexing() -> TestResult {
+    let mut db = db_with_session()?;
+    let a = archived(&mut db, "alpha topic", &[vec![3.0, 4.0]])?;
+    let query = [0.6_f32, 0.8];
+    let hits = db.recall("zzz", Some((MODEL, &query)), None, 10)?;
+    assert_eq!(ids(&hits), vec![a]);
+    assert!((hits[0].semantic.unwrap_or(0.0) - 1.0).abs() < 1e-6);
+
+    // Written after the index was loaded: found by meaning alone.
+    let b = archived(&mut db, "beta words", &[vec![6.0, 8.0]])?;
+    assert_eq!(db.recall("zzz", Some((MODEL, &query)), None, 10)?.len(), 2);
+    assert_eq!(db.count_unembedded(MODEL)?, 0);
+
+    db.delete_archive(a)?;
+    assert_eq!(
+        ids(&db.recall("zzz", Some((MODEL, &query)), None, 10)?),
+        vec![b]
+    );
+    let c = db.archive_messages(entry("gamma", 0.5))?;
+    assert_eq!(db.count_unembedded(MODEL)?, 1);
+    assert!(matches!(
+        db.unembedded(MODEL, 10)?.as_slice(),
+        [Unembedded::Archive { id, .. }] if *id == c
+    ));
+    db.delete_session("s1")?;
+    assert!(
+        db.recall("zzz", Some((MODEL, &query)), None, 10)?
+            .is_empty()
+    );
+    Ok(())
+}
+
+#[test]
+fn hostile_queries_never_error() -> TestResult {
+    let mut db = db_with_session()?;
+    archived(&mut db, "near and or not foo bar x a b", &[vec![1.0, 0.0]])?;
+    let queries = [
+        "\"unbalanced",
+        "foo*",
+        "-x",
+        "a:b",
+        "(x",
+        "NEAR(",
+        "AND",
+        "OR NOT",
+        "",
+        "   ",
+        "!!! ??? ... ***",
+        "^foo",
+        "x\"\"y",
+        "topic:foo OR body:bar",
+        "{col1 col2}: x",
+        "ünïcödé 中文 🙂",
+    ];
+    for query in queries {
+        db.recall(query, None, None, 10)?;
+        db.recall(query, Some((MODEL, &[1.0, 0.0])), None, 10)?;
+        db.recall(query, Some((MODEL, &[1.0, 0.0, 0.0])), None, 10)?;
+    }
+    assert!(db.recall("*** ---", None, None, 10)?.is_empty());
+    assert_eq!(db.recall("NEAR(", None, None, 10)?.len(), 1);
+    assert!(db.recall("foo", None, None, 0)?.is_empty());
+    Ok(())
+}
