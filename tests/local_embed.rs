@@ -56,19 +56,26 @@ fn reproduces_the_sentence_transformers_quickstart() -> TestResult {
 fn a_batch_gives_what_each_text_gives_alone_in_order() -> TestResult {
     let embedder = embedder()?;
     let long = "The archive keeps every turn of the session. ".repeat(12);
-    let texts = [
-        "short",
-        long.as_str(),
-        "a somewhat longer sentence about cargo",
-        "",
-    ];
-    let batch = embedder.embed(&texts)?;
+    // More texts than one run of the model takes, of mixed lengths, so they are reordered,
+    // padded and split into several runs.
+    let mut texts: Vec<String> = (0..90)
+        .map(|i| format!("note {i}: cargo build {}", "ok ".repeat(i % 9)))
+        .collect();
+    texts.insert(40, long);
+    texts.insert(3, String::new());
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let batch = embedder.embed(&refs)?;
     assert_eq!(batch.len(), texts.len());
-    for (text, vector) in texts.iter().zip(&batch) {
-        let alone = embedder.embed(&[text])?;
-        let similarity = cosine(vector, &alone[0]);
-        assert!(similarity > 0.99999, "{text:?}: {similarity}");
+    // Every fifth, plus the empty text (3) and the long one (41).
+    for i in (0..texts.len()).step_by(5).chain([3, 41]) {
+        let alone = embedder.embed(&[refs[i]])?;
+        let similarity = cosine(&batch[i], &alone[0]);
+        assert!(similarity > 0.99999, "{:?}: {similarity}", refs[i]);
     }
+    assert!(
+        cosine(&batch[0], &batch[1]) < 0.99999,
+        "distinct texts, distinct vectors"
+    );
     assert!(embedder.embed(&[])?.is_empty());
     Ok(())
 }

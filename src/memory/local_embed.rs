@@ -1,6 +1,11 @@
 //! A built-in sentence embedder: all-MiniLM-L6-v2 run in-process on the CPU, so semantic
 //! archive search works without an embedding server. candle and tokenizers types stay inside
 //! this module (and `install`), so the rest of mnemo does not depend on their fast-moving APIs.
+//!
+//! Threads: candle 0.11 takes its thread counts from the environment only, once per process.
+//! Matrix products use one thread per core (`RAYON_NUM_THREADS`); element-wise work uses a
+//! spinning pool of as many (`CANDLE_NUM_THREADS`), which on a busy 2-core machine made a long
+//! text 2-3 times slower than `CANDLE_NUM_THREADS=1`. Set it before any thread starts.
 
 use std::cmp::Reverse;
 use std::path::{Path, PathBuf};
@@ -23,9 +28,11 @@ const WEIGHTS: &str = "model.safetensors";
 const SBERT_CONFIG: &str = "sentence_bert_config.json";
 /// What sentence-transformers uses for this model when its config does not say.
 const DEFAULT_MAX_TOKENS: usize = 256;
-/// Texts that run through the model together: large enough to keep the matrix products
-/// efficient, small enough that one long text does not pad many short ones far.
-const BATCH: usize = 16;
+/// Word pieces, padding included, that run through the model together. Short texts gain much
+/// from sharing a run (a batch of 32 queries took a fifth of the time of 32 single calls);
+/// long ones lose, as their activations outgrow the CPU caches. Hence a budget, not a count.
+const BATCH_TOKENS: usize = 512;
+const MAX_BATCH: usize = 64;
 
 #[derive(Debug, thiserror::Error)]
 pub enum LocalEmbedError {
@@ -89,6 +96,7 @@ impl LocalEmbedder {
     /// Loads config.json, tokenizer.json, model.safetensors (and sentence_bert_config.json for
     /// max_seq_length, default 256) from `dir`.
     pub fn load(dir: &Path) -> Result<Self, LocalEmbedError> {
+        keep_buffers_between_calls();
         let config_path = dir.join(CONFIG);
         let config: Config =
             serde_json::from_slice(&read(&config_path)?).map_err(|e| invalid(&config_path, e))?;
@@ -161,7 +169,11 @@ impl LocalEmbedder {
         let mut order: Vec<usize> = (0..ids.len()).collect();
         order.sort_by_key(|&i| Reverse(ids[i].len()));
         let mut vectors = vec![Vec::new(); ids.len()];
-        for chunk in order.chunks(BATCH) {
+        let mut rest = order.as_slice();
+        while let Some(&longest) = rest.first() {
+            let size = (BATCH_TOKENS / ids[longest].len().max(1)).clamp(1, MAX_BATCH);
+            let (chunk, next) = rest.split_at(size.min(rest.len()));
+            rest = next;
             let batch: Vec<&[u32]> = chunk.iter().map(|&i| ids[i].as_slice()).collect();
             let pooled = self
                 .run(&batch)
@@ -199,6 +211,24 @@ impl LocalEmbedder {
         let mean = summed.broadcast_div(&mask.sum_keepdim(1)?)?;
         let norm = mean.sqr()?.sum_keepdim(1)?.sqrt()?.maximum(1e-12)?;
         mean.broadcast_div(&norm)?.to_vec2::<f32>()
+    }
+}
+
+/// Keeps freed activation buffers (a few MB each) in the heap between calls. glibc otherwise
+/// gives each back to the kernel and faults in fresh zeroed pages for the next, which took about
+/// a quarter of an embedding's time on a 2-core machine. Process-wide, set once; the cost is up
+/// to 64 MB of freed memory kept for reuse.
+fn keep_buffers_between_calls() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        static ONCE: std::sync::Once = std::sync::Once::new();
+        ONCE.call_once(|| {
+            // SAFETY: mallopt only changes glibc allocator thresholds and takes its own locks.
+            unsafe {
+                libc::mallopt(libc::M_MMAP_THRESHOLD, 32 << 20);
+                libc::mallopt(libc::M_TRIM_THRESHOLD, 64 << 20);
+            }
+        });
     }
 }
 

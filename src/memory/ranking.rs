@@ -2,7 +2,8 @@
 //! meaning rank by best-piece cosine) gives a reciprocal-rank share, the meaning share scaled
 //! by how close the cosine is; the stronger share counts whole and the other half, so either
 //! signal wins when it is strong, a candidate in both lists gains, and two weak places do not
-//! beat one strong one. Importance only breaks ties.
+//! beat one strong one. A keyword share is scaled by how many of the query's words matched.
+//! Importance only breaks ties.
 //! Kept apart from the SQL so the fusion can be read, tested and tuned on its own.
 
 use std::cmp::Ordering;
@@ -13,7 +14,7 @@ use super::types::SearchHit;
 pub const RRF_K: f64 = 5.0;
 /// The cosine at which a meaning share counts whole (small models put paraphrases around 0.5
 /// to 0.8 and unrelated texts around 0 to 0.2); closer counts up to `MAX_COSINE_GAIN` times.
-pub const FULL_COSINE: f64 = 0.5;
+pub const FULL_COSINE: f64 = 0.4;
 pub const MAX_COSINE_GAIN: f64 = 1.2;
 /// Weight of importance (0 to 1): enough to order otherwise equal hits.
 pub const IMPORTANCE_WEIGHT: f64 = 0.01;
@@ -22,6 +23,8 @@ pub const IMPORTANCE_WEIGHT: f64 = 0.01;
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Signals {
     pub keyword: Option<usize>,
+    /// The share of the query's words the candidate matched (0 to 1).
+    pub coverage: f64,
     pub semantic: Option<usize>,
     pub cosine: Option<f64>,
 }
@@ -30,7 +33,8 @@ pub struct Signals {
 pub fn fused(signals: &Signals, importance: f64) -> f64 {
     let share = |rank: Option<usize>| rank.map_or(0.0, |r| 1.0 / (RRF_K + 1.0 + r as f64));
     let closeness = (signals.cosine.unwrap_or(0.0) / FULL_COSINE).clamp(0.0, MAX_COSINE_GAIN);
-    let keyword = share(signals.keyword);
+    // Half of the query's words matched counts whole; one word of six, a third.
+    let keyword = share(signals.keyword) * (2.0 * signals.coverage).clamp(0.0, 1.0);
     let meaning = share(signals.semantic) * closeness;
     keyword.max(meaning)
         + 0.5 * keyword.min(meaning)
@@ -121,6 +125,7 @@ mod tests {
     fn signals(keyword: Option<usize>, semantic: Option<usize>, cosine: f64) -> Signals {
         Signals {
             keyword,
+            coverage: 1.0,
             semantic,
             cosine: semantic.map(|_| cosine),
         }

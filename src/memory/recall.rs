@@ -184,16 +184,22 @@ impl Db {
         let mut signals: HashMap<Key, Signals> = HashMap::new();
         let terms = content_terms(query);
         if !terms.is_empty() {
-            let archive = keyword_candidates(&self.conn, &terms, pool)?;
-            for (rank, (id, _)) in archive.iter().enumerate() {
-                signals.entry((Source::Archive, *id)).or_default().keyword = Some(rank);
-            }
+            let archive: Vec<i64> = keyword_candidates(&self.conn, &terms, pool)?
+                .into_iter()
+                .map(|(id, _)| id)
+                .collect();
             let experiences = self.experience_candidates(&quote_terms(&terms), pool)?;
-            for (rank, id) in experiences.iter().enumerate() {
-                signals
-                    .entry((Source::Experience, *id))
-                    .or_default()
-                    .keyword = Some(rank);
+            for (source, ids) in [
+                (Source::Archive, archive),
+                (Source::Experience, experiences),
+            ] {
+                let matched = self.terms_matched(source, &terms, &ids)?;
+                for (rank, id) in ids.iter().enumerate() {
+                    let entry = signals.entry((source, *id)).or_default();
+                    entry.keyword = Some(rank);
+                    let count = matched.get(id).copied().unwrap_or(0);
+                    entry.coverage = count as f64 / terms.len() as f64;
+                }
             }
         }
         if let Some((model, vector)) = semantic {
@@ -218,6 +224,40 @@ impl Db {
         ranking::sort_hits(&mut hits);
         hits.truncate(limit);
         Ok(hits)
+    }
+
+    /// How many of `terms` each of `ids` matches: a match on one incidental word of a long
+    /// question is a weak keyword signal however well bm25 ranks it.
+    fn terms_matched(
+        &self,
+        source: Source,
+        terms: &[String],
+        ids: &[i64],
+    ) -> Result<HashMap<i64, usize>, StoreError> {
+        let mut matched: HashMap<i64, usize> = HashMap::new();
+        if ids.is_empty() {
+            return Ok(matched);
+        }
+        let sql = match source {
+            Source::Archive => {
+                "SELECT rowid FROM archive_fts WHERE archive_fts MATCH ?1
+                 AND rowid IN (SELECT value FROM json_each(?2))"
+            }
+            Source::Experience => {
+                "SELECT rowid FROM experiences_fts WHERE experiences_fts MATCH ?1
+                 AND rowid IN (SELECT value FROM json_each(?2))"
+            }
+        };
+        let ids = serde_json::to_string(ids)?;
+        let mut stmt = self.conn.prepare_cached(sql)?;
+        for term in terms {
+            let expression = quote_terms(std::slice::from_ref(term));
+            let rows = stmt.query_map(params![expression, ids], |row| row.get::<_, i64>(0))?;
+            for id in rows {
+                *matched.entry(id?).or_default() += 1;
+            }
+        }
+        Ok(matched)
     }
 
     fn experience_candidates(&self, expression: &str, pool: usize) -> Result<Vec<i64>, StoreError> {

