@@ -66,6 +66,16 @@ pub async fn doctor(loaded: &Loaded, out: &mut impl Write) -> Result<bool, Comma
         }
     }
 
+    // Not a failure: recall works by keyword without a model.
+    match loaded.embedder() {
+        Some(embedder) => check(
+            out,
+            true,
+            format!("recall by meaning uses {}", embedder.model_id()),
+        )?,
+        None => writeln!(out, "  {}", crate::memory::embed::INSTALL_HINT)?,
+    }
+
     match &loaded.dirs.data {
         Some(dir) => {
             let probe = dir.join(format!(".doctor-{}", std::process::id()));
