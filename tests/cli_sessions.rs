@@ -155,7 +155,7 @@ fn archive_search_never_fails_on_query_syntax() -> TestResult {
             "{query}: {}",
             String::from_utf8_lossy(&out.stderr)
         );
-        assert!(stdout(&out).contains("no archived conversation matches"));
+        assert!(stdout(&out).contains("nothing remembered matches"));
     }
     Ok(())
 }

@@ -80,10 +80,7 @@ impl TypedTool for MemorySearch {
         };
         let hits = found.hits;
         if hits.is_empty() {
-            return Ok(format!(
-                "{note}no archived conversation matches `{}`",
-                args.query
-            ));
+            return Ok(format!("{note}nothing remembered matches `{}`", args.query));
         }
         Ok(format!("{note}{}", format_hits(&hits)))
     }
