@@ -12,7 +12,7 @@ use super::Session;
 use crate::mcp::{McpManager, McpSettings, ServerState};
 use crate::protocol::{Event, McpServerStatus};
 use crate::tools::mcp::{self as mcp_tools, McpCall, McpOffer};
-use crate::tools::{Tool, ToolContext, ToolError};
+use crate::tools::{ToolContext, ToolError};
 
 /// How long a request waits for starting servers before the front end hears why.
 const QUIET_WAIT: Duration = Duration::from_secs(1);
@@ -133,20 +133,7 @@ impl Session {
             };
         }
         if let Some(tool) = self.mcp_tool(name) {
-            self.settings.approvals.check(&tool, input, ctx).await?;
-            let component = format!("tool:{name}");
-            return match crate::crash::within(
-                component,
-                Some(self.id.clone()),
-                tool.call(input.clone(), ctx),
-            )
-            .await
-            {
-                Ok(outcome) => outcome,
-                Err(crashed) => Err(ToolError::Failed(format!(
-                    "the MCP call failed: {crashed}. The session goes on; try another way"
-                ))),
-            };
+            return self.approve_and_call(&tool, input, ctx, "MCP call").await;
         }
         if self.toolset_mcp.is_deferred(name) {
             return Err(ToolError::Failed(format!(

@@ -103,8 +103,20 @@ impl Session {
             )));
         };
         let tool = CapabilityTool::new(tool, name, version, self.cap_runner.clone());
-        self.settings.approvals.check(&tool, input, ctx).await?;
-        // A capability that panics is a failed call the model hears of; the session goes on.
+        self.approve_and_call(&tool, input, ctx, "capability").await
+    }
+
+    /// Runs a tool the step offers outside the registry (a capability, an MCP tool): its
+    /// approval first, then the call; a tool that panics is a failed call the model hears
+    /// of, and the session goes on.
+    pub(super) async fn approve_and_call(
+        &self,
+        tool: &dyn Tool,
+        input: &Value,
+        ctx: &ToolContext,
+        what: &str,
+    ) -> Result<String, ToolError> {
+        self.settings.approvals.check(tool, input, ctx).await?;
         let component = format!("tool:{}", tool.name());
         match crate::crash::within(
             component,
@@ -115,7 +127,7 @@ impl Session {
         {
             Ok(outcome) => outcome,
             Err(crashed) => Err(ToolError::Failed(format!(
-                "the capability failed: {crashed}. The session goes on; try another way"
+                "the {what} failed: {crashed}. The session goes on; try another way"
             ))),
         }
     }
