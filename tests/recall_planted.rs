@@ -6,6 +6,7 @@
 
 mod embed_support;
 
+use mnemo::memory::recall::RecallScope;
 use std::path::Path;
 
 use mnemo::llm::{ContentBlock, Message};
@@ -115,7 +116,7 @@ async fn recall(
 ) -> Result<(f64, f64), Box<dyn std::error::Error>> {
     let (mut first, mut top3) = (0, 0);
     for (i, question) in questions.iter().enumerate() {
-        let found = search_archive(store, embedder, question, None, 3).await?;
+        let found = search_archive(store, embedder, question, RecallScope::everywhere(), 3).await?;
         let ids: Vec<i64> = found.hits.iter().map(|h| h.id).collect();
         let wanted = i as i64 + 1;
         first += usize::from(ids.first() == Some(&wanted));

@@ -4,6 +4,7 @@
 mod agent_support;
 mod common;
 
+use mnemo::memory::recall::RecallScope;
 use std::sync::Arc;
 
 use agent_support::{chain, settings};
@@ -124,7 +125,7 @@ async fn old_turns_move_to_the_archive_and_nothing_is_lost() -> TestResult {
         .call(move |db| {
             let all = db.all_messages(&id)?;
             let active = db.active_messages(&id)?;
-            let hits = db.recall("zebrafish2", None, None, 5)?;
+            let hits = db.recall("zebrafish2", None, &RecallScope::everywhere(), 5)?;
             Ok((all, active, hits))
         })
         .await?;
@@ -237,7 +238,7 @@ async fn archived_turns_get_embeddings_and_rank_semantically() -> TestResult {
             db.recall(
                 "unrelated words",
                 Some(("openai:e", &[0.6, 0.8, 0.0])),
-                None,
+                &RecallScope::everywhere(),
                 5,
             )
         })

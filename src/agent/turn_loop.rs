@@ -72,6 +72,7 @@ impl Session {
             })
             .await;
         }
+        self.embed_turn_in_background();
         // Forks the turn never gathered report back instead of being dropped unseen.
         self.runs.release_open_forks(&self.mailbox);
         // Results that arrived as the turn ended open the next turn too.

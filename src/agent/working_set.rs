@@ -8,8 +8,8 @@ use crate::memory::StoreError;
 use crate::memory::types::{Experience, Scope};
 
 impl Session {
-    /// Embeds what was just archived (and anything else still without vectors) off the
-    /// turn's path; a failure only costs search by meaning for those entries until
+    /// Embeds what was just written or archived (and anything else still without vectors)
+    /// off the turn's path; a failure only costs search by meaning for those until
     /// `mnemo memory reindex`, so it is reported and not fatal.
     pub(super) fn embed_in_background(&self) {
         let Some(embedder) = self.embedder.clone() else {
@@ -17,16 +17,24 @@ impl Session {
         };
         let (store, events) = (self.store.clone(), self.event_sender());
         tokio::spawn(async move {
-            let done = crate::memory::embed::backfill::embed_pending(&store, &embedder, |_, _| {});
+            let done = crate::memory::embed::backfill::embed_pending_in_background(&store, &embedder);
             if let Err(err) = done.await
                 && let Some(events) = events
             {
-                let message = format!("archived without vectors for search by meaning: {err}");
+                let message = format!("remembered without vectors for search by meaning: {err}");
                 let _ = events
                     .send(crate::protocol::Event::Notice { message })
                     .await;
             }
         });
+    }
+
+    /// After a turn: embeds its messages for other sessions' search by meaning when that
+    /// costs no model load; otherwise compaction, a search or `mnemo serve` do it later.
+    pub(super) fn embed_turn_in_background(&self) {
+        if self.embedder.as_ref().is_some_and(|e| e.is_warm()) {
+            self.embed_in_background();
+        }
     }
 
     /// Rebuilds the system prompt from the base prompt and the current experiences; the

@@ -1,5 +1,6 @@
 //! Tests of `keyword.rs` over an archive large enough for the bounded paths.
 
+use crate::memory::recall::RecallScope;
 use super::*;
 use crate::memory::Db;
 use crate::memory::test_support::{new_entry, new_session};
@@ -71,7 +72,7 @@ fn bounded_paths_pick_rare_terms_recent_matches_or_ties() -> TestResult {
 #[test]
 fn search_over_a_large_archive_prefers_the_rare_word() -> TestResult {
     let mut db = big_archive()?;
-    let hits = db.recall("the common rare thing", None, None, 3)?;
+    let hits = db.recall("the common rare thing", None, &RecallScope::everywhere(), 3)?;
     let mut ids: Vec<i64> = hits.iter().map(|h| h.id).collect();
     ids.sort_unstable();
     assert_eq!(ids, vec![1, 2, 3]);

@@ -18,6 +18,8 @@ pub mod piece_index;
 pub mod pieces;
 pub mod ranking;
 pub mod recall;
+mod recall_hits;
+pub mod recall_store;
 pub mod schema;
 pub mod session_lock;
 pub mod sessions;

@@ -12,6 +12,8 @@ use std::collections::HashMap;
 pub enum Source {
     Archive,
     Experience,
+    /// A working message of a session, until compaction archives it.
+    Message,
 }
 
 impl Source {
@@ -19,6 +21,7 @@ impl Source {
         match self {
             Source::Archive => "archive",
             Source::Experience => "experience",
+            Source::Message => "message",
         }
     }
 
@@ -26,12 +29,13 @@ impl Source {
         match text {
             "archive" => Some(Source::Archive),
             "experience" => Some(Source::Experience),
+            "message" => Some(Source::Message),
             _ => None,
         }
     }
 }
 
-/// An archive entry or an experience.
+/// An archive entry, an experience or a working message, by its row id.
 pub type Key = (Source, i64);
 
 /// Independent accumulators, so the compiler keeps several SIMD registers busy.

@@ -1,12 +1,12 @@
-//! Recall: what is remembered (archive entries and experiences) found by keyword and by
-//! meaning, fused by rank (`ranking.rs`). Keywords go through FTS5 without function words;
+//! Recall: what is remembered (archive entries, experiences and the working messages of
+//! sessions) found by keyword and by meaning, fused by rank (`ranking.rs`). Keywords go through FTS5 without function words;
 //! meaning through the in-memory piece index, its best candidates scored again exactly from
-//! the stored vectors. Pieces are written by whoever embeds (compaction in the background,
-//! `mnemo memory reindex`): this module stores and reads them.
+//! the stored vectors (written through `recall_store.rs`).
 
 use std::collections::HashMap;
 
-use rusqlite::{OptionalExtension, params};
+use rusqlite::params;
+use serde::Serialize;
 
 use super::db::Db;
 use super::error::StoreError;
@@ -15,30 +15,32 @@ use super::keyword::keyword_candidates;
 use super::piece_index::{Key, PieceIndex, Source};
 use super::ranking::{self, Signals};
 use super::types::SearchHit;
-use super::vectors::{dot, from_blob, normalize, to_blob};
-use crate::llm::Message;
+use super::vectors::{dot, from_blob, normalize};
 
-/// Something remembered without vectors of the current model.
-#[derive(Debug, Clone)]
-pub enum Unembedded {
-    Archive {
-        id: i64,
-        topic: String,
-        summary: String,
-        messages: Vec<Message>,
-    },
-    Experience {
-        id: i64,
-        text: String,
-    },
+/// Where to look: one workspace or all, and a session whose working messages are left out
+/// (the asking session has them in its context already).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct RecallScope {
+    pub workspace: Option<String>,
+    pub except_session: Option<String>,
 }
 
-impl Unembedded {
-    pub fn key(&self) -> Key {
-        match self {
-            Unembedded::Archive { id, .. } => (Source::Archive, *id),
-            Unembedded::Experience { id, .. } => (Source::Experience, *id),
+impl RecallScope {
+    /// Everything remembered, in every workspace.
+    pub fn everywhere() -> Self {
+        Self::default()
+    }
+
+    /// One workspace's conversations and notes (and the notes kept for every workspace).
+    pub fn workspace(path: impl Into<String>) -> Self {
+        Self {
+            workspace: Some(path.into()),
+            except_session: None,
         }
+    }
+
+    pub(super) fn admits_workspace(&self, cwd: Option<&str>) -> bool {
+        self.workspace.as_deref().is_none_or(|w| cwd == Some(w))
     }
 }
 
@@ -58,123 +60,13 @@ impl Db {
         self.pieces.as_ref().map_or(0, PieceIndex::memory_bytes)
     }
 
-    /// Up to `limit` entries and experiences (newest first) without vectors of `model`.
-    pub fn unembedded(&self, model: &str, limit: usize) -> Result<Vec<Unembedded>, StoreError> {
-        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        let mut found = Vec::new();
-        let mut stmt = self.conn.prepare_cached(
-            "SELECT a.id, a.topic, a.summary, a.messages FROM archive a
-             WHERE NOT EXISTS (SELECT 1 FROM memory_pieces p WHERE p.model = ?1
-                               AND p.source = 'archive' AND p.source_id = a.id)
-             ORDER BY a.id DESC LIMIT ?2",
-        )?;
-        let rows = stmt.query_map(params![model, limit], |row| {
-            Ok((
-                row.get(0)?,
-                row.get(1)?,
-                row.get(2)?,
-                row.get::<_, String>(3)?,
-            ))
-        })?;
-        for row in rows {
-            let (id, topic, summary, messages) = row?;
-            let messages = serde_json::from_str(&messages)?;
-            found.push(Unembedded::Archive {
-                id,
-                topic,
-                summary,
-                messages,
-            });
-        }
-        let left = limit - found.len() as i64;
-        let mut stmt = self.conn.prepare_cached(
-            "SELECT e.id, e.text FROM experiences e
-             WHERE NOT EXISTS (SELECT 1 FROM memory_pieces p WHERE p.model = ?1
-                               AND p.source = 'experience' AND p.source_id = e.id)
-             ORDER BY e.id DESC LIMIT ?2",
-        )?;
-        let rows = stmt.query_map(params![model, left.max(0)], |row| {
-            Ok(Unembedded::Experience {
-                id: row.get(0)?,
-                text: row.get(1)?,
-            })
-        })?;
-        for row in rows {
-            found.push(row?);
-        }
-        Ok(found)
-    }
-
-    /// How many entries and experiences have no vectors of `model`.
-    pub fn count_unembedded(&self, model: &str) -> Result<usize, StoreError> {
-        let count: i64 = self.conn.query_row(
-            "SELECT (SELECT count(*) FROM archive a WHERE NOT EXISTS (SELECT 1 FROM memory_pieces p
-                     WHERE p.model = ?1 AND p.source = 'archive' AND p.source_id = a.id))
-                  + (SELECT count(*) FROM experiences e WHERE NOT EXISTS (SELECT 1 FROM
-                     memory_pieces p WHERE p.model = ?1 AND p.source = 'experience'
-                     AND p.source_id = e.id))",
-            [model],
-            |row| row.get(0),
-        )?;
-        Ok(usize::try_from(count).unwrap_or(0))
-    }
-
-    /// Stores the vectors of `key`'s pieces for `model`, replacing earlier ones. Nothing is
-    /// stored for something deleted meanwhile.
-    pub fn store_pieces(
-        &mut self,
-        model: &str,
-        key: Key,
-        vectors: &[Vec<f32>],
-    ) -> Result<(), StoreError> {
-        let (source, id) = key;
-        let tx = self.conn.transaction()?;
-        let exists: Option<i64> = match source {
-            Source::Archive => tx
-                .query_row("SELECT id FROM archive WHERE id = ?1", [id], |r| r.get(0))
-                .optional()?,
-            Source::Experience => tx
-                .query_row("SELECT id FROM experiences WHERE id = ?1", [id], |r| {
-                    r.get(0)
-                })
-                .optional()?,
-        };
-        if exists.is_none() {
-            return Ok(());
-        }
-        tx.execute(
-            "DELETE FROM memory_pieces WHERE model = ?1 AND source = ?2 AND source_id = ?3",
-            params![model, source.as_str(), id],
-        )?;
-        {
-            let mut insert = tx.prepare_cached(
-                "INSERT INTO memory_pieces(source, source_id, ord, model, embedding)
-                 VALUES (?1, ?2, ?3, ?4, ?5)",
-            )?;
-            for (ord, vector) in vectors.iter().enumerate() {
-                let mut unit = vector.clone();
-                normalize(&mut unit);
-                insert.execute(params![
-                    source.as_str(),
-                    id,
-                    ord as i64,
-                    model,
-                    to_blob(&unit)
-                ])?;
-            }
-        }
-        tx.commit()?;
-        Ok(())
-    }
-
     /// What is remembered that best matches `query`, best first: by keyword, and by meaning
-    /// when `semantic` gives the query's vector and the model that made it. `scope` limits the
-    /// search to one workspace (its archive entries and its and global experiences).
+    /// when `semantic` gives the query's vector and the model that made it, within `scope`.
     pub fn recall(
         &mut self,
         query: &str,
         semantic: Option<(&str, &[f32])>,
-        scope: Option<&str>,
+        scope: &RecallScope,
         limit: usize,
     ) -> Result<Vec<SearchHit>, StoreError> {
         if limit == 0 {
@@ -188,10 +80,13 @@ impl Db {
                 .into_iter()
                 .map(|(id, _)| id)
                 .collect();
-            let experiences = self.experience_candidates(&quote_terms(&terms), pool)?;
+            let expression = quote_terms(&terms);
+            let experiences = self.fts_candidates(Source::Experience, &expression, pool)?;
+            let messages = self.fts_candidates(Source::Message, &expression, pool)?;
             for (source, ids) in [
                 (Source::Archive, archive),
                 (Source::Experience, experiences),
+                (Source::Message, messages),
             ] {
                 let matched = self.terms_matched(source, &terms, &ids)?;
                 for (rank, id) in ids.iter().enumerate() {
@@ -238,18 +133,13 @@ impl Db {
         if ids.is_empty() {
             return Ok(matched);
         }
-        let sql = match source {
-            Source::Archive => {
-                "SELECT rowid FROM archive_fts WHERE archive_fts MATCH ?1
-                 AND rowid IN (SELECT value FROM json_each(?2))"
-            }
-            Source::Experience => {
-                "SELECT rowid FROM experiences_fts WHERE experiences_fts MATCH ?1
-                 AND rowid IN (SELECT value FROM json_each(?2))"
-            }
-        };
+        let table = fts_table(source);
+        let sql = format!(
+            "SELECT rowid FROM {table} WHERE {table} MATCH ?1
+             AND rowid IN (SELECT value FROM json_each(?2))"
+        );
         let ids = serde_json::to_string(ids)?;
-        let mut stmt = self.conn.prepare_cached(sql)?;
+        let mut stmt = self.conn.prepare_cached(&sql)?;
         for term in terms {
             let expression = quote_terms(std::slice::from_ref(term));
             let rows = stmt.query_map(params![expression, ids], |row| row.get::<_, i64>(0))?;
@@ -260,10 +150,17 @@ impl Db {
         Ok(matched)
     }
 
-    fn experience_candidates(&self, expression: &str, pool: usize) -> Result<Vec<i64>, StoreError> {
-        let mut stmt = self.conn.prepare_cached(
-            "SELECT rowid FROM experiences_fts WHERE experiences_fts MATCH ?1 ORDER BY rank LIMIT ?2",
-        )?;
+    /// The best keyword matches among experiences or working messages, by bm25.
+    fn fts_candidates(
+        &self,
+        source: Source,
+        expression: &str,
+        pool: usize,
+    ) -> Result<Vec<i64>, StoreError> {
+        let table = fts_table(source);
+        let mut stmt = self.conn.prepare_cached(&format!(
+            "SELECT rowid FROM {table} WHERE {table} MATCH ?1 ORDER BY rank LIMIT ?2"
+        ))?;
         let pool = i64::try_from(pool).unwrap_or(i64::MAX);
         let ids = stmt
             .query_map(params![expression, pool], |row| row.get(0))?
@@ -336,65 +233,14 @@ impl Db {
         }
         Ok(())
     }
+}
 
-    /// The hit for `key`, or `None` when it is gone or outside `scope`.
-    fn hit(&self, (source, id): Key, scope: Option<&str>) -> Result<Option<SearchHit>, StoreError> {
-        let found = match source {
-            Source::Archive => self
-                .conn
-                .prepare_cached(
-                    "SELECT a.session_id, a.created_at, a.importance, a.topic, a.summary, s.cwd
-                     FROM archive a LEFT JOIN sessions s ON s.id = a.session_id WHERE a.id = ?1",
-                )?
-                .query_row([id], |row| {
-                    let cwd: Option<String> = row.get(5)?;
-                    Ok((
-                        SearchHit {
-                            id,
-                            source,
-                            session_id: row.get(0)?,
-                            created_at: row.get(1)?,
-                            importance: row.get(2)?,
-                            topic: row.get(3)?,
-                            summary: row.get(4)?,
-                            keyword: 0.0,
-                            semantic: None,
-                            score: 0.0,
-                        },
-                        cwd,
-                    ))
-                })
-                .optional()?
-                .filter(|(_, cwd)| scope.is_none_or(|s| cwd.as_deref() == Some(s))),
-            Source::Experience => self
-                .conn
-                .prepare_cached("SELECT text, scope, created_at FROM experiences WHERE id = ?1")?
-                .query_row([id], |row| {
-                    let stored: String = row.get(1)?;
-                    Ok((
-                        SearchHit {
-                            id,
-                            source,
-                            session_id: None,
-                            created_at: row.get(2)?,
-                            importance: 0.5,
-                            topic: "remembered".to_string(),
-                            summary: row.get(0)?,
-                            keyword: 0.0,
-                            semantic: None,
-                            score: 0.0,
-                        },
-                        Some(stored),
-                    ))
-                })
-                .optional()?
-                .filter(|(_, stored)| {
-                    scope.is_none_or(|s| {
-                        matches!(stored.as_deref(), Some("global")) || stored.as_deref() == Some(s)
-                    })
-                }),
-        };
-        Ok(found.map(|(hit, _)| hit))
+/// The full-text index of experiences or working messages.
+fn fts_table(source: Source) -> &'static str {
+    match source {
+        Source::Archive => "archive_fts",
+        Source::Experience => "experiences_fts",
+        Source::Message => "messages_fts",
     }
 }
 

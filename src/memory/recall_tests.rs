@@ -2,6 +2,7 @@
 //! fusion, experiences, scope, the in-memory index following the store, hostile queries.
 
 use super::*;
+use crate::memory::recall_store::Unembedded;
 use crate::memory::test_support::{new_entry, new_session};
 use crate::memory::types::{NewArchiveEntry, Scope};
 
@@ -43,12 +44,12 @@ fn keywords_rank_by_bm25_and_function_words_do_not_match() -> TestResult {
         0.5,
     ))?;
     let chatter = db.archive_messages(entry("how do we do what we do", 0.5))?;
-    let hits = db.recall("How do we run Kubernetes?", None, None, 10)?;
+    let hits = db.recall("How do we run Kubernetes?", None, &RecallScope::everywhere(), 10)?;
     assert_eq!(ids(&hits), vec![strong, weak], "{hits:#?}");
     assert!(!ids(&hits).contains(&chatter));
     assert_eq!(hits[0].keyword, 1.0);
     assert_eq!(hits[0].semantic, None);
-    assert_eq!(db.recall("kubernetes", None, None, 1)?.len(), 1);
+    assert_eq!(db.recall("kubernetes", None, &RecallScope::everywhere(), 1)?.len(), 1);
     Ok(())
 }
 
@@ -67,14 +68,14 @@ fn an_entry_is_found_by_its_best_piece_when_no_word_is_shared() -> TestResult {
         &[vec![0.0, 0.0, 1.0], vec![0.95, 0.31, 0.0]],
     )?;
     archived(&mut db, "unrelated lunch", &[vec![-1.0, 0.0, 0.0]])?;
-    let hits = db.recall("kubernetes", Some((MODEL, &[1.0, 0.0, 0.0])), None, 10)?;
+    let hits = db.recall("kubernetes", Some((MODEL, &[1.0, 0.0, 0.0])), &RecallScope::everywhere(), 10)?;
     assert_eq!(ids(&hits)[..2], [close, keyword_only], "{hits:#?}");
     assert!(hits[0].semantic.unwrap_or(0.0) > 0.9);
     // Vectors of another model are never compared.
     let other = db.recall(
         "orchestration",
         Some(("other:model", &[1.0, 0.0, 0.0])),
-        None,
+        &RecallScope::everywhere(),
         10,
     )?;
     assert_eq!(ids(&other), vec![close]);
@@ -95,13 +96,13 @@ fn experiences_are_recalled_beside_the_archive_within_their_scope() -> TestResul
         &Scope::Project("/w".into()),
         "user",
     )?;
-    let hits = db.recall("staging database", None, None, 10)?;
+    let hits = db.recall("staging database", None, &RecallScope::everywhere(), 10)?;
     assert_eq!(hits.len(), 3);
     assert!(
         hits.iter()
             .any(|h| h.source == Source::Experience && h.id == note)
     );
-    let scoped = db.recall("staging database", None, Some("/w"), 10)?;
+    let scoped = db.recall("staging database", None, &RecallScope::workspace("/w"), 10)?;
     let keys: Vec<(Source, i64)> = scoped.iter().map(|h| (h.source, h.id)).collect();
     assert!(keys.contains(&(Source::Archive, here)) && keys.contains(&(Source::Experience, note)));
     assert!(!keys.contains(&(Source::Archive, there)));
@@ -113,18 +114,18 @@ fn the_index_follows_new_pieces_deletions_and_reindexing() -> TestResult {
     let mut db = db_with_session()?;
     let a = archived(&mut db, "alpha topic", &[vec![3.0, 4.0]])?;
     let query = [0.6_f32, 0.8];
-    let hits = db.recall("zzz", Some((MODEL, &query)), None, 10)?;
+    let hits = db.recall("zzz", Some((MODEL, &query)), &RecallScope::everywhere(), 10)?;
     assert_eq!(ids(&hits), vec![a]);
     assert!((hits[0].semantic.unwrap_or(0.0) - 1.0).abs() < 1e-6);
 
     // Written after the index was loaded: found by meaning alone.
     let b = archived(&mut db, "beta words", &[vec![6.0, 8.0]])?;
-    assert_eq!(db.recall("zzz", Some((MODEL, &query)), None, 10)?.len(), 2);
+    assert_eq!(db.recall("zzz", Some((MODEL, &query)), &RecallScope::everywhere(), 10)?.len(), 2);
     assert_eq!(db.count_unembedded(MODEL)?, 0);
 
     db.delete_archive(a)?;
     assert_eq!(
-        ids(&db.recall("zzz", Some((MODEL, &query)), None, 10)?),
+        ids(&db.recall("zzz", Some((MODEL, &query)), &RecallScope::everywhere(), 10)?),
         vec![b]
     );
     let c = db.archive_messages(entry("gamma", 0.5))?;
@@ -135,7 +136,7 @@ fn the_index_follows_new_pieces_deletions_and_reindexing() -> TestResult {
     ));
     db.delete_session("s1")?;
     assert!(
-        db.recall("zzz", Some((MODEL, &query)), None, 10)?
+        db.recall("zzz", Some((MODEL, &query)), &RecallScope::everywhere(), 10)?
             .is_empty()
     );
     Ok(())
@@ -164,12 +165,75 @@ fn hostile_queries_never_error() -> TestResult {
         "ünïcödé 中文 🙂",
     ];
     for query in queries {
-        db.recall(query, None, None, 10)?;
-        db.recall(query, Some((MODEL, &[1.0, 0.0])), None, 10)?;
-        db.recall(query, Some((MODEL, &[1.0, 0.0, 0.0])), None, 10)?;
+        db.recall(query, None, &RecallScope::everywhere(), 10)?;
+        db.recall(query, Some((MODEL, &[1.0, 0.0])), &RecallScope::everywhere(), 10)?;
+        db.recall(query, Some((MODEL, &[1.0, 0.0, 0.0])), &RecallScope::everywhere(), 10)?;
     }
-    assert!(db.recall("*** ---", None, None, 10)?.is_empty());
-    assert_eq!(db.recall("NEAR(", None, None, 10)?.len(), 1);
-    assert!(db.recall("foo", None, None, 0)?.is_empty());
+    assert!(db.recall("*** ---", None, &RecallScope::everywhere(), 10)?.is_empty());
+    assert_eq!(db.recall("NEAR(", None, &RecallScope::everywhere(), 10)?.len(), 1);
+    assert!(db.recall("foo", None, &RecallScope::everywhere(), 0)?.is_empty());
+    Ok(())
+}
+
+#[test]
+fn working_messages_of_other_sessions_are_recalled_until_archived() -> TestResult {
+    let mut db = db_with_session()?;
+    db.create_session(new_session("s2", "/other"))?;
+    let first = crate::llm::Message::user_text("the pre-production database answers on port 6543");
+    let tool_only = crate::llm::Message {
+        role: crate::llm::Role::Assistant,
+        content: vec![crate::llm::ContentBlock::ToolUse {
+            id: "t1".into(),
+            name: "shell".into(),
+            input: serde_json::json!({"command": "psql -p 6543 database"}),
+        }],
+    };
+    db.append_messages("s2", &[(1, &first, 10), (2, &tool_only, 10)])?;
+    db.append_messages("s1", &[(1, &first, 10)])?;
+
+    let everywhere = db.recall("database port", None, &RecallScope::everywhere(), 10)?;
+    let sessions: Vec<_> = everywhere
+        .iter()
+        .map(|h| (h.source, h.session_id.clone().unwrap_or_default()))
+        .collect();
+    assert_eq!(everywhere.len(), 2, "{everywhere:#?}");
+    assert!(sessions.contains(&(Source::Message, "s2".into())));
+    assert!(everywhere[0].summary.contains("port 6543"));
+    assert_eq!(everywhere[0].topic, "user message");
+
+    // The asking session has its own messages in context; another workspace is left out.
+    let others = RecallScope {
+        workspace: None,
+        except_session: Some("s1".into()),
+    };
+    let hits = db.recall("database port", None, &others, 10)?;
+    assert_eq!(hits.len(), 1);
+    assert_eq!(hits[0].session_id.as_deref(), Some("s2"));
+    assert!(db.recall("database port", None, &RecallScope::workspace("/w"), 10)?.len() == 1);
+
+    // Only messages with text wait for vectors; found by meaning once embedded.
+    let pending = db.unembedded(MODEL, 10)?;
+    let message_ids: Vec<i64> = pending
+        .iter()
+        .filter_map(|item| match item {
+            Unembedded::Message { id, text } if text.contains("6543") => Some(*id),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(message_ids.len(), 2, "{pending:#?}");
+    assert_eq!(db.count_unembedded(MODEL)?, 2);
+    for id in &message_ids {
+        db.store_pieces(MODEL, (Source::Message, *id), &[vec![0.0, 1.0]])?;
+    }
+    let meaning = db.recall("zzz", Some((MODEL, &[0.0, 1.0])), &others, 10)?;
+    assert_eq!(meaning.len(), 1);
+    assert_eq!(meaning[0].source, Source::Message);
+
+    // Compaction archives s2's stretch: its working message leaves search with its pieces.
+    db.archive_messages(new_entry("s2", "ports", "the staging port", (1, 2)))?;
+    let after = db.recall("database port", None, &others, 10)?;
+    assert!(after.iter().all(|h| h.source == Source::Archive), "{after:#?}");
+    assert!(db.recall("zzz", Some((MODEL, &[0.0, 1.0])), &others, 10)?.iter().all(|h| h.source != Source::Message));
+    assert_eq!(db.count_unembedded(MODEL)?, 1, "the new archive entry");
     Ok(())
 }

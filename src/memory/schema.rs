@@ -256,8 +256,47 @@ CREATE TRIGGER experiences_fts_update AFTER UPDATE OF text ON experiences BEGIN
 END;
 ";
 
+/// v7: the working messages of every session are searchable until compaction archives them
+/// (a session's first message is never archived): their text blocks in a full-text index,
+/// filled and emptied by triggers, their pieces gone with them.
+const V7: &str = "
+CREATE VIRTUAL TABLE messages_fts USING fts5(
+    text,
+    tokenize = 'porter unicode61 remove_diacritics 2'
+);
+INSERT INTO messages_fts(rowid, text)
+    SELECT m.id, group_concat(json_extract(b.value, '$.text'), char(10))
+    FROM messages m, json_each(m.content) b
+    WHERE m.active = 1 AND json_valid(m.content) AND json_extract(b.value, '$.type') = 'text'
+    GROUP BY m.id;
+CREATE TRIGGER messages_fts_insert AFTER INSERT ON messages WHEN new.active = 1
+    AND json_valid(new.content) BEGIN
+    INSERT INTO messages_fts(rowid, text)
+        SELECT new.id, group_concat(json_extract(b.value, '$.text'), char(10))
+        FROM json_each(new.content) b WHERE json_extract(b.value, '$.type') = 'text'
+        HAVING count(*) > 0;
+END;
+CREATE TRIGGER messages_fts_retire AFTER UPDATE OF active ON messages WHEN new.active = 0 BEGIN
+    DELETE FROM messages_fts WHERE rowid = old.id;
+    DELETE FROM memory_pieces WHERE source = 'message' AND source_id = old.id;
+END;
+CREATE TRIGGER messages_fts_update AFTER UPDATE OF content ON messages WHEN new.active = 1
+    AND json_valid(new.content) BEGIN
+    DELETE FROM messages_fts WHERE rowid = old.id;
+    DELETE FROM memory_pieces WHERE source = 'message' AND source_id = old.id;
+    INSERT INTO messages_fts(rowid, text)
+        SELECT new.id, group_concat(json_extract(b.value, '$.text'), char(10))
+        FROM json_each(new.content) b WHERE json_extract(b.value, '$.type') = 'text'
+        HAVING count(*) > 0;
+END;
+CREATE TRIGGER messages_fts_delete AFTER DELETE ON messages BEGIN
+    DELETE FROM messages_fts WHERE rowid = old.id;
+    DELETE FROM memory_pieces WHERE source = 'message' AND source_id = old.id;
+END;
+";
+
 /// Migration `i` brings the schema from version `i` to `i + 1`.
-const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6];
+const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7];
 
 /// The schema version this build writes.
 pub const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;

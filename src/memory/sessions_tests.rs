@@ -1,5 +1,6 @@
 //! Tests of `sessions.rs`.
 
+use crate::memory::recall::RecallScope;
 use super::*;
 use crate::llm::Message;
 use crate::memory::test_support::{new_entry, new_session};
@@ -134,9 +135,10 @@ fn deleting_a_session_removes_its_messages_turns_archive_and_sub_agent_sessions(
     ));
     assert!(db.all_messages("gone")?.is_empty());
     assert_eq!(db.archive_count()?, 1);
-    let hits = db.recall("zebra", None, None, 10)?;
-    assert_eq!(hits.len(), 1);
-    assert_eq!(hits[0].session_id.as_deref(), Some("kept"));
+    let hits = db.recall("zebra", None, &RecallScope::everywhere(), 10)?;
+    // The kept session's archive entry and its working message still in the working set.
+    assert_eq!(hits.len(), 2, "{hits:#?}");
+    assert!(hits.iter().all(|h| h.session_id.as_deref() == Some("kept")));
     let turns: i64 = db
         .conn
         .query_row("SELECT count(*) FROM turns", [], |r| r.get(0))?;

@@ -9,6 +9,7 @@ use serde::Deserialize;
 use super::{ToolContext, ToolError, TypedTool};
 use crate::memory::embed::EmbeddingClient;
 use crate::memory::piece_index::Source;
+use crate::memory::recall::RecallScope;
 use crate::memory::search_archive;
 use crate::memory::types::{Scope, SearchHit};
 use crate::memory::{Store, StoreError};
@@ -60,16 +61,19 @@ impl TypedTool for MemorySearch {
     type Args = MemorySearchArgs;
     const NAME: &'static str = "memory_search";
     const DESCRIPTION: &'static str = "Recall what was said and learned before: archived \
-        conversations of this and past sessions and remembered notes, found by keyword and by \
-        meaning. Returns the best hits with what each is, date, session and summary; open an \
+        conversations of this and past sessions, other sessions' current messages and \
+        remembered notes, found by keyword and by meaning. Returns the best hits with what each is, date, session and summary; open an \
         archive entry with memory_open to read it in full.";
     const MUTATES: bool = false;
 
     async fn run(&self, args: MemorySearchArgs, ctx: &ToolContext) -> Result<String, ToolError> {
         let limit = args.limit.unwrap_or(10).clamp(1, 50);
-        let scope = args
-            .this_workspace_only
-            .then(|| ctx.workspace.display().to_string());
+        let scope = RecallScope {
+            workspace: args
+                .this_workspace_only
+                .then(|| ctx.workspace.display().to_string()),
+            except_session: Some(ctx.session_id.clone()),
+        };
         let embedder = self.embedder.as_deref();
         let found = search_archive(&self.store, embedder, &args.query, scope, limit)
             .await
@@ -108,6 +112,11 @@ pub fn format_hits(hits: &[SearchHit]) -> String {
                 Source::Experience => format!(
                     "note {id}  {date}  remembered  {text}\n",
                     id = hit.id,
+                    text = hit.summary.replace('\n', "\n    ")
+                ),
+                Source::Message => format!(
+                    "{date}  {topic} · session {session} (not archived yet)\n    {text}\n",
+                    topic = hit.topic,
                     text = hit.summary.replace('\n', "\n    ")
                 ),
             }

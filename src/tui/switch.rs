@@ -18,6 +18,7 @@ use crate::agent;
 use crate::config::CliOverrides;
 use crate::launch::{self, LaunchError, SessionChoice};
 use crate::memory::types::{SessionRow, StoredMessage};
+use crate::memory::recall::RecallScope;
 use crate::memory::{ArchiveSearch, StoreError, search_archive};
 use crate::tools::memory::format_hits;
 
@@ -304,8 +305,12 @@ impl<W: Write> App<W> {
 
     pub(super) async fn search_memory(&mut self, query: String) {
         let embedder = self.loaded.embedder();
+        let scope = RecallScope {
+            workspace: None,
+            except_session: self.session_id.clone(),
+        };
         let found = match self.loaded.store() {
-            Ok(store) => search_archive(&store, embedder.as_deref(), &query, None, MEMORY_HITS)
+            Ok(store) => search_archive(&store, embedder.as_deref(), &query, scope, MEMORY_HITS)
                 .await
                 .map_err(LaunchError::from),
             Err(error) => Err(error),

@@ -8,6 +8,7 @@ mod download;
 use super::{CommandError, local_time};
 use crate::launch::Loaded;
 use crate::memory::embed::{INSTALL_HINT, backfill, local_model_dir};
+use crate::memory::recall::RecallScope;
 use crate::memory::types::Scope;
 use crate::memory::{local_embed, search_archive};
 use crate::tools::memory::format_hits;
@@ -20,7 +21,10 @@ pub async fn search(
     out: &mut impl Write,
 ) -> Result<(), CommandError> {
     let embedder = loaded.embedder();
-    let scope = this_workspace.then(|| loaded.workspace_str());
+    let scope = match this_workspace {
+        true => RecallScope::workspace(loaded.workspace_str()),
+        false => RecallScope::everywhere(),
+    };
     let store = loaded.store()?;
     let found = search_archive(&store, embedder.as_deref(), query, scope, limit).await?;
     if let Some(why) = &found.keyword_only {

@@ -1,9 +1,9 @@
-//! Embeds what has no vectors of the current model: new archive entries in the background
-//! after compaction, everything older with `mnemo memory reindex`.
+//! Embeds what has no vectors of the current model: new messages and archive entries in the
+//! background after each turn, everything older with `mnemo memory reindex`.
 
 use super::{EmbedError, EmbeddingClient, Fits};
 use crate::memory::pieces::{entry_pieces, split_to_fit};
-use crate::memory::recall::Unembedded;
+use crate::memory::recall_store::Unembedded;
 use crate::memory::{Store, StoreError};
 
 /// Items read per round.
@@ -27,7 +27,9 @@ pub fn item_pieces(item: &Unembedded, fits: &Fits) -> Vec<String> {
             messages,
             ..
         } => entry_pieces(topic, summary, messages, &fits),
-        Unembedded::Experience { text, .. } => split_to_fit(text, &fits),
+        Unembedded::Experience { text, .. } | Unembedded::Message { text, .. } => {
+            split_to_fit(text, &fits)
+        }
     };
     match pieces.is_empty() {
         true => vec!["(empty)".to_string()],
@@ -65,4 +67,22 @@ pub async fn embed_pending(
             progress(done, total.max(done));
         }
     }
+}
+
+/// Embeds what is pending in the background of a session: one backfill per client at a time
+/// (a call while one runs makes it go round again instead of starting a second).
+pub async fn embed_pending_in_background(
+    store: &Store,
+    embedder: &EmbeddingClient,
+) -> Result<usize, BackfillError> {
+    use std::sync::atomic::Ordering;
+    embedder.backfill_wanted.store(true, Ordering::SeqCst);
+    let Ok(_running) = embedder.backfilling.try_lock() else {
+        return Ok(0);
+    };
+    let mut done = 0;
+    while embedder.backfill_wanted.swap(false, Ordering::SeqCst) {
+        done += embed_pending(store, embedder, |_, _| {}).await?;
+    }
+    Ok(done)
 }

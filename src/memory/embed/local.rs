@@ -22,6 +22,11 @@ impl Local {
         }
     }
 
+    /// Whether the model is in memory already.
+    pub(super) fn is_loaded(&self) -> bool {
+        matches!(self.model.get(), Some(Ok(_)))
+    }
+
     pub(super) async fn model(&self) -> Result<Arc<LocalEmbedder>, EmbedError> {
         let dir = self.dir.clone();
         let loaded = self

@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use super::error::StoreError;
 use super::local_embed::LocalEmbedder;
+use super::recall::RecallScope;
 use super::store::Store;
 use super::types::SearchHit;
 
@@ -74,6 +75,10 @@ pub enum EmbedError {
 /// Something that turns texts into unit vectors.
 pub struct EmbeddingClient {
     backend: Backend,
+    /// Held by the one background backfill of this client at a time.
+    backfilling: tokio::sync::Mutex<()>,
+    /// Set when more was written while a backfill ran, so it goes round once more.
+    backfill_wanted: std::sync::atomic::AtomicBool,
 }
 
 enum Backend {
@@ -104,16 +109,29 @@ impl EmbeddingClient {
         match (config.kind, config.model_dir.clone()) {
             (EmbeddingKind::Local, Some(dir)) => Self::local(dir),
             (EmbeddingKind::Local, None) => Self::local(PathBuf::from(LOCAL_DIR_NAME)),
-            _ => EmbeddingClient {
-                backend: Backend::Remote(remote::Remote::new(config)),
-            },
+            _ => Self::with_backend(Backend::Remote(remote::Remote::new(config))),
         }
     }
 
     /// The built-in model from `dir` (loaded on first use).
     pub fn local(dir: PathBuf) -> EmbeddingClient {
+        Self::with_backend(Backend::Local(local::Local::new(dir)))
+    }
+
+    fn with_backend(backend: Backend) -> EmbeddingClient {
         EmbeddingClient {
-            backend: Backend::Local(local::Local::new(dir)),
+            backend,
+            backfilling: tokio::sync::Mutex::new(()),
+            backfill_wanted: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
+    /// Whether embedding costs no model load: a remote service, or the built-in model once
+    /// it is in memory (a one-shot run never loads it for its own messages).
+    pub fn is_warm(&self) -> bool {
+        match &self.backend {
+            Backend::Remote(_) => true,
+            Backend::Local(local) => local.is_loaded(),
         }
     }
 
@@ -169,13 +187,13 @@ pub struct ArchiveSearch {
 }
 
 /// Searches what is remembered for `query`: by keyword, and by meaning too when `embedder`
-/// can embed the query (when it cannot, the keyword hits still come, with the reason).
-/// `scope` limits it to one workspace.
+/// can embed the query (when it cannot, the keyword hits still come, with the reason),
+/// within `scope`.
 pub async fn search_archive(
     store: &Store,
     embedder: Option<&EmbeddingClient>,
     query: &str,
-    scope: Option<String>,
+    scope: RecallScope,
     limit: usize,
 ) -> Result<ArchiveSearch, StoreError> {
     let (semantic, keyword_only) = match embedder {
@@ -189,7 +207,7 @@ pub async fn search_archive(
     let hits = store
         .call(move |db| {
             let semantic = semantic.as_ref().map(|(m, v)| (m.as_str(), v.as_slice()));
-            db.recall(&query, semantic, scope.as_deref(), limit)
+            db.recall(&query, semantic, &scope, limit)
         })
         .await?;
     Ok(ArchiveSearch { hits, keyword_only })
