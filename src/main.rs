@@ -141,6 +141,8 @@ enum SessionAction {
     Rm { id: String },
     /// Give a session a new title.
     Rename { id: String, title: String },
+    /// Copy a session's current conversation into a new session (for one open elsewhere).
+    Fork { id: String },
     /// Print a whole session as Markdown or JSON.
     Export {
         id: String,
@@ -359,6 +361,9 @@ fn real_main(cli: Cli) -> anyhow::Result<ExitCode> {
                 }
                 Some(SessionAction::Rename { id, title }) => {
                     commands::sessions::rename(&loaded, &id, &title, &mut out)?
+                }
+                Some(SessionAction::Fork { id }) => {
+                    commands::sessions::fork(&loaded, &id, &mut out)?
                 }
                 Some(SessionAction::Export { id, format }) => {
                     let format = match format {

@@ -61,9 +61,10 @@ fn a_second_process_on_an_open_session_is_refused_and_keeps_its_prompt() -> Test
     let stderr = String::from_utf8_lossy(&second.stderr);
     assert_eq!(second.status.code(), Some(2), "{stderr}");
     assert!(
-        stderr.contains("is open in another mnemo (process"),
+        stderr.contains(&format!("is open in mnemo pid {}", running.id())),
         "{stderr}"
     );
+    assert!(stderr.contains("mnemo sessions fork"), "{stderr}");
     assert!(stderr.contains("nothing was sent"), "{stderr}");
     assert!(stderr.contains("my important question"), "{stderr}");
     assert!(!stderr.contains("UNIQUE"), "{stderr}");
@@ -90,6 +91,96 @@ fn a_second_process_on_an_open_session_is_refused_and_keeps_its_prompt() -> Test
         "{}",
         String::from_utf8_lossy(&third.stderr)
     );
+    Ok(())
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[test]
+fn a_killed_holder_is_taken_over_without_losing_a_message_and_a_fork_goes_on_beside_it()
+-> TestResult {
+    let dir = tempfile::tempdir()?;
+    let script = dir.path().join("script.json");
+    let words: Vec<String> = (0..400).map(|i| format!("w{i} ")).collect();
+    std::fs::write(
+        &script,
+        json!({"turns": [
+            {"when": "hello", "text": "first answer"},
+            {"when": "keep going", "chunks": words, "delay_ms": 50},
+            {"when": "in the fork", "text": "fork answer"},
+            {"when": "after the kill", "text": "taken over"}
+        ]})
+        .to_string(),
+    )?;
+    let model = format!("scripted:{}", script.display());
+    let first = mnemo(dir.path())
+        .args(["--model", &model, "run", "hello"])
+        .output()?;
+    assert!(first.status.success(), "{}", text(&first.stderr));
+
+    let mut running = mnemo(dir.path())
+        .args(["--model", &model, "run", "--continue", "keep going"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()?;
+    let mut stdout = running.stdout.take().ok_or("no stdout")?;
+    let mut seen = [0u8; 8];
+    stdout.read_exact(&mut seen)?;
+
+    // While it runs: a read-only view and a fork.
+    let sessions = text(&mnemo(dir.path()).args(["sessions"]).output()?.stdout);
+    let id = sessions
+        .split_whitespace()
+        .find(|word| word.len() >= 8 && word.chars().all(|c| c.is_ascii_hexdigit() || c == '-'))
+        .ok_or(format!("no session id in {sessions}"))?
+        .to_string();
+    let view = mnemo(dir.path())
+        .args(["sessions", "export", &id])
+        .output()?;
+    assert!(text(&view.stdout).contains("keep going"), "{}", text(&view.stderr));
+    let fork = mnemo(dir.path()).args(["sessions", "fork", &id]).output()?;
+    let forked = text(&fork.stdout);
+    assert!(fork.status.success(), "{}", text(&fork.stderr));
+    let fork_id = forked
+        .split_whitespace()
+        .nth(3)
+        .ok_or(format!("no id in {forked}"))?
+        .trim_end_matches(['(', ' '])
+        .to_string();
+    let in_fork = mnemo(dir.path())
+        .args(["--model", &model, "run", "--resume", &fork_id, "in the fork"])
+        .output()?;
+    assert!(in_fork.status.success(), "{}", text(&in_fork.stderr));
+    let fork_view = text(
+        &mnemo(dir.path())
+            .args(["sessions", "export", &fork_id])
+            .output()?
+            .stdout,
+    );
+    assert!(
+        fork_view.contains("first answer") && fork_view.contains("fork answer"),
+        "{fork_view}"
+    );
+
+    running.kill()?;
+    running.wait()?;
+    let after = mnemo(dir.path())
+        .args(["--model", &model, "run", "--resume", &id, "after the kill"])
+        .output()?;
+    assert!(after.status.success(), "{}", text(&after.stderr));
+    assert!(text(&after.stdout).contains("taken over"));
+    let whole = text(
+        &mnemo(dir.path())
+            .args(["sessions", "export", &id])
+            .output()?
+            .stdout,
+    );
+    for said in ["hello", "first answer", "keep going", "after the kill", "taken over"] {
+        assert!(whole.contains(said), "`{said}` lost: {whole}");
+    }
+    assert!(!whole.contains("fork answer"), "the fork stays apart: {whole}");
     Ok(())
 }
 

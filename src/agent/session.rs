@@ -15,7 +15,7 @@ use crate::llm::fallback::{ChainModel, FallbackChain};
 use crate::llm::tokens::Calibration;
 use crate::llm::{ContentBlock, Message, Role, Usage};
 use crate::memory::StoreError;
-use crate::memory::session_lock::SessionLock;
+use crate::memory::session_lease::SessionLease;
 use crate::memory::types::{Experience, NewSession, StoredMessage};
 use crate::memory::{EmbeddingClient, Store};
 use crate::protocol::{Event, UserMessageKind};
@@ -103,7 +103,7 @@ pub(super) struct MessageMeta {
 pub struct Session {
     pub id: String,
     /// Keeps other processes out of this session while it lives.
-    _lock: Option<SessionLock>,
+    _lease: Option<SessionLease>,
     /// The row of a new session, written with its first message.
     unstored: Option<NewSession>,
     pub settings: SessionSettings,
@@ -186,7 +186,7 @@ impl Session {
         parent_id: Option<String>,
     ) -> Result<Self, StoreError> {
         let id = uuid::Uuid::new_v4().to_string();
-        let lock = store.lock_session(&id)?;
+        let lease = SessionLease::acquire(&store, &id).await?;
         let new = NewSession {
             id: id.clone(),
             parent_id,
@@ -195,7 +195,7 @@ impl Session {
             title: String::new(),
         };
         let mut session = Self::assemble(id, settings, chain, tools, store);
-        session._lock = lock;
+        session._lease = Some(lease);
         // Stored with its first message: a launch left without one leaves nothing behind.
         session.unstored = Some(new);
         Ok(session)
@@ -226,7 +226,7 @@ impl Session {
         let id = store.call(move |db| Ok(db.session(&wanted)?.id)).await?;
         // Taken before anything is read or repaired: a turn another process still runs is
         // not a killed one.
-        let lock = store.lock_session(&id)?;
+        let lease = SessionLease::acquire(&store, &id).await?;
         let (row, active, totals, max_seq, summary) = store
             .call(move |db| {
                 let row = db.session(&id)?;
@@ -240,7 +240,7 @@ impl Session {
             .await?;
         let archived = row.message_count > active.len() as u64;
         let mut session = Self::assemble(row.id, settings, chain, tools, store);
-        session._lock = lock;
+        session._lease = Some(lease);
         session.turns = totals.turns;
         session.total_usage = totals.usage;
         session.cost_usd = totals.cost_usd;
@@ -311,7 +311,7 @@ impl Session {
             embedder: None,
             experiences: None,
             startup_notices: Vec::new(),
-            _lock: None,
+            _lease: None,
             unstored: None,
             toolset,
             caps: CapabilityRefs::new(),

@@ -112,6 +112,22 @@ pub fn rename(
     Ok(())
 }
 
+/// `mnemo sessions fork ID`: a copy to go on with while the original is open elsewhere.
+pub fn fork(loaded: &Loaded, id: &str, out: &mut impl Write) -> Result<(), CommandError> {
+    let wanted = id.to_string();
+    let new_id = uuid::Uuid::new_v4().to_string();
+    let row = loaded.store()?.call_blocking(move |db| {
+        let original = db.session(&wanted)?;
+        db.fork_session(&original.id, &new_id)
+    })?;
+    writeln!(
+        out,
+        "forked into session {} ({}); continue it with `mnemo --resume {}`",
+        row.id, row.title, row.id
+    )?;
+    Ok(())
+}
+
 /// Writes the whole session, archived messages included, as Markdown or JSON.
 pub fn export(
     loaded: &Loaded,

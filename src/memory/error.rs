@@ -18,11 +18,11 @@ pub enum StoreError {
     EmptyExperience,
 
     #[error(
-        "session {id} is open in another mnemo{}; nothing was sent. Finish there first, or \
-         start a new session",
-        .pid.map(|p| format!(" (process {p})")).unwrap_or_default()
+        "session {id} is open in mnemo pid {pid} on {host}; nothing was sent. Read it with \
+         `mnemo sessions export {id}`, continue a copy with `mnemo sessions fork {id}`, or \
+         finish there first"
     )]
-    SessionBusy { id: String, pid: Option<u32> },
+    SessionBusy { id: String, pid: u32, host: String },
 
     #[error("database error: {0}")]
     Sqlite(#[from] rusqlite::Error),

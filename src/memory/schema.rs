@@ -295,8 +295,21 @@ CREATE TRIGGER messages_fts_delete AFTER DELETE ON messages BEGIN
 END;
 ";
 
+/// v8: session leases. One process writes a session at a time; the holder renews its row
+/// while it lives, and a row of a dead holder (gone from this host, or not renewed in time
+/// on another) is taken over.
+const V8: &str = "
+CREATE TABLE session_leases (
+    session_id TEXT PRIMARY KEY,
+    pid        INTEGER NOT NULL,
+    host       TEXT NOT NULL,
+    started    INTEGER NOT NULL,
+    renewed_at INTEGER NOT NULL
+);
+";
+
 /// Migration `i` brings the schema from version `i` to `i + 1`.
-const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7];
+const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8];
 
 /// The schema version this build writes.
 pub const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;

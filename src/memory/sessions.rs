@@ -65,6 +65,40 @@ impl Db {
         })
     }
 
+    /// A new session holding a copy of `id`'s working set and compaction summary, so its
+    /// conversation can go on elsewhere while the original stays as it is.
+    pub fn fork_session(&mut self, id: &str, new_id: &str) -> Result<SessionRow, StoreError> {
+        let now = now_ms();
+        let tx = self.conn.transaction()?;
+        let copied = tx
+            .prepare_cached(
+                "INSERT INTO sessions(id, parent_id, created_at, updated_at, cwd, title, model,
+                                      status)
+                 SELECT ?2, NULL, ?3, ?3, cwd, 'fork of ' || coalesce(nullif(title, ''), id),
+                        model, ?4 FROM sessions WHERE id = ?1",
+            )?
+            .execute(params![id, new_id, now, NEW_SESSION_STATUS])?;
+        if copied == 0 {
+            return Err(StoreError::NotFound {
+                what: "session",
+                key: id.to_owned(),
+            });
+        }
+        tx.prepare_cached(
+            "INSERT INTO messages(session_id, seq, role, tokens, active, created_at, content, kind)
+             SELECT ?2, seq, role, tokens, 1, created_at, content, kind FROM messages
+             WHERE session_id = ?1 AND active = 1",
+        )?
+        .execute(params![id, new_id])?;
+        tx.prepare_cached(
+            "INSERT INTO kv(key, value) SELECT 'summary:' || ?2, value FROM kv
+             WHERE key = 'summary:' || ?1",
+        )?
+        .execute(params![id, new_id])?;
+        tx.commit()?;
+        self.session(new_id)
+    }
+
     /// The session with this exact id, or the only one whose id starts with it (at least
     /// `MIN_PREFIX` characters).
     pub fn session(&self, id_or_prefix: &str) -> Result<SessionRow, StoreError> {

@@ -19,26 +19,11 @@ type Job = Box<dyn FnOnce(&mut Db) + Send>;
 #[derive(Clone)]
 pub struct Store {
     jobs: mpsc::Sender<Job>,
-    /// Where session locks live; `None` for a private in-memory store.
-    locks: Option<std::sync::Arc<std::path::PathBuf>>,
 }
 
 impl Store {
     pub fn open(path: &Path) -> Result<Store, StoreError> {
-        let mut store = Store::spawn(Db::open(path)?)?;
-        store.locks = Some(std::sync::Arc::new(super::session_lock::lock_dir(path)));
-        Ok(store)
-    }
-
-    /// Makes this process the only one working in session `id` while the lock lives.
-    pub fn lock_session(
-        &self,
-        id: &str,
-    ) -> Result<Option<super::session_lock::SessionLock>, StoreError> {
-        self.locks
-            .as_ref()
-            .map(|dir| super::session_lock::SessionLock::acquire(dir, id))
-            .transpose()
+        Store::spawn(Db::open(path)?)
     }
 
     pub fn open_in_memory() -> Result<Store, StoreError> {
@@ -60,7 +45,13 @@ impl Store {
                 }
             })
             .map_err(StoreError::Thread)?;
-        Ok(Store { jobs, locks: None })
+        Ok(Store { jobs })
+    }
+
+    /// Runs `job` on the store thread without waiting for it (releases from `Drop`); dropped
+    /// when the queue is full, so only for what is safe to lose.
+    pub fn call_detached(&self, job: impl FnOnce(&mut Db) + Send + 'static) {
+        let _ = self.jobs.try_send(Box::new(job));
     }
 
     /// Runs `job` on the store thread and returns its answer.

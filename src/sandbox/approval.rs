@@ -2,88 +2,8 @@
 //! `/approval` share; [`verdict`] turns it and one action into allow, ask or refuse, and
 //! [`effective`] says which sandbox a command then runs in.
 
-use std::fmt;
-
-use serde::{Deserialize, Serialize};
-
 use super::policy::{SandboxConfig, SandboxPolicy};
-
-#[derive(
-    Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum,
-)]
-#[serde(rename_all = "snake_case")]
-pub enum ApprovalMode {
-    /// Nothing is written: file writes are refused, commands run in the read-only sandbox, and
-    /// nothing is asked.
-    #[serde(alias = "read-only")]
-    #[value(alias = "read_only")]
-    ReadOnly,
-    /// Every file write and every command waits for the user's approval.
-    Ask,
-    /// What the sandbox allows runs without asking; more (network, no sandbox) is asked for.
-    #[default]
-    Auto,
-    /// No sandbox and no questions.
-    Full,
-}
-
-impl ApprovalMode {
-    pub const ALL: [ApprovalMode; 4] = [
-        ApprovalMode::ReadOnly,
-        ApprovalMode::Ask,
-        ApprovalMode::Auto,
-        ApprovalMode::Full,
-    ];
-
-    pub fn label(self) -> &'static str {
-        match self {
-            ApprovalMode::ReadOnly => "read-only",
-            ApprovalMode::Ask => "ask",
-            ApprovalMode::Auto => "auto",
-            ApprovalMode::Full => "full",
-        }
-    }
-
-    pub fn parse(text: &str) -> Option<Self> {
-        let text = text.trim().replace('_', "-");
-        Self::ALL.into_iter().find(|mode| mode.label() == text)
-    }
-
-    /// One line for `/approval` and the status bar.
-    pub fn explain(self) -> &'static str {
-        match self {
-            ApprovalMode::ReadOnly => "read-only: no file writes, commands run read-only",
-            ApprovalMode::Ask => "ask: every write and every command needs approval",
-            ApprovalMode::Auto => "auto: sandboxed actions run, anything more asks",
-            ApprovalMode::Full => "full: no sandbox, nothing asks",
-        }
-    }
-}
-
-impl fmt::Display for ApprovalMode {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.label())
-    }
-}
-
-/// More than the sandbox gives by default, requested by the model for one command.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum Escalation {
-    /// The sandbox, with the network reachable.
-    Network,
-    /// No sandbox at all (writes outside the workspace, devices, anything).
-    FullAccess,
-}
-
-impl Escalation {
-    pub fn label(self) -> &'static str {
-        match self {
-            Escalation::Network => "network access",
-            Escalation::FullAccess => "running outside the sandbox",
-        }
-    }
-}
+pub use crate::protocol::{ApprovalMode, Escalation};
 
 /// What the agent is about to do.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -4,8 +4,9 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::llm::Usage;
-use crate::sandbox::{ApprovalMode, Escalation};
+mod values;
+
+pub use values::{ApprovalMode, Escalation, Usage};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case")]
