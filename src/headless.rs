@@ -3,7 +3,7 @@
 
 use std::io::Write;
 
-use crate::agent::AgentHandle;
+use crate::host::{Attachment, SessionHost};
 use crate::protocol::{Event, Op, ToolStatus, TurnStatus};
 use crate::signals::{Signals, Stop};
 
@@ -39,11 +39,15 @@ impl RunReport {
     }
 }
 
-/// Sends `prompt`, prints events until the turn ends, then shuts the agent down. Ctrl+C,
-/// SIGTERM and SIGHUP interrupt the turn (what was streamed is kept, commands are killed);
-/// a second one stops waiting at once.
+/// How long a finished run waits for its session to end.
+const SHUTDOWN_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Sends `prompt` to the attached session, prints events until the turn ends, then stops the
+/// session in `host`. Ctrl+C, SIGTERM and SIGHUP interrupt the turn (what was streamed is
+/// kept, commands are killed); a second one stops waiting at once.
 pub async fn run_prompt(
-    mut handle: AgentHandle,
+    host: &SessionHost,
+    mut handle: Attachment,
     prompt: String,
     mode: OutputMode,
     out: &mut impl Write,
@@ -63,7 +67,7 @@ pub async fn run_prompt(
     let mut stopped_by: Option<Stop> = None;
     let report = loop {
         let event = tokio::select! {
-            event = handle.events.recv() => event,
+            event = handle.events.recv() => event.map(|numbered| numbered.event),
             stop = signals.recv() => {
                 let _ = handle.ops.send(Op::Interrupt).await;
                 let again = stopped_by.replace(stop).is_some();
@@ -117,8 +121,10 @@ pub async fn run_prompt(
         out.write_all(b"\n")?;
     }
     out.flush()?;
-    let _ = handle.ops.send(Op::Shutdown).await;
-    let _ = handle.task.await;
+    drop(handle);
+    for id in host.live() {
+        host.stop(&id, SHUTDOWN_WAIT).await;
+    }
     Ok(report)
 }
 

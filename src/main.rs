@@ -477,18 +477,22 @@ fn real_main(cli: Cli) -> anyhow::Result<ExitCode> {
                 OutputMode::Text
             };
             let report = block_on(async {
-                let session = match launch::prepare_session_with(&loaded, &overrides, choice).await
-                {
-                    Ok(session) => session,
+                let host = mnemo::host::SessionHost::new();
+                let options = mnemo::host::OpenOptions {
+                    approval_mode: None,
+                    questions: false,
+                    delivery: mnemo::host::Delivery::Wait,
+                };
+                let attached = match host.open(&loaded, &overrides, choice, options).await {
+                    Ok(attached) => attached,
                     // The prompt must not be lost with the session it could not reach.
                     Err(busy @ launch::LaunchError::Session(StoreError::SessionBusy { .. })) => {
                         anyhow::bail!("{busy}. Your prompt was not sent:\n{prompt}")
                     }
                     Err(other) => return Err(other.into()),
                 };
-                let handle = mnemo::agent::spawn(session);
                 let mut err = std::io::stderr();
-                anyhow::Ok(run_prompt(handle, prompt, mode, &mut out, &mut err).await?)
+                anyhow::Ok(run_prompt(&host, attached, prompt, mode, &mut out, &mut err).await?)
             })??;
             if let Some(reason) = &report.message
                 && report.exit_code() != 0

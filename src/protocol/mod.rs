@@ -8,6 +8,15 @@ mod values;
 
 pub use values::{ApprovalMode, Escalation, Usage};
 
+/// An event as it leaves the session host: which session, and its place in that session's
+/// stream (1 for the first event the host handed out).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionEvent {
+    pub session: String,
+    pub seq: u64,
+    pub event: Event,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case")]
 pub enum Op {

@@ -22,7 +22,7 @@ use super::state::{AppState, Effect};
 use super::switch::{FullHistory, HistoryRead};
 use super::terminal::Screen;
 use super::wrap::wrap_lines;
-use crate::agent::AgentHandle;
+use crate::host::{Attachment, SessionHost};
 use crate::config::CliOverrides;
 use crate::config::KeyStatus;
 use crate::launch::Loaded;
@@ -42,7 +42,9 @@ const SHUTDOWN_WAIT: Duration = Duration::from_secs(3);
 pub struct App<W: Write> {
     pub(super) state: AppState,
     screen: Screen<W>,
-    pub(super) agent: Option<AgentHandle>,
+    /// The session host this front end attaches to.
+    pub(super) host: SessionHost,
+    pub(super) agent: Option<Attachment>,
     /// The session the agent works in (kept after the agent stops, for `/model`).
     pub(super) session_id: Option<String>,
     pub(super) loaded: Loaded,
@@ -73,6 +75,7 @@ impl<W: Write> App<W> {
         Self {
             state,
             screen,
+            host: SessionHost::new(),
             agent: None,
             session_id: None,
             loaded,
@@ -205,7 +208,7 @@ impl<W: Write> App<W> {
                 return;
             };
             match agent.events.try_recv() {
-                Ok(event) => self.state.handle_event(event, now),
+                Ok(event) => self.state.handle_event(event.event, now),
                 Err(TryRecvError::Empty) => return,
                 Err(TryRecvError::Disconnected) => return self.agent_stopped(),
             }
@@ -241,12 +244,11 @@ impl<W: Write> App<W> {
     }
 
     pub(super) async fn shutdown_agent(&mut self) {
-        if let Some(AgentHandle { ops, events, task }) = self.agent.take() {
-            // Without a receiver the agent's remaining events are dropped, not waited on.
-            drop(events);
-            let _ = ops.try_send(Op::Shutdown);
-            drop(ops);
-            let _ = tokio::time::timeout(SHUTDOWN_WAIT, task).await;
+        if let Some(attached) = self.agent.take() {
+            // Detached first: the agent's remaining events are dropped, not waited on.
+            let id = attached.session.clone();
+            drop(attached);
+            self.host.stop(&id, SHUTDOWN_WAIT).await;
         }
     }
 
@@ -295,9 +297,9 @@ async fn ready_event(terminal: &mut EventStream) -> Option<io::Result<TermEvent>
     .await
 }
 
-async fn next_event(agent: &mut Option<AgentHandle>) -> Option<Event> {
+async fn next_event(agent: &mut Option<Attachment>) -> Option<Event> {
     match agent {
-        Some(agent) => agent.events.recv().await,
+        Some(agent) => agent.events.recv().await.map(|numbered| numbered.event),
         None => std::future::pending().await,
     }
 }

@@ -14,9 +14,9 @@ use super::cells::{Cell, NoticeLevel};
 use super::first_run::FirstRun;
 use super::history::{restore, restore_active};
 use super::picker::{PickerCancel, SessionPicker};
-use crate::agent;
+use crate::host::{Delivery, OpenOptions};
 use crate::config::CliOverrides;
-use crate::launch::{self, LaunchError, SessionChoice};
+use crate::launch::{LaunchError, SessionChoice};
 use crate::memory::types::{SessionRow, StoredMessage};
 use crate::memory::recall::RecallScope;
 use crate::memory::{ArchiveSearch, StoreError, search_archive};
@@ -345,16 +345,16 @@ impl<W: Write> App<W> {
         choice: SessionChoice,
         cli: CliOverrides,
     ) -> Result<(), LaunchError> {
-        let session = launch::prepare_session_with(&self.loaded, &cli, choice).await?;
         // The TUI answers the agent's questions, in the mode the user last chose.
-        session
-            .settings
-            .approvals
-            .set_mode(self.state.status.approval_mode);
-        session.settings.approvals.enable_questions();
-        self.session_id = Some(session.id.clone());
+        let options = OpenOptions {
+            approval_mode: Some(self.state.status.approval_mode),
+            questions: true,
+            delivery: Delivery::Wait,
+        };
+        let attached = self.host.open(&self.loaded, &cli, choice, options).await?;
+        self.session_id = Some(attached.session.clone());
         self.state.first_run = None;
-        self.agent = Some(agent::spawn(session));
+        self.agent = Some(attached);
         Ok(())
     }
 

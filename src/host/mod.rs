@@ -1,0 +1,170 @@
+//! The session host: the one owner of a process's live sessions, keyed by session id. It
+//! starts and resumes them, lets front ends attach and detach, and stops them. Each session's
+//! events leave it numbered (`SessionEvent`), fanned out to whoever is attached; a session
+//! lives on while nobody is attached, its events then only in the store.
+
+mod fanout;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+
+use crate::agent::{self, Session};
+use crate::config::CliOverrides;
+use crate::launch::{self, LaunchError, Loaded, SessionChoice};
+use crate::protocol::{Op, SessionEvent};
+use fanout::{Fanout, Subscriber};
+
+/// Events an attached front end may have waiting before delivery stops or waits.
+const ATTACH_QUEUE: usize = 1024;
+
+/// How an attached front end takes events.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Delivery {
+    /// In-process front ends: the session waits for them (they read as fast as they draw).
+    Wait,
+    /// Remote clients: one that falls `ATTACH_QUEUE` events behind is detached, so the
+    /// session never waits for it.
+    DropWhenBehind,
+}
+
+/// A front end's connection to a live session; dropping it detaches.
+pub struct Attachment {
+    pub session: String,
+    pub ops: mpsc::Sender<Op>,
+    pub events: mpsc::Receiver<SessionEvent>,
+}
+
+struct Live {
+    ops: mpsc::Sender<Op>,
+    fanout: Arc<Fanout>,
+    task: tokio::task::JoinHandle<Option<Session>>,
+}
+
+/// Cheap to clone; clones share the sessions.
+#[derive(Clone, Default)]
+pub struct SessionHost {
+    live: Arc<Mutex<HashMap<String, Live>>>,
+}
+
+/// Options for a session the host opens.
+#[derive(Debug, Clone, Copy)]
+pub struct OpenOptions {
+    pub approval_mode: Option<crate::sandbox::ApprovalMode>,
+    /// Whether the agent may ask a person (front ends that answer); otherwise a question is
+    /// a denial the model is told about.
+    pub questions: bool,
+    pub delivery: Delivery,
+}
+
+impl SessionHost {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn sessions(&self) -> MutexGuard<'_, HashMap<String, Live>> {
+        self.live.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Opens a session as `choice` says and attaches to it: a new one, or a stored one
+    /// (attached to at once when this host already runs it).
+    pub async fn open(
+        &self,
+        loaded: &Loaded,
+        cli: &CliOverrides,
+        choice: SessionChoice,
+        options: OpenOptions,
+    ) -> Result<Attachment, LaunchError> {
+        if let SessionChoice::Resume(id) = &choice
+            && let Some(attached) = self.attach(id, options.delivery)
+        {
+            return Ok(attached);
+        }
+        let session = launch::prepare_session_with(loaded, cli, choice).await?;
+        if let Some(mode) = options.approval_mode {
+            session.settings.approvals.set_mode(mode);
+        }
+        if options.questions {
+            session.settings.approvals.enable_questions();
+        }
+        Ok(self.start(session, options.delivery))
+    }
+
+    /// Runs `session` in this host and attaches to it.
+    pub fn start(&self, session: Session, delivery: Delivery) -> Attachment {
+        let id = session.id.clone();
+        let handle = agent::spawn(session);
+        let fanout = Arc::new(Fanout::new(id.clone()));
+        let events = fanout.subscribe(Subscriber::new(delivery, ATTACH_QUEUE));
+        let ops = handle.ops.clone();
+        let host = self.clone();
+        let pump = fanout.clone();
+        let ended = id.clone();
+        let task = tokio::spawn(async move {
+            let session = pump.run(handle).await;
+            host.sessions().remove(&ended);
+            session
+        });
+        self.sessions().insert(
+            id.clone(),
+            Live {
+                ops: ops.clone(),
+                fanout,
+                task,
+            },
+        );
+        Attachment {
+            session: id,
+            ops,
+            events,
+        }
+    }
+
+    /// Attaches to a live session; its events from now on.
+    pub fn attach(&self, id: &str, delivery: Delivery) -> Option<Attachment> {
+        let sessions = self.sessions();
+        let live = sessions.get(id)?;
+        let events = live
+            .fanout
+            .subscribe(Subscriber::new(delivery, ATTACH_QUEUE));
+        Some(Attachment {
+            session: id.to_string(),
+            ops: live.ops.clone(),
+            events,
+        })
+    }
+
+    /// The ids of the live sessions.
+    pub fn live(&self) -> Vec<String> {
+        let mut ids: Vec<String> = self.sessions().keys().cloned().collect();
+        ids.sort();
+        ids
+    }
+
+    /// Ends session `id` (interrupting its turn) and waits up to `wait` for it; the session
+    /// back when it ended within that time.
+    pub async fn stop(&self, id: &str, wait: Duration) -> Option<Session> {
+        let live = self.sessions().remove(id)?;
+        // Nobody waits on a front end that stopped reading to let the session end.
+        live.fanout.detach_all();
+        let _ = tokio::time::timeout(wait, live.ops.send(Op::Shutdown)).await;
+        drop(live.ops);
+        let Live { mut task, .. } = live;
+        match tokio::time::timeout(wait, &mut task).await {
+            Ok(Ok(session)) => session,
+            _ => {
+                task.abort();
+                None
+            }
+        }
+    }
+
+    /// Ends every live session, each given up to `wait`.
+    pub async fn stop_all(&self, wait: Duration) {
+        let ids = self.live();
+        let stops = ids.iter().map(|id| self.stop(id, wait));
+        futures_util::future::join_all(stops).await;
+    }
+}
