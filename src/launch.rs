@@ -136,22 +136,24 @@ impl Loaded {
     /// The embedder for recall by meaning: the configured one, else the built-in model
     /// when it is installed; `None` leaves recall to keywords.
     pub fn embedder(&self) -> Option<Arc<EmbeddingClient>> {
-        self.embedder
-            .get_or_init(|| {
-                let local = |dir: PathBuf| {
-                    crate::memory::local_embed::is_installed(&dir)
-                        .then(|| Arc::new(EmbeddingClient::local(dir)))
-                };
-                let default_dir = self.dirs.data.as_deref().map(embed::local_model_dir);
-                match self.config.memory.embedding.clone() {
-                    Some(config) if config.kind == embed::EmbeddingKind::Local => {
-                        local(config.model_dir.or(default_dir)?)
-                    }
-                    Some(config) => Some(Arc::new(EmbeddingClient::new(config))),
-                    None => local(default_dir?),
-                }
-            })
-            .clone()
+        self.embedder.get_or_init(|| self.new_embedder()).clone()
+    }
+
+    /// A client of its own, not shared with this launch's sessions: the daemon loads the
+    /// model for a backfill and lets it go afterwards.
+    pub fn new_embedder(&self) -> Option<Arc<EmbeddingClient>> {
+        let local = |dir: PathBuf| {
+            crate::memory::local_embed::is_installed(&dir)
+                .then(|| Arc::new(EmbeddingClient::local(dir)))
+        };
+        let default_dir = self.dirs.data.as_deref().map(embed::local_model_dir);
+        match self.config.memory.embedding.clone() {
+            Some(config) if config.kind == embed::EmbeddingKind::Local => {
+                local(config.model_dir.or(default_dir)?)
+            }
+            Some(config) => Some(Arc::new(EmbeddingClient::new(config))),
+            None => local(default_dir?),
+        }
     }
 
     /// The chosen model followed by the configured fallbacks that have a key (or need none).

@@ -14,6 +14,7 @@ pub mod mcp;
 pub mod memory;
 pub mod protocol;
 pub mod sandbox;
+pub mod serve;
 pub mod signals;
 pub mod skills;
 pub mod tools;

@@ -123,6 +123,10 @@ enum Command {
     },
     /// Check the set-up (sandbox, keys, data directory, database) and list recent crashes.
     Doctor,
+    /// Run the daemon: heartbeats, schedules and the nightly dream cycle, until SIGTERM.
+    Serve,
+    /// Whether `mnemo serve` runs, and what it has due next.
+    Status,
     /// Let this workspace's .mnemo/config.toml lower safety or choose model endpoints, as the
     /// file is now (a changed file needs trusting again).
     Trust {
@@ -436,6 +440,15 @@ fn real_main(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Mcp { action }) => {
             let McpAction::List { tools } = action;
             block_on(commands::mcp::list(&loaded, tools, &mut out))??;
+            Ok(ExitCode::SUCCESS)
+        }
+        Some(Command::Serve) => {
+            let stop = block_on(mnemo::serve::serve(loaded))??;
+            eprintln!("mnemo serve: stopped by {}", stop.name());
+            Ok(ExitCode::SUCCESS)
+        }
+        Some(Command::Status) => {
+            commands::status::status(&loaded, &mut out)?;
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Doctor) => {

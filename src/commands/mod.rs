@@ -7,6 +7,7 @@ pub mod doctor;
 pub mod mcp;
 pub mod memory;
 pub mod sessions;
+pub mod status;
 pub mod skills;
 pub mod trust;
 

@@ -42,6 +42,22 @@ impl Workspace {
         self.mnemo_with(args, stdin, &[])
     }
 
+    /// The command [`Workspace::mnemo`] runs, for a process the test starts and stops.
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_mnemo"));
+        cmd.args(args)
+            .current_dir(self.path())
+            .env("MNEMO_CONFIG_DIR", self.path().join(".cfg"))
+            .env("MNEMO_DATA_DIR", self.path().join(".data"))
+            .env_remove("ANTHROPIC_API_KEY")
+            .env_remove("OPENAI_API_KEY")
+            .env_remove("MNEMO_MODEL")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        cmd
+    }
+
     /// Like [`Workspace::mnemo`], with `env` added to its environment.
     pub fn mnemo_with(&self, args: &[&str], stdin: Option<&str>, env: &[(&str, &str)]) -> Output {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_mnemo"));

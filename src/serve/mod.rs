@@ -1,0 +1,92 @@
+//! `mnemo serve`: the long-running process. It owns a session host, runs heartbeats and
+//! schedules when they are due, the dream cycle at night, and embeds what was remembered
+//! without vectors; between deadlines it sleeps. SIGTERM (or Ctrl+C) stops it: running turns
+//! are interrupted (every completed message is already stored) and it exits.
+
+pub mod lock;
+pub mod log;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::host::SessionHost;
+use crate::launch::{LaunchError, Loaded};
+use crate::signals::{Signals, Stop};
+use lock::{LockError, ServeLock};
+use log::ServeLog;
+
+/// How long stopping waits for each running session.
+const STOP_WAIT: Duration = Duration::from_secs(5);
+
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error(transparent)]
+    Lock(#[from] LockError),
+    #[error(transparent)]
+    Launch(#[from] LaunchError),
+    #[error("mnemo has no data directory (set MNEMO_DATA_DIR)")]
+    NoDataDir,
+    #[error("cannot write the daemon log: {0}")]
+    Log(std::io::Error),
+    #[error("cannot listen for signals: {0}")]
+    Signals(std::io::Error),
+}
+
+/// What the daemon shares with its jobs.
+#[derive(Clone)]
+pub struct Daemon {
+    pub loaded: Arc<Loaded>,
+    pub host: SessionHost,
+    pub log: ServeLog,
+    pub cancel: CancellationToken,
+}
+
+/// Runs the daemon until a signal stops it; returns that signal.
+pub async fn serve(loaded: Loaded) -> Result<Stop, ServeError> {
+    let data = loaded.dirs.data.clone().ok_or(ServeError::NoDataDir)?;
+    let _lock = ServeLock::acquire(&data)?;
+    let log = ServeLog::open(&data).map_err(ServeError::Log)?;
+    let mut signals = Signals::new().map_err(ServeError::Signals)?;
+    loaded.store()?;
+    let daemon = Daemon {
+        loaded: Arc::new(loaded),
+        host: SessionHost::new(),
+        log,
+        cancel: CancellationToken::new(),
+    };
+    daemon
+        .log
+        .line(&format!("mnemo serve started (pid {})", std::process::id()));
+    let backfill = tokio::spawn(backfill(daemon.clone()));
+    let stop = signals.recv().await;
+    daemon.log.line(&format!("stopping on {}", stop.name()));
+    daemon.cancel.cancel();
+    daemon.host.stop_all(STOP_WAIT).await;
+    let _ = tokio::time::timeout(STOP_WAIT, backfill).await;
+    daemon.log.line("stopped");
+    Ok(stop)
+}
+
+/// Embeds what has no vectors yet, with a model loaded for this round only (the daemon's
+/// idle memory stays small).
+async fn backfill(daemon: Daemon) {
+    let Some(embedder) = daemon.loaded.new_embedder() else {
+        return;
+    };
+    let Ok(store) = daemon.loaded.store() else {
+        return;
+    };
+    let done = tokio::select! {
+        done = crate::memory::embed::backfill::embed_pending(&store, &embedder, |_, _| {}) => done,
+        () = daemon.cancel.cancelled() => return,
+    };
+    match done {
+        Ok(0) => {}
+        Ok(count) => daemon
+            .log
+            .line(&format!("embedded {count} remembered items for search by meaning")),
+        Err(err) => daemon.log.line(&format!("embedding stopped: {err}")),
+    }
+}
