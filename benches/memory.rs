@@ -230,7 +230,12 @@ fn archive_search(path: &Path, words: &Words) -> BenchResult {
 
     let first_query = unit_vector(&mut rng);
     let start = Instant::now();
-    db.recall(&queries[0], Some((MODEL, &first_query)), &RecallScope::everywhere(), 10)?;
+    db.recall(
+        &queries[0],
+        Some((MODEL, &first_query)),
+        &RecallScope::everywhere(),
+        10,
+    )?;
     println!(
         "first hybrid search (loads {ARCHIVE_ENTRIES} pieces' vectors into memory): {:.0} ms; \
          they take {:.1} MiB (target < 100 MiB for 100,000 pieces)",
@@ -241,7 +246,12 @@ fn archive_search(path: &Path, words: &Words) -> BenchResult {
     for query in &queries {
         let embedding = unit_vector(&mut rng);
         let start = Instant::now();
-        db.recall(query, Some((MODEL, &embedding)), &RecallScope::everywhere(), 10)?;
+        db.recall(
+            query,
+            Some((MODEL, &embedding)),
+            &RecallScope::everywhere(),
+            10,
+        )?;
         hybrid.push(start.elapsed());
     }
     hybrid.sort();

@@ -139,7 +139,11 @@ fn a_killed_holder_is_taken_over_without_losing_a_message_and_a_fork_goes_on_bes
     let view = mnemo(dir.path())
         .args(["sessions", "export", &id])
         .output()?;
-    assert!(text(&view.stdout).contains("keep going"), "{}", text(&view.stderr));
+    assert!(
+        text(&view.stdout).contains("keep going"),
+        "{}",
+        text(&view.stderr)
+    );
     let fork = mnemo(dir.path()).args(["sessions", "fork", &id]).output()?;
     let forked = text(&fork.stdout);
     assert!(fork.status.success(), "{}", text(&fork.stderr));
@@ -150,7 +154,14 @@ fn a_killed_holder_is_taken_over_without_losing_a_message_and_a_fork_goes_on_bes
         .trim_end_matches(['(', ' '])
         .to_string();
     let in_fork = mnemo(dir.path())
-        .args(["--model", &model, "run", "--resume", &fork_id, "in the fork"])
+        .args([
+            "--model",
+            &model,
+            "run",
+            "--resume",
+            &fork_id,
+            "in the fork",
+        ])
         .output()?;
     assert!(in_fork.status.success(), "{}", text(&in_fork.stderr));
     let fork_view = text(
@@ -177,10 +188,19 @@ fn a_killed_holder_is_taken_over_without_losing_a_message_and_a_fork_goes_on_bes
             .output()?
             .stdout,
     );
-    for said in ["hello", "first answer", "keep going", "after the kill", "taken over"] {
+    for said in [
+        "hello",
+        "first answer",
+        "keep going",
+        "after the kill",
+        "taken over",
+    ] {
         assert!(whole.contains(said), "`{said}` lost: {whole}");
     }
-    assert!(!whole.contains("fork answer"), "the fork stays apart: {whole}");
+    assert!(
+        !whole.contains("fork answer"),
+        "the fork stays apart: {whole}"
+    );
     Ok(())
 }
 

@@ -128,9 +128,16 @@ fn recall_works_by_keyword_without_the_model_and_by_meaning_once_installed()
         first.contains("archive") && (first.contains("staging") || detail.contains("6543")),
         "the staging entry comes first by meaning: {after}\n(before the model: {before})"
     );
-    let billing = text(&ws.mnemo(&["memory", "search", "when do we bill customers"], None).stdout);
+    let billing = text(
+        &ws.mnemo(&["memory", "search", "when do we bill customers"], None)
+            .stdout,
+    );
     assert!(
-        billing.lines().next().unwrap_or_default().contains("user message"),
+        billing
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .contains("user message"),
         "the working message comes first by meaning: {billing}"
     );
     // Nothing is left to embed.

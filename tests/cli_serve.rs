@@ -46,11 +46,17 @@ fn serve_runs_once_per_data_directory_and_stops_on_sigterm() -> TestResult {
     let refused = text(&second.stderr);
     assert!(!second.status.success());
     assert!(
-        refused.contains(&format!("already runs on this data directory (pid {})", daemon.id())),
+        refused.contains(&format!(
+            "already runs on this data directory (pid {})",
+            daemon.id()
+        )),
         "{refused}"
     );
     let status = text(&ws.mnemo(&["status"], None).stdout);
-    assert!(status.contains(&format!("running (pid {})", daemon.id())), "{status}");
+    assert!(
+        status.contains(&format!("running (pid {})", daemon.id())),
+        "{status}"
+    );
 
     terminate(&daemon)?;
     let stopping = Instant::now();
@@ -58,12 +64,18 @@ fn serve_runs_once_per_data_directory_and_stops_on_sigterm() -> TestResult {
         if let Some(code) = daemon.try_wait()? {
             break code;
         }
-        assert!(stopping.elapsed() < Duration::from_secs(1), "still running after SIGTERM");
+        assert!(
+            stopping.elapsed() < Duration::from_secs(1),
+            "still running after SIGTERM"
+        );
         std::thread::sleep(Duration::from_millis(10));
     };
     assert!(exited.success(), "{exited:?}");
     let logged = std::fs::read_to_string(&log)?;
-    assert!(logged.contains("stopping on SIGTERM") && logged.contains("stopped"), "{logged}");
+    assert!(
+        logged.contains("stopping on SIGTERM") && logged.contains("stopped"),
+        "{logged}"
+    );
     let status = text(&ws.mnemo(&["status"], None).stdout);
     assert!(status.contains("not running"), "{status}");
     Ok(())

@@ -20,7 +20,9 @@ use serde_json::json;
 
 fn chain(reply: &str) -> Result<Arc<FallbackChain>, serde_json::Error> {
     let script: Script = serde_json::from_value(json!({"turns": [{"text": reply}]}))?;
-    Ok(agent_support::chain(Arc::new(ScriptedProvider::new(script))))
+    Ok(agent_support::chain(Arc::new(ScriptedProvider::new(
+        script,
+    ))))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -91,7 +93,11 @@ async fn a_finished_turn_is_found_by_meaning_from_another_session() -> embed_sup
         except_session: Some(id.clone()),
     };
     let asked_by_itself = search_archive(&store, Some(&embedder), question, own, 5).await?;
-    assert!(asked_by_itself.hits.is_empty(), "{:#?}", asked_by_itself.hits);
+    assert!(
+        asked_by_itself.hits.is_empty(),
+        "{:#?}",
+        asked_by_itself.hits
+    );
     handle.ops.send(Op::Shutdown).await?;
     Ok(())
 }

@@ -17,7 +17,9 @@ use serde_json::json;
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;
 
-async fn session(script: serde_json::Value) -> Result<(Session, tempfile::TempDir), Box<dyn std::error::Error>> {
+async fn session(
+    script: serde_json::Value,
+) -> Result<(Session, tempfile::TempDir), Box<dyn std::error::Error>> {
     let script: Script = serde_json::from_value(script)?;
     let chain = agent_support::chain(Arc::new(ScriptedProvider::new(script)));
     let workspace = tempfile::tempdir()?;
@@ -60,7 +62,9 @@ async fn attached_front_ends_share_one_numbered_stream_and_detaching_leaves_the_
     let host = SessionHost::new();
     let mut first = host.start(session, Delivery::Wait);
     let id = first.session.clone();
-    let mut second = host.attach(&id, Delivery::DropWhenBehind).ok_or("not live")?;
+    let mut second = host
+        .attach(&id, Delivery::DropWhenBehind)
+        .ok_or("not live")?;
     first.ops.send(Op::UserInput { text: "one".into() }).await?;
     let a = turn(&mut first).await?;
     let b = turn(&mut second).await?;
@@ -72,7 +76,10 @@ async fn attached_front_ends_share_one_numbered_stream_and_detaching_leaves_the_
     // The first front end goes away; the session goes on for the other.
     drop(first);
     assert_eq!(host.live(), vec![id.clone()]);
-    second.ops.send(Op::UserInput { text: "two".into() }).await?;
+    second
+        .ops
+        .send(Op::UserInput { text: "two".into() })
+        .await?;
     let later = turn(&mut second).await?;
     assert_eq!(later[0].seq, seqs.len() as u64 + 1, "no gap, no repeat");
     assert!(later.iter().any(|e| matches!(&e.event,
@@ -87,8 +94,8 @@ async fn attached_front_ends_share_one_numbered_stream_and_detaching_leaves_the_
 }
 
 #[tokio::test]
-async fn a_remote_front_end_that_falls_behind_is_detached_while_the_session_goes_on()
--> TestResult {
+async fn a_remote_front_end_that_falls_behind_is_detached_while_the_session_goes_on() -> TestResult
+{
     let chunks: Vec<String> = (0..3000).map(|i| format!("w{i} ")).collect();
     let (session, _ws) = session(json!({"turns": [{"chunks": chunks}]})).await?;
     let host = SessionHost::new();
@@ -104,7 +111,12 @@ async fn a_remote_front_end_that_falls_behind_is_detached_while_the_session_goes
     while let Some(event) = slow.events.recv().await {
         got.push(event.seq);
     }
-    assert!(!got.is_empty() && got.len() < all.len(), "{} of {}", got.len(), all.len());
+    assert!(
+        !got.is_empty() && got.len() < all.len(),
+        "{} of {}",
+        got.len(),
+        all.len()
+    );
     assert_eq!(got, (1..=got.len() as u64).collect::<Vec<_>>());
     host.stop_all(Duration::from_secs(5)).await;
     Ok(())

@@ -17,7 +17,8 @@ impl Session {
         };
         let (store, events) = (self.store.clone(), self.event_sender());
         tokio::spawn(async move {
-            let done = crate::memory::embed::backfill::embed_pending_in_background(&store, &embedder);
+            let done =
+                crate::memory::embed::backfill::embed_pending_in_background(&store, &embedder);
             if let Err(err) = done.await
                 && let Some(events) = events
             {

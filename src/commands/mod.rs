@@ -7,8 +7,8 @@ pub mod doctor;
 pub mod mcp;
 pub mod memory;
 pub mod sessions;
-pub mod status;
 pub mod skills;
+pub mod status;
 pub mod trust;
 
 use crate::launch::LaunchError;

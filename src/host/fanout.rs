@@ -85,8 +85,8 @@ impl Fanout {
 
     async fn deliver(&self, event: SessionEvent) {
         let mut waiting = Vec::new();
-        self.attached().retain(|attached| {
-            match attached.events.try_send(event.clone()) {
+        self.attached()
+            .retain(|attached| match attached.events.try_send(event.clone()) {
                 Ok(()) => true,
                 Err(TrySendError::Closed(_)) => false,
                 Err(TrySendError::Full(_)) => match attached.delivery {
@@ -96,8 +96,7 @@ impl Fanout {
                         true
                     }
                 },
-            }
-        });
+            });
         for events in waiting {
             // A front end that goes away while waited for is forgotten at the next event.
             let _ = events.send(event.clone()).await;

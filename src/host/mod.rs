@@ -65,7 +65,9 @@ impl SessionHost {
     }
 
     fn sessions(&self) -> MutexGuard<'_, HashMap<String, Live>> {
-        self.live.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.live
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// Opens a session as `choice` says and attaches to it: a new one, or a stored one

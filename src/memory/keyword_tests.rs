@@ -1,8 +1,8 @@
 //! Tests of `keyword.rs` over an archive large enough for the bounded paths.
 
-use crate::memory::recall::RecallScope;
 use super::*;
 use crate::memory::Db;
+use crate::memory::recall::RecallScope;
 use crate::memory::test_support::{new_entry, new_session};
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;

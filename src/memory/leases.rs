@@ -77,7 +77,11 @@ pub struct Busy {
 impl Db {
     /// Takes the lease of `session_id` for `me`, or says who holds it. Taking it again is
     /// allowed to its holder (the caller keeps one lease per session within a process).
-    pub fn acquire_lease(&mut self, session_id: &str, me: &Holder) -> Result<Option<Busy>, StoreError> {
+    pub fn acquire_lease(
+        &mut self,
+        session_id: &str,
+        me: &Holder,
+    ) -> Result<Option<Busy>, StoreError> {
         let now = now_ms();
         let tx = self
             .conn
@@ -122,7 +126,11 @@ impl Db {
     }
 
     /// Renews `me`'s leases; returns the sessions whose lease was taken over meanwhile.
-    pub fn renew_leases(&mut self, sessions: &[String], me: &Holder) -> Result<Vec<String>, StoreError> {
+    pub fn renew_leases(
+        &mut self,
+        sessions: &[String],
+        me: &Holder,
+    ) -> Result<Vec<String>, StoreError> {
         let now = now_ms();
         let mut lost = Vec::new();
         let mut stmt = self.conn.prepare_cached(
@@ -194,7 +202,11 @@ mod tests {
         let me = Holder::current();
         assert!(me.started > 0, "no start time from /proc");
         assert_eq!(db.acquire_lease("s1", &me)?, None);
-        assert_eq!(db.acquire_lease("s1", &me)?, None, "its holder may take it again");
+        assert_eq!(
+            db.acquire_lease("s1", &me)?,
+            None,
+            "its holder may take it again"
+        );
 
         let mut child = other_live_process()?;
         let other = Holder {
@@ -210,9 +222,19 @@ mod tests {
         child.kill()?;
         child.wait()?;
         assert_eq!(db.lease_holder("s2")?, None);
-        assert_eq!(db.acquire_lease("s2", &me)?, None, "a dead holder's lease is taken");
-        assert_eq!(db.renew_leases(&["s1".into(), "s2".into()], &other)?.len(), 2);
-        assert!(db.renew_leases(&["s1".into(), "s2".into()], &me)?.is_empty());
+        assert_eq!(
+            db.acquire_lease("s2", &me)?,
+            None,
+            "a dead holder's lease is taken"
+        );
+        assert_eq!(
+            db.renew_leases(&["s1".into(), "s2".into()], &other)?.len(),
+            2
+        );
+        assert!(
+            db.renew_leases(&["s1".into(), "s2".into()], &me)?
+                .is_empty()
+        );
         Ok(())
     }
 

@@ -36,7 +36,11 @@ fn preview(text: &str) -> String {
 
 impl Db {
     /// The hit for `key`, or `None` when it is gone or outside `scope`.
-    pub(super) fn hit(&self, (source, id): Key, scope: &RecallScope) -> Result<Option<SearchHit>, StoreError> {
+    pub(super) fn hit(
+        &self,
+        (source, id): Key,
+        scope: &RecallScope,
+    ) -> Result<Option<SearchHit>, StoreError> {
         match source {
             Source::Archive => {
                 let found = self
@@ -61,7 +65,9 @@ impl Db {
             Source::Experience => {
                 let found = self
                     .conn
-                    .prepare_cached("SELECT text, scope, created_at FROM experiences WHERE id = ?1")?
+                    .prepare_cached(
+                        "SELECT text, scope, created_at FROM experiences WHERE id = ?1",
+                    )?
                     .query_row([id], |row| {
                         let mut found = hit(source, id, None, row.get(2)?);
                         found.topic = "remembered".to_string();

@@ -44,12 +44,21 @@ fn keywords_rank_by_bm25_and_function_words_do_not_match() -> TestResult {
         0.5,
     ))?;
     let chatter = db.archive_messages(entry("how do we do what we do", 0.5))?;
-    let hits = db.recall("How do we run Kubernetes?", None, &RecallScope::everywhere(), 10)?;
+    let hits = db.recall(
+        "How do we run Kubernetes?",
+        None,
+        &RecallScope::everywhere(),
+        10,
+    )?;
     assert_eq!(ids(&hits), vec![strong, weak], "{hits:#?}");
     assert!(!ids(&hits).contains(&chatter));
     assert_eq!(hits[0].keyword, 1.0);
     assert_eq!(hits[0].semantic, None);
-    assert_eq!(db.recall("kubernetes", None, &RecallScope::everywhere(), 1)?.len(), 1);
+    assert_eq!(
+        db.recall("kubernetes", None, &RecallScope::everywhere(), 1)?
+            .len(),
+        1
+    );
     Ok(())
 }
 
@@ -68,7 +77,12 @@ fn an_entry_is_found_by_its_best_piece_when_no_word_is_shared() -> TestResult {
         &[vec![0.0, 0.0, 1.0], vec![0.95, 0.31, 0.0]],
     )?;
     archived(&mut db, "unrelated lunch", &[vec![-1.0, 0.0, 0.0]])?;
-    let hits = db.recall("kubernetes", Some((MODEL, &[1.0, 0.0, 0.0])), &RecallScope::everywhere(), 10)?;
+    let hits = db.recall(
+        "kubernetes",
+        Some((MODEL, &[1.0, 0.0, 0.0])),
+        &RecallScope::everywhere(),
+        10,
+    )?;
     assert_eq!(ids(&hits)[..2], [close, keyword_only], "{hits:#?}");
     assert!(hits[0].semantic.unwrap_or(0.0) > 0.9);
     // Vectors of another model are never compared.
@@ -120,7 +134,11 @@ fn the_index_follows_new_pieces_deletions_and_reindexing() -> TestResult {
 
     // Written after the index was loaded: found by meaning alone.
     let b = archived(&mut db, "beta words", &[vec![6.0, 8.0]])?;
-    assert_eq!(db.recall("zzz", Some((MODEL, &query)), &RecallScope::everywhere(), 10)?.len(), 2);
+    assert_eq!(
+        db.recall("zzz", Some((MODEL, &query)), &RecallScope::everywhere(), 10)?
+            .len(),
+        2
+    );
     assert_eq!(db.count_unembedded(MODEL)?, 0);
 
     db.delete_archive(a)?;
@@ -166,12 +184,32 @@ fn hostile_queries_never_error() -> TestResult {
     ];
     for query in queries {
         db.recall(query, None, &RecallScope::everywhere(), 10)?;
-        db.recall(query, Some((MODEL, &[1.0, 0.0])), &RecallScope::everywhere(), 10)?;
-        db.recall(query, Some((MODEL, &[1.0, 0.0, 0.0])), &RecallScope::everywhere(), 10)?;
+        db.recall(
+            query,
+            Some((MODEL, &[1.0, 0.0])),
+            &RecallScope::everywhere(),
+            10,
+        )?;
+        db.recall(
+            query,
+            Some((MODEL, &[1.0, 0.0, 0.0])),
+            &RecallScope::everywhere(),
+            10,
+        )?;
     }
-    assert!(db.recall("*** ---", None, &RecallScope::everywhere(), 10)?.is_empty());
-    assert_eq!(db.recall("NEAR(", None, &RecallScope::everywhere(), 10)?.len(), 1);
-    assert!(db.recall("foo", None, &RecallScope::everywhere(), 0)?.is_empty());
+    assert!(
+        db.recall("*** ---", None, &RecallScope::everywhere(), 10)?
+            .is_empty()
+    );
+    assert_eq!(
+        db.recall("NEAR(", None, &RecallScope::everywhere(), 10)?
+            .len(),
+        1
+    );
+    assert!(
+        db.recall("foo", None, &RecallScope::everywhere(), 0)?
+            .is_empty()
+    );
     Ok(())
 }
 
@@ -209,7 +247,11 @@ fn working_messages_of_other_sessions_are_recalled_until_archived() -> TestResul
     let hits = db.recall("database port", None, &others, 10)?;
     assert_eq!(hits.len(), 1);
     assert_eq!(hits[0].session_id.as_deref(), Some("s2"));
-    assert!(db.recall("database port", None, &RecallScope::workspace("/w"), 10)?.len() == 1);
+    assert!(
+        db.recall("database port", None, &RecallScope::workspace("/w"), 10)?
+            .len()
+            == 1
+    );
 
     // Only messages with text wait for vectors; found by meaning once embedded.
     let pending = db.unembedded(MODEL, 10)?;
@@ -232,8 +274,15 @@ fn working_messages_of_other_sessions_are_recalled_until_archived() -> TestResul
     // Compaction archives s2's stretch: its working message leaves search with its pieces.
     db.archive_messages(new_entry("s2", "ports", "the staging port", (1, 2)))?;
     let after = db.recall("database port", None, &others, 10)?;
-    assert!(after.iter().all(|h| h.source == Source::Archive), "{after:#?}");
-    assert!(db.recall("zzz", Some((MODEL, &[0.0, 1.0])), &others, 10)?.iter().all(|h| h.source != Source::Message));
+    assert!(
+        after.iter().all(|h| h.source == Source::Archive),
+        "{after:#?}"
+    );
+    assert!(
+        db.recall("zzz", Some((MODEL, &[0.0, 1.0])), &others, 10)?
+            .iter()
+            .all(|h| h.source != Source::Message)
+    );
     assert_eq!(db.count_unembedded(MODEL)?, 1, "the new archive entry");
     Ok(())
 }

@@ -29,7 +29,7 @@ impl SessionLease {
         let holder = Holder::current();
         let fresh = held()
             .lock()
-            .map_or(false, |mut held| held.insert(id.to_string()));
+            .is_ok_and(|mut held| held.insert(id.to_string()));
         if !fresh {
             return Err(busy(id, holder.pid, &holder.host));
         }
@@ -74,7 +74,11 @@ async fn renew(store: Store, session: String, holder: Holder) {
     loop {
         every.tick().await;
         let (ids, me) = (vec![session.clone()], holder.clone());
-        if store.call(move |db| db.renew_leases(&ids, &me)).await.is_err() {
+        if store
+            .call(move |db| db.renew_leases(&ids, &me))
+            .await
+            .is_err()
+        {
             return;
         }
     }

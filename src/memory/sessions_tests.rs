@@ -1,8 +1,8 @@
 //! Tests of `sessions.rs`.
 
-use crate::memory::recall::RecallScope;
 use super::*;
 use crate::llm::Message;
+use crate::memory::recall::RecallScope;
 use crate::memory::test_support::{new_entry, new_session};
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;

@@ -88,7 +88,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn one_daemon_per_data_directory_and_others_can_tell() -> Result<(), Box<dyn std::error::Error>> {
+    fn one_daemon_per_data_directory_and_others_can_tell() -> Result<(), Box<dyn std::error::Error>>
+    {
         let dir = tempfile::tempdir()?;
         assert_eq!(running(dir.path()), None);
         let held = ServeLock::acquire(dir.path())?;

@@ -84,9 +84,9 @@ async fn backfill(daemon: Daemon) {
     };
     match done {
         Ok(0) => {}
-        Ok(count) => daemon
-            .log
-            .line(&format!("embedded {count} remembered items for search by meaning")),
+        Ok(count) => daemon.log.line(&format!(
+            "embedded {count} remembered items for search by meaning"
+        )),
         Err(err) => daemon.log.line(&format!("embedding stopped: {err}")),
     }
 }

@@ -14,11 +14,11 @@ use super::cells::{Cell, NoticeLevel};
 use super::first_run::FirstRun;
 use super::history::{restore, restore_active};
 use super::picker::{PickerCancel, SessionPicker};
-use crate::host::{Delivery, OpenOptions};
 use crate::config::CliOverrides;
+use crate::host::{Delivery, OpenOptions};
 use crate::launch::{LaunchError, SessionChoice};
-use crate::memory::types::{SessionRow, StoredMessage};
 use crate::memory::recall::RecallScope;
+use crate::memory::types::{SessionRow, StoredMessage};
 use crate::memory::{ArchiveSearch, StoreError, search_archive};
 use crate::tools::memory::format_hits;
 

@@ -1,0 +1,94 @@
+//! `mnemo serve` at rest (`cargo bench --bench serve`): the daemon with 50 heartbeats and
+//! schedules due later, measured over 60 s (`MNEMO_BENCH_IDLE_SECS` to change): the CPU time
+//! it used between deadlines and its resident memory. Prints figures with their targets.
+
+use std::error::Error;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+type BenchResult<T = ()> = Result<T, Box<dyn Error>>;
+
+const JOBS: usize = 50;
+
+/// utime + stime of `pid`, in clock ticks.
+fn cpu_ticks(pid: u32) -> BenchResult<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
+    let rest = &stat[stat.rfind(')').ok_or("bad stat")? + 1..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    Ok(fields[11].parse::<u64>()? + fields[12].parse::<u64>()?)
+}
+
+fn rss_kib(pid: u32) -> BenchResult<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
+    let line = status
+        .lines()
+        .find(|l| l.starts_with("VmRSS:"))
+        .ok_or("no VmRSS")?;
+    Ok(line.split_whitespace().nth(1).ok_or("bad VmRSS")?.parse()?)
+}
+
+/// Heartbeats every few hours and cron lines far from now, half of the jobs each.
+fn write_jobs(config: &Path) -> BenchResult {
+    let dir = config.join("heartbeat");
+    std::fs::create_dir_all(&dir)?;
+    for i in 0..JOBS {
+        let rule = match i % 2 {
+            0 => format!("every: {}h", 3 + i % 5),
+            _ => format!("cron: \"{} 4 * * *\"", i % 60),
+        };
+        let body = format!(
+            "---\nname: check-{i}\n{rule}\n---\nCheck item {i}; reply HEARTBEAT_OK when fine.\n"
+        );
+        std::fs::write(dir.join(format!("check-{i}.md")), body)?;
+    }
+    Ok(())
+}
+
+fn main() -> BenchResult {
+    let idle_secs: u64 = std::env::var("MNEMO_BENCH_IDLE_SECS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(60);
+    let root = tempfile::tempdir()?;
+    let (config, data) = (root.path().join("cfg"), root.path().join("data"));
+    write_jobs(&config)?;
+    let mut daemon = Command::new(env!("CARGO_BIN_EXE_mnemo"))
+        .arg("serve")
+        .current_dir(root.path())
+        .env("MNEMO_CONFIG_DIR", &config)
+        .env("MNEMO_DATA_DIR", &data)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()?;
+    let pid = daemon.id();
+    let started = Instant::now();
+    while !std::fs::read_to_string(data.join("serve.log")).is_ok_and(|l| l.contains("started")) {
+        if started.elapsed() > Duration::from_secs(20) {
+            return Err("mnemo serve did not start".into());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // Start-up work (loading jobs) is done; from here on it should only sleep.
+    std::thread::sleep(Duration::from_secs(2));
+    let before = cpu_ticks(pid)?;
+    std::thread::sleep(Duration::from_secs(idle_secs));
+    let used = cpu_ticks(pid)? - before;
+    let rss = rss_kib(pid)?;
+    // SAFETY: stops the daemon this bench started.
+    unsafe { libc::kill(pid as libc::pid_t, libc::SIGTERM) };
+    daemon.wait()?;
+    let log = std::fs::read_to_string(data.join("serve.log"))?;
+    // SAFETY: sysconf only reads a constant of the system.
+    let ticks_per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
+    let tick_ms = 1000 / ticks_per_second;
+    println!(
+        "serve idle, {JOBS} jobs, {idle_secs} s: CPU {} ms ({} ticks; target 0), resident {:.1} MiB (target < 15)",
+        used * tick_ms,
+        used,
+        rss as f64 / 1024.0
+    );
+    println!("log:\n{log}");
+    Ok(())
+}
