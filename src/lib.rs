@@ -6,6 +6,7 @@ pub mod capabilities;
 pub mod commands;
 pub mod config;
 pub mod crash;
+pub mod gateway;
 pub mod headless;
 pub mod host;
 pub mod launch;

@@ -124,7 +124,12 @@ enum Command {
     /// Check the set-up (sandbox, keys, data directory, database) and list recent crashes.
     Doctor,
     /// Run the daemon: heartbeats, schedules and the nightly dream cycle, until SIGTERM.
-    Serve,
+    Serve {
+        /// Serve sessions to other programs on HOST:PORT (loopback) or unix:PATH
+        /// (repeatable); clients authenticate with <data dir>/gateway-token.
+        #[arg(long)]
+        listen: Vec<mnemo::gateway::Listen>,
+    },
     /// Whether `mnemo serve` runs, and what it has due next.
     Status,
     /// Let this workspace's .mnemo/config.toml lower safety or choose model endpoints, as the
@@ -442,8 +447,12 @@ fn real_main(cli: Cli) -> anyhow::Result<ExitCode> {
             block_on(commands::mcp::list(&loaded, tools, &mut out))??;
             Ok(ExitCode::SUCCESS)
         }
-        Some(Command::Serve) => {
-            let stop = block_on(mnemo::serve::serve(loaded))??;
+        Some(Command::Serve { listen }) => {
+            let options = mnemo::serve::ServeOptions {
+                listen,
+                cli: overrides.clone(),
+            };
+            let stop = block_on(mnemo::serve::serve(loaded, options))??;
             eprintln!("mnemo serve: stopped by {}", stop.name());
             Ok(ExitCode::SUCCESS)
         }

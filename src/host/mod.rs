@@ -15,6 +15,7 @@ use crate::agent::{self, Session};
 use crate::config::CliOverrides;
 use crate::launch::{self, LaunchError, Loaded, SessionChoice};
 use crate::protocol::{Op, SessionEvent};
+pub use fanout::ReplayError;
 use fanout::{Fanout, Subscriber};
 
 /// Events an attached front end may have waiting before delivery stops or waits.
@@ -99,7 +100,8 @@ impl SessionHost {
         let id = session.id.clone();
         let handle = agent::spawn(session);
         let fanout = Arc::new(Fanout::new(id.clone()));
-        let events = fanout.subscribe(Subscriber::new(delivery, ATTACH_QUEUE));
+        let events = fanout.subscribe(Subscriber::new(delivery, ATTACH_QUEUE), None);
+        let events = events.unwrap_or_else(|_| mpsc::channel(1).1);
         let ops = handle.ops.clone();
         let host = self.clone();
         let pump = fanout.clone();
@@ -126,16 +128,39 @@ impl SessionHost {
 
     /// Attaches to a live session; its events from now on.
     pub fn attach(&self, id: &str, delivery: Delivery) -> Option<Attachment> {
+        self.attach_after(id, delivery, None).ok().flatten()
+    }
+
+    /// Attaches to a live session (`None` when it is not live), going on after event `after`
+    /// when given: the kept events after it come first, then the live ones.
+    pub fn attach_after(
+        &self,
+        id: &str,
+        delivery: Delivery,
+        after: Option<u64>,
+    ) -> Result<Option<Attachment>, ReplayError> {
         let sessions = self.sessions();
-        let live = sessions.get(id)?;
+        let Some(live) = sessions.get(id) else {
+            return Ok(None);
+        };
         let events = live
             .fanout
-            .subscribe(Subscriber::new(delivery, ATTACH_QUEUE));
-        Some(Attachment {
+            .subscribe(Subscriber::new(delivery, ATTACH_QUEUE), after)?;
+        Ok(Some(Attachment {
             session: id.to_string(),
             ops: live.ops.clone(),
             events,
-        })
+        }))
+    }
+
+    /// Where to send session `id`'s ops, when it is live.
+    pub fn ops(&self, id: &str) -> Option<mpsc::Sender<Op>> {
+        self.sessions().get(id).map(|live| live.ops.clone())
+    }
+
+    /// The sequence number of session `id`'s last event, when it is live.
+    pub fn last_seq(&self, id: &str) -> Option<u64> {
+        self.sessions().get(id).map(|live| live.fanout.last_seq())
     }
 
     /// The ids of the live sessions.

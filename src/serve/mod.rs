@@ -26,6 +26,8 @@ pub enum ServeError {
     Lock(#[from] LockError),
     #[error(transparent)]
     Launch(#[from] LaunchError),
+    #[error(transparent)]
+    Gateway(#[from] crate::gateway::GatewayError),
     #[error("mnemo has no data directory (set MNEMO_DATA_DIR)")]
     NoDataDir,
     #[error("cannot write the daemon log: {0}")]
@@ -43,8 +45,17 @@ pub struct Daemon {
     pub cancel: CancellationToken,
 }
 
+/// How the daemon was asked to run.
+#[derive(Debug, Clone, Default)]
+pub struct ServeOptions {
+    /// Where the gateway listens (none: no gateway).
+    pub listen: Vec<crate::gateway::Listen>,
+    /// The command line's overrides, for the sessions the daemon opens.
+    pub cli: crate::config::CliOverrides,
+}
+
 /// Runs the daemon until a signal stops it; returns that signal.
-pub async fn serve(loaded: Loaded) -> Result<Stop, ServeError> {
+pub async fn serve(loaded: Loaded, options: ServeOptions) -> Result<Stop, ServeError> {
     let data = loaded.dirs.data.clone().ok_or(ServeError::NoDataDir)?;
     let _lock = ServeLock::acquire(&data)?;
     let log = ServeLog::open(&data).map_err(ServeError::Log)?;
@@ -59,12 +70,31 @@ pub async fn serve(loaded: Loaded) -> Result<Stop, ServeError> {
     daemon
         .log
         .line(&format!("mnemo serve started (pid {})", std::process::id()));
+    let gateway = match options.listen.is_empty() {
+        true => None,
+        false => Some(
+            crate::gateway::start(
+                daemon.host.clone(),
+                daemon.loaded.clone(),
+                options.cli.clone(),
+                &options.listen,
+                daemon.cancel.clone(),
+            )
+            .await?,
+        ),
+    };
+    if !options.listen.is_empty() {
+        daemon
+            .log
+            .line(&format!("gateway listening on {:?}", options.listen));
+    }
     let backfill = tokio::spawn(backfill(daemon.clone()));
     let stop = signals.recv().await;
     daemon.log.line(&format!("stopping on {}", stop.name()));
     daemon.cancel.cancel();
     daemon.host.stop_all(STOP_WAIT).await;
     let _ = tokio::time::timeout(STOP_WAIT, backfill).await;
+    drop(gateway);
     daemon.log.line("stopped");
     Ok(stop)
 }

@@ -1,0 +1,269 @@
+//! One client connection: the hello, the token, then requests until the client goes. Lines
+//! out go through one bounded queue and one writer; each attached session has a forwarder
+//! that feeds it, so a slow socket holds back only this client (its sessions' fan-out detaches
+//! it with a lag notice, the agents never wait).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use super::Gateway;
+use super::token::same_token;
+use super::wire::{Auth, Hello, HostOp, Lagged, Reply, RequestOp, ServerLine, parse_request};
+use crate::host::Attachment;
+
+/// The longest line a client may send.
+pub const MAX_LINE: usize = 1024 * 1024;
+/// Lines waiting for the socket.
+const OUT_QUEUE: usize = 1024;
+/// How long a client has to authenticate.
+const AUTH_WAIT: Duration = Duration::from_secs(10);
+/// A failed authentication is answered after this long, to slow guessing.
+const FAILURE_DELAY: Duration = Duration::from_millis(200);
+
+/// What reading one line gave.
+enum Line {
+    Text(String),
+    TooLong,
+    End,
+}
+
+/// Reads one line of at most `MAX_LINE` bytes; a longer one is skipped to its end.
+async fn read_line(reader: &mut (impl AsyncBufRead + Unpin)) -> std::io::Result<Line> {
+    let mut line = Vec::new();
+    let mut too_long = false;
+    loop {
+        let available = reader.fill_buf().await?;
+        if available.is_empty() {
+            return Ok(match (too_long, line.is_empty()) {
+                (true, _) => Line::TooLong,
+                (false, true) => Line::End,
+                (false, false) => Line::Text(String::from_utf8_lossy(&line).into_owned()),
+            });
+        }
+        let (take, ends) = match available.iter().position(|&b| b == b'\n') {
+            Some(at) => (at, true),
+            None => (available.len(), false),
+        };
+        if line.len() + take > MAX_LINE {
+            too_long = true;
+            line = Vec::new();
+        } else if !too_long {
+            line.extend_from_slice(&available[..take]);
+        }
+        reader.consume(take + usize::from(ends));
+        if ends {
+            return Ok(match too_long {
+                true => Line::TooLong,
+                false => Line::Text(String::from_utf8_lossy(&line).into_owned()),
+            });
+        }
+    }
+}
+
+async fn write_lines(
+    mut writer: impl AsyncWrite + Unpin,
+    mut lines: mpsc::Receiver<String>,
+) -> std::io::Result<()> {
+    while let Some(line) = lines.recv().await {
+        writer.write_all(line.as_bytes()).await?;
+        writer.write_all(b"\n").await?;
+        if lines.is_empty() {
+            writer.flush().await?;
+        }
+    }
+    writer.shutdown().await
+}
+
+fn encode(line: &impl serde::Serialize) -> String {
+    serde_json::to_string(line).unwrap_or_else(|e| format!(r#"{{"error": "{e}"}}"#))
+}
+
+struct Client {
+    gateway: Arc<Gateway>,
+    out: mpsc::Sender<String>,
+    attached: HashMap<String, JoinHandle<()>>,
+    /// Cancelled to end the connection (a client that lagged is disconnected).
+    closing: CancellationToken,
+}
+
+/// Serves one client until it disconnects or the gateway stops.
+pub async fn serve_client(
+    gateway: Arc<Gateway>,
+    stream: impl AsyncRead + AsyncWrite + Send + 'static,
+    address: String,
+) {
+    let (read, write) = tokio::io::split(stream);
+    let mut reader = BufReader::new(read);
+    let (out, lines) = mpsc::channel::<String>(OUT_QUEUE);
+    let writer = tokio::spawn(write_lines(write, lines));
+    let _ = out.send(encode(&Hello::current())).await;
+    let authenticated = tokio::select! {
+        ok = authenticate(&gateway, &mut reader, &out, &address) => ok,
+        () = tokio::time::sleep(AUTH_WAIT) => {
+            let _ = out.send(encode(&Reply::error(Value::Null, "no token in time"))).await;
+            false
+        }
+        () = gateway.cancel.cancelled() => false,
+    };
+    if authenticated {
+        let mut client = Client {
+            gateway: gateway.clone(),
+            out: out.clone(),
+            attached: HashMap::new(),
+            closing: gateway.cancel.child_token(),
+        };
+        loop {
+            let line = tokio::select! {
+                line = read_line(&mut reader) => line,
+                () = client.closing.cancelled() => break,
+            };
+            match line {
+                Ok(Line::Text(text)) if text.trim().is_empty() => {}
+                Ok(Line::Text(text)) => client.handle(&text).await,
+                Ok(Line::TooLong) => {
+                    let too_long = format!("line longer than {MAX_LINE} bytes, ignored");
+                    client.reply(Reply::error(Value::Null, too_long)).await;
+                }
+                Ok(Line::End) | Err(_) => break,
+            }
+        }
+        for (_, forwarder) in client.attached.drain() {
+            forwarder.abort();
+        }
+    }
+    drop(out);
+    let _ = tokio::time::timeout(Duration::from_secs(1), writer).await;
+}
+
+async fn authenticate(
+    gateway: &Gateway,
+    reader: &mut (impl AsyncBufRead + Unpin),
+    out: &mpsc::Sender<String>,
+    address: &str,
+) -> bool {
+    if !gateway.failures.allowed(address, Instant::now()) {
+        let refused = Reply::error(Value::Null, "too many failed attempts; try again later");
+        let _ = out.send(encode(&refused)).await;
+        return false;
+    }
+    let given = match read_line(reader).await {
+        Ok(Line::Text(text)) => serde_json::from_str::<Auth>(&text).ok(),
+        _ => None,
+    };
+    if given.is_some_and(|auth| same_token(&auth.token, &gateway.token)) {
+        let _ = out
+            .send(encode(&Reply::ok(Value::Null, json!("authenticated"))))
+            .await;
+        return true;
+    }
+    gateway.failures.failed(address, Instant::now());
+    tokio::time::sleep(FAILURE_DELAY).await;
+    let wrong = Reply::error(Value::Null, "missing or wrong token; closing");
+    let _ = out.send(encode(&wrong)).await;
+    false
+}
+
+impl Client {
+    async fn reply(&self, reply: Reply) {
+        let _ = self.out.send(encode(&reply)).await;
+    }
+
+    async fn handle(&mut self, text: &str) {
+        let request = match parse_request(text) {
+            Ok(request) => request,
+            Err(bad) => return self.reply(Reply::error(bad.id, bad.message)).await,
+        };
+        let id = request.id.clone();
+        let reply = match (request.op, request.session) {
+            (RequestOp::Host(HostOp::ListSessions), _) => {
+                let host = &self.gateway.host;
+                let sessions: Vec<Value> = host
+                    .live()
+                    .into_iter()
+                    .map(|s| json!({"session": s, "last_seq": host.last_seq(&s)}))
+                    .collect();
+                Reply::ok(id, json!({ "sessions": sessions }))
+            }
+            (RequestOp::Host(HostOp::CreateSession { workspace, model }), _) => {
+                match self.gateway.create(workspace, model).await {
+                    Ok(attachment) => {
+                        let session = attachment.session.clone();
+                        self.forward(attachment);
+                        Reply::ok(id, json!({ "session": session }))
+                    }
+                    Err(err) => Reply::error(id, err),
+                }
+            }
+            (RequestOp::Host(_) | RequestOp::Session(_), None) => {
+                Reply::error(id, "this op needs a `session`")
+            }
+            (RequestOp::Host(HostOp::Attach { from_seq }), Some(session)) => {
+                match self.gateway.attach(&session, from_seq).await {
+                    Ok(attachment) => {
+                        let last = self.gateway.host.last_seq(&attachment.session);
+                        let session = attachment.session.clone();
+                        self.forward(attachment);
+                        Reply::ok(id, json!({ "session": session, "last_seq": last }))
+                    }
+                    Err(err) => Reply::error(id, err),
+                }
+            }
+            (RequestOp::Host(HostOp::Detach), Some(session)) => {
+                match self.attached.remove(&session) {
+                    Some(forwarder) => {
+                        forwarder.abort();
+                        Reply::ok(id, json!({ "session": session }))
+                    }
+                    None => Reply::error(id, format!("not attached to session {session}")),
+                }
+            }
+            (RequestOp::Session(op), Some(session)) => match self.gateway.host.ops(&session) {
+                Some(ops) => match ops.send(op).await {
+                    Ok(()) => Reply::ok(id, json!("sent")),
+                    Err(_) => Reply::error(id, format!("session {session} has ended")),
+                },
+                None => Reply::error(
+                    id,
+                    format!("unknown session {session} (attach to it first)"),
+                ),
+            },
+        };
+        self.reply(reply).await;
+    }
+
+    /// Feeds one attached session's events to this client until it detaches or lags.
+    fn forward(&mut self, mut attachment: Attachment) {
+        let out = self.out.clone();
+        let host = self.gateway.host.clone();
+        let closing = self.closing.clone();
+        let session = attachment.session.clone();
+        let forwarder = tokio::spawn(async move {
+            let mut last = 0;
+            while let Some(event) = attachment.events.recv().await {
+                last = event.seq;
+                if out.send(encode(&ServerLine::Event(event))).await.is_err() {
+                    return;
+                }
+            }
+            // The fan-out let go of this client while the session still runs: it fell behind.
+            if host.last_seq(&attachment.session).is_some() {
+                let lagged = Lagged {
+                    session: attachment.session.clone(),
+                    lagged_after_seq: last,
+                };
+                let _ = out.send(encode(&ServerLine::Lagged(lagged))).await;
+                closing.cancel();
+            }
+        });
+        if let Some(before) = self.attached.insert(session, forwarder) {
+            before.abort();
+        }
+    }
+}

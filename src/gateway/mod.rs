@@ -1,0 +1,249 @@
+//! The gateway: sessions of `mnemo serve` reachable by other programs over a Unix socket
+//! (mode 0600) or TCP, in JSON lines (`wire.rs`, `docs/gateway.md`). Every client proves
+//! itself with the token file first; TCP outside the loopback range needs TLS.
+
+pub mod conn;
+pub mod token;
+pub mod wire;
+
+use std::net::SocketAddr;
+use std::os::unix::fs::PermissionsExt;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use tokio::net::{TcpListener, UnixListener};
+use tokio_util::sync::CancellationToken;
+
+use crate::config::CliOverrides;
+use crate::host::{Attachment, Delivery, OpenOptions, SessionHost};
+use crate::launch::{self, Loaded, SessionChoice};
+use token::{Failures, TokenFile};
+
+/// Where the gateway listens.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Listen {
+    Tcp(SocketAddr),
+    Unix(PathBuf),
+}
+
+impl std::str::FromStr for Listen {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        match text.strip_prefix("unix:") {
+            Some(path) if !path.is_empty() => Ok(Listen::Unix(PathBuf::from(path))),
+            Some(_) => Err("`unix:` needs a socket path".into()),
+            None => text
+                .parse()
+                .map(Listen::Tcp)
+                .map_err(|_| format!("`{text}` is neither HOST:PORT nor unix:PATH")),
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum GatewayError {
+    #[error(
+        "refusing to listen on {0} without TLS: only loopback addresses may be used without \
+         --tls-cert and --tls-key"
+    )]
+    NotLoopback(SocketAddr),
+    #[error("cannot listen on {what}: {source}")]
+    Listen {
+        what: String,
+        source: std::io::Error,
+    },
+    #[error("cannot write the gateway token: {0}")]
+    Token(std::io::Error),
+}
+
+/// What every connection shares.
+pub struct Gateway {
+    pub host: SessionHost,
+    pub token: String,
+    pub failures: Failures,
+    pub cancel: CancellationToken,
+    loaded: Arc<Loaded>,
+    cli: CliOverrides,
+}
+
+/// The running gateway: its listeners stop, the token file and sockets go when dropped.
+pub struct Running {
+    _token: TokenFile,
+    sockets: Vec<PathBuf>,
+    pub gateway: Arc<Gateway>,
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        for socket in &self.sockets {
+            let _ = std::fs::remove_file(socket);
+        }
+    }
+}
+
+/// Starts listening on every address of `listen`; connections are served until `cancel`.
+pub async fn start(
+    host: SessionHost,
+    loaded: Arc<Loaded>,
+    cli: CliOverrides,
+    listen: &[Listen],
+    cancel: CancellationToken,
+) -> Result<Running, GatewayError> {
+    for address in listen {
+        if let Listen::Tcp(address) = address
+            && !address.ip().is_loopback()
+        {
+            return Err(GatewayError::NotLoopback(*address));
+        }
+    }
+    let data = loaded
+        .dirs
+        .data
+        .clone()
+        .ok_or_else(|| GatewayError::Token(std::io::Error::other("no data directory")))?;
+    let token = TokenFile::create(&data).map_err(GatewayError::Token)?;
+    let gateway = Arc::new(Gateway {
+        host,
+        token: token.token().to_string(),
+        failures: Failures::default(),
+        cancel,
+        loaded,
+        cli,
+    });
+    let mut sockets = Vec::new();
+    for address in listen {
+        let listen_error = |source| GatewayError::Listen {
+            what: format!("{address:?}"),
+            source,
+        };
+        match address {
+            Listen::Tcp(address) => {
+                let listener = TcpListener::bind(address).await.map_err(listen_error)?;
+                tokio::spawn(accept_tcp(gateway.clone(), listener));
+            }
+            Listen::Unix(path) => {
+                // A socket a killed daemon left behind would make bind fail.
+                let _ = std::fs::remove_file(path);
+                let listener = UnixListener::bind(path).map_err(listen_error)?;
+                std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
+                    .map_err(listen_error)?;
+                sockets.push(path.clone());
+                tokio::spawn(accept_unix(gateway.clone(), listener));
+            }
+        }
+    }
+    Ok(Running {
+        _token: token,
+        sockets,
+        gateway,
+    })
+}
+
+async fn accept_tcp(gateway: Arc<Gateway>, listener: TcpListener) {
+    loop {
+        let accepted = tokio::select! {
+            accepted = listener.accept() => accepted,
+            () = gateway.cancel.cancelled() => return,
+        };
+        if let Ok((stream, peer)) = accepted {
+            let _ = stream.set_nodelay(true);
+            let address = peer.ip().to_string();
+            tokio::spawn(conn::serve_client(gateway.clone(), stream, address));
+        }
+    }
+}
+
+async fn accept_unix(gateway: Arc<Gateway>, listener: UnixListener) {
+    loop {
+        let accepted = tokio::select! {
+            accepted = listener.accept() => accepted,
+            () = gateway.cancel.cancelled() => return,
+        };
+        if let Ok((stream, _)) = accepted {
+            tokio::spawn(conn::serve_client(gateway.clone(), stream, "unix".into()));
+        }
+    }
+}
+
+impl Gateway {
+    fn options() -> OpenOptions {
+        OpenOptions {
+            approval_mode: None,
+            questions: true,
+            delivery: Delivery::DropWhenBehind,
+        }
+    }
+
+    /// The configuration of `workspace` (the daemon's own when `None`).
+    fn loaded_for(&self, workspace: Option<&str>, model: Option<String>) -> Result<Loaded, String> {
+        let mut cli = self.cli.clone();
+        if model.is_some() {
+            cli.model = model;
+        }
+        let dir = workspace.map_or_else(|| self.loaded.workspace.clone(), PathBuf::from);
+        launch::load_config_from(&self.loaded.dirs, &dir, &cli).map_err(|e| e.to_string())
+    }
+
+    /// A new session, this client attached.
+    pub async fn create(
+        &self,
+        workspace: Option<String>,
+        model: Option<String>,
+    ) -> Result<Attachment, String> {
+        let loaded = self.loaded_for(workspace.as_deref(), model)?;
+        let cli = self.cli.clone();
+        self.host
+            .open(&loaded, &cli, SessionChoice::New, Self::options())
+            .await
+            .map_err(|e| e.to_string())
+    }
+
+    /// Attaches to a session, resuming it from the store when it is not live.
+    pub async fn attach(&self, wanted: &str, from_seq: Option<u64>) -> Result<Attachment, String> {
+        // A live session may not be stored yet (a new one is, with its first message).
+        let live = self.host.live();
+        let mut matching = live.iter().filter(|id| id.starts_with(wanted));
+        if let (Some(id), None) = (matching.next(), matching.next()) {
+            match self
+                .host
+                .attach_after(id, Delivery::DropWhenBehind, from_seq)
+            {
+                Ok(Some(attached)) => return Ok(attached),
+                Ok(None) => {}
+                Err(replay) => return Err(replay.to_string()),
+            }
+        }
+        let store = self.loaded.store().map_err(|e| e.to_string())?;
+        let wanted_id = wanted.to_string();
+        let row = store
+            .call(move |db| db.session(&wanted_id))
+            .await
+            .map_err(|_| format!("unknown session {wanted}"))?;
+        match self
+            .host
+            .attach_after(&row.id, Delivery::DropWhenBehind, from_seq)
+        {
+            Ok(Some(attached)) => return Ok(attached),
+            Ok(None) => {}
+            Err(replay) => return Err(replay.to_string()),
+        }
+        if from_seq.is_some_and(|seq| seq > 0) {
+            return Err(format!(
+                "session {} is not running; attach without from_seq to resume it",
+                row.id
+            ));
+        }
+        let loaded = self.loaded_for(Some(&row.cwd), None)?;
+        let cli = self.cli.clone();
+        self.host
+            .open(
+                &loaded,
+                &cli,
+                SessionChoice::Resume(row.id),
+                Self::options(),
+            )
+            .await
+            .map_err(|e| e.to_string())
+    }
+}
