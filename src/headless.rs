@@ -3,7 +3,7 @@
 
 use std::io::Write;
 
-use crate::host::{Attachment, SessionHost};
+use crate::host::Attachment;
 use crate::protocol::{Event, Op, ToolStatus, TurnStatus};
 use crate::signals::{Signals, Stop};
 
@@ -39,14 +39,10 @@ impl RunReport {
     }
 }
 
-/// How long a finished run waits for its session to end.
-const SHUTDOWN_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
-
-/// Sends `prompt` to the attached session, prints events until the turn ends, then stops the
-/// session in `host`. Ctrl+C, SIGTERM and SIGHUP interrupt the turn (what was streamed is
-/// kept, commands are killed); a second one stops waiting at once.
+/// Sends `prompt` to the attached session and prints events until the turn ends, then
+/// detaches (the caller stops a session of its own). Ctrl+C, SIGTERM and SIGHUP interrupt the
+/// turn (what was streamed is kept, commands are killed); a second one stops waiting at once.
 pub async fn run_prompt(
-    host: &SessionHost,
     mut handle: Attachment,
     prompt: String,
     mode: OutputMode,
@@ -122,9 +118,6 @@ pub async fn run_prompt(
     }
     out.flush()?;
     drop(handle);
-    for id in host.live() {
-        host.stop(&id, SHUTDOWN_WAIT).await;
-    }
     Ok(report)
 }
 

@@ -27,6 +27,8 @@ use crate::tools::skills::SkillLibrary;
 pub enum LaunchError {
     #[error(transparent)]
     Config(#[from] ConfigError),
+    #[error("{0}")]
+    Served(String),
     #[error(
         "no API key for model `{model}`: set {var} in the environment, or choose another \
          model with --model (`mnemo config` shows which models have a key)"

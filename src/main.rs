@@ -84,6 +84,20 @@ enum Command {
         /// Print every event as one JSON line.
         #[arg(long)]
         json: bool,
+        /// Send it to a session of the running `mnemo serve` (a new one, or --resume ID's).
+        #[arg(long)]
+        attach: bool,
+        /// With --attach: the daemon's gateway at HOST:PORT instead of its local socket.
+        #[arg(long, requires = "attach")]
+        url: Option<String>,
+    },
+    /// Open a session of the running `mnemo serve` in the terminal (the latest of this
+    /// directory when no SESSION is named); leaving detaches and it goes on.
+    Attach {
+        session: Option<String>,
+        /// The daemon's gateway at HOST:PORT instead of its local socket.
+        #[arg(long)]
+        url: Option<String>,
     },
     /// Print the resolved configuration and which models have a key.
     Config,
@@ -479,7 +493,30 @@ fn real_main(cli: Cli) -> anyhow::Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        Some(Command::Run { prompt, json }) => {
+        Some(Command::Attach { session, url }) => {
+            let data = loaded
+                .dirs
+                .data
+                .clone()
+                .context("mnemo has no data directory")?;
+            let client = block_on(mnemo::gateway::client::GatewayClient::connect(
+                &data,
+                url.as_deref(),
+            ))??;
+            let start = mnemo::tui::TuiStart::Session(match session {
+                Some(id) => SessionChoice::Resume(id),
+                None => SessionChoice::Continue,
+            });
+            let backend = mnemo::tui::Backend::Served(client);
+            let stopped = block_on(mnemo::tui::run(loaded, overrides, start, backend))??;
+            Ok(stopped.map_or(ExitCode::SUCCESS, |stop| ExitCode::from(stop.exit_code())))
+        }
+        Some(Command::Run {
+            prompt,
+            json,
+            attach,
+            url,
+        }) => {
             let prompt = match prompt {
                 Some(prompt) => prompt,
                 None => {
@@ -499,6 +536,28 @@ fn real_main(cli: Cli) -> anyhow::Result<ExitCode> {
                 OutputMode::Text
             };
             let report = block_on(async {
+                if attach {
+                    let data = loaded
+                        .dirs
+                        .data
+                        .clone()
+                        .context("mnemo has no data directory")?;
+                    let client =
+                        mnemo::gateway::client::GatewayClient::connect(&data, url.as_deref())
+                            .await?;
+                    let attached = match choice {
+                        SessionChoice::Resume(id) => client.attach(&id).await?,
+                        _ => {
+                            client
+                                .create(&loaded.workspace, overrides.model.as_deref())
+                                .await?
+                        }
+                    };
+                    let mut err = std::io::stderr();
+                    return anyhow::Ok(
+                        run_prompt(attached, prompt, mode, &mut out, &mut err).await?,
+                    );
+                }
                 let host = mnemo::host::SessionHost::new();
                 let options = mnemo::host::OpenOptions {
                     approval_mode: None,
@@ -514,7 +573,9 @@ fn real_main(cli: Cli) -> anyhow::Result<ExitCode> {
                     Err(other) => return Err(other.into()),
                 };
                 let mut err = std::io::stderr();
-                anyhow::Ok(run_prompt(&host, attached, prompt, mode, &mut out, &mut err).await?)
+                let report = run_prompt(attached, prompt, mode, &mut out, &mut err).await?;
+                host.stop_all(std::time::Duration::from_secs(10)).await;
+                anyhow::Ok(report)
             })??;
             if let Some(reason) = &report.message
                 && report.exit_code() != 0
@@ -542,7 +603,8 @@ fn real_main(cli: Cli) -> anyhow::Result<ExitCode> {
                 start_questions::Outcome::Start(loaded) => *loaded,
                 start_questions::Outcome::Quit => return Ok(ExitCode::from(2)),
             };
-            let stopped = block_on(mnemo::tui::run(loaded, overrides, start))??;
+            let backend = mnemo::tui::Backend::Local(mnemo::host::SessionHost::new());
+            let stopped = block_on(mnemo::tui::run(loaded, overrides, start, backend))??;
             Ok(stopped.map_or(ExitCode::SUCCESS, |stop| ExitCode::from(stop.exit_code())))
         }
     }

@@ -80,3 +80,54 @@ fn serve_runs_once_per_data_directory_and_stops_on_sigterm() -> TestResult {
     assert!(status.contains("not running"), "{status}");
     Ok(())
 }
+
+#[test]
+fn scripts_reach_served_sessions_with_run_attach() -> TestResult {
+    let ws = Workspace::new();
+    let model = ws.script(serde_json::json!({"turns": [
+        {"when": "first question", "text": "served answer"},
+        {"when": "second question", "text": "the same session again"}
+    ]}));
+    let mut daemon = ws.command(&["--model", &model, "serve"]).spawn()?;
+    let socket = ws.path().join(".data/gateway.sock");
+    wait_for("the gateway socket", || socket.exists())?;
+
+    let first = ws.mnemo(&["run", "--attach", "first question"], None);
+    assert!(first.status.success(), "{}", text(&first.stderr));
+    assert!(
+        text(&first.stdout).contains("served answer"),
+        "{}",
+        text(&first.stdout)
+    );
+
+    // The session lives in the daemon; a second client continues it by id.
+    let sessions = text(&ws.mnemo(&["sessions"], None).stdout);
+    let id = sessions
+        .split_whitespace()
+        .find(|w| w.len() >= 8 && w.chars().all(|c| c.is_ascii_hexdigit() || c == '-'))
+        .ok_or(format!("no session in {sessions}"))?
+        .to_string();
+    let second = ws.mnemo(
+        &["run", "--attach", "--resume", &id, "second question"],
+        None,
+    );
+    assert!(second.status.success(), "{}", text(&second.stderr));
+    assert!(text(&second.stdout).contains("the same session again"));
+    let whole = text(&ws.mnemo(&["sessions", "export", &id], None).stdout);
+    assert!(
+        whole.contains("served answer") && whole.contains("second question"),
+        "{whole}"
+    );
+
+    terminate(&daemon)?;
+    assert!(daemon.wait()?.success());
+    assert!(!socket.exists() && !ws.path().join(".data/gateway-token").exists());
+    let refused = ws.mnemo(&["run", "--attach", "nobody home"], None);
+    assert!(!refused.status.success());
+    assert!(
+        text(&refused.stderr).contains("is `mnemo serve` running?"),
+        "{}",
+        text(&refused.stderr)
+    );
+    Ok(())
+}

@@ -2,6 +2,7 @@
 //! (mode 0600) or TCP, in JSON lines (`wire.rs`, `docs/gateway.md`). Every client proves
 //! itself with the token file first; TCP outside the loopback range needs TLS.
 
+pub mod client;
 pub mod conn;
 pub mod token;
 pub mod wire;

@@ -70,24 +70,19 @@ pub async fn serve(loaded: Loaded, options: ServeOptions) -> Result<Stop, ServeE
     daemon
         .log
         .line(&format!("mnemo serve started (pid {})", std::process::id()));
-    let gateway = match options.listen.is_empty() {
-        true => None,
-        false => Some(
-            crate::gateway::start(
-                daemon.host.clone(),
-                daemon.loaded.clone(),
-                options.cli.clone(),
-                &options.listen,
-                daemon.cancel.clone(),
-            )
-            .await?,
-        ),
-    };
-    if !options.listen.is_empty() {
-        daemon
-            .log
-            .line(&format!("gateway listening on {:?}", options.listen));
-    }
+    // The local socket is always there, for `mnemo attach` and `mnemo run --attach`.
+    let mut listen = options.listen.clone();
+    let socket = crate::gateway::client::default_socket(&data);
+    listen.push(crate::gateway::Listen::Unix(socket));
+    let gateway = crate::gateway::start(
+        daemon.host.clone(),
+        daemon.loaded.clone(),
+        options.cli.clone(),
+        &listen,
+        daemon.cancel.clone(),
+    )
+    .await?;
+    daemon.log.line(&format!("gateway listening on {listen:?}"));
     let backfill = tokio::spawn(backfill(daemon.clone()));
     let stop = signals.recv().await;
     daemon.log.line(&format!("stopping on {}", stop.name()));

@@ -13,6 +13,7 @@ use ratatui::text::Line;
 use tokio::sync::mpsc::error::{TryRecvError, TrySendError};
 
 use super::TuiStart;
+use super::backend::Backend;
 use super::cells::NoticeLevel;
 use super::live::live_view;
 use super::model_picker::{KeyNote, ModelInfo};
@@ -24,7 +25,7 @@ use super::terminal::Screen;
 use super::wrap::wrap_lines;
 use crate::config::CliOverrides;
 use crate::config::KeyStatus;
-use crate::host::{Attachment, SessionHost};
+use crate::host::Attachment;
 use crate::launch::Loaded;
 use crate::protocol::{Event, Op};
 use crate::signals::{Signals, Stop};
@@ -42,8 +43,8 @@ const SHUTDOWN_WAIT: Duration = Duration::from_secs(3);
 pub struct App<W: Write> {
     pub(super) state: AppState,
     screen: Screen<W>,
-    /// The session host this front end attaches to.
-    pub(super) host: SessionHost,
+    /// Where the sessions live that this front end attaches to.
+    pub(super) backend: Backend,
     pub(super) agent: Option<Attachment>,
     /// The session the agent works in (kept after the agent stops, for `/model`).
     pub(super) session_id: Option<String>,
@@ -67,7 +68,7 @@ enum Wake {
 }
 
 impl<W: Write> App<W> {
-    pub fn new(screen: Screen<W>, loaded: Loaded, cli: CliOverrides) -> Self {
+    pub fn new(screen: Screen<W>, loaded: Loaded, cli: CliOverrides, backend: Backend) -> Self {
         let mut state = AppState::new();
         state.models = loaded.config.models.keys().cloned().collect();
         state.model_info = model_info(&loaded.config);
@@ -75,7 +76,7 @@ impl<W: Write> App<W> {
         Self {
             state,
             screen,
-            host: SessionHost::new(),
+            backend,
             agent: None,
             session_id: None,
             loaded,
@@ -248,7 +249,7 @@ impl<W: Write> App<W> {
             // Detached first: the agent's remaining events are dropped, not waited on.
             let id = attached.session.clone();
             drop(attached);
-            self.host.stop(&id, SHUTDOWN_WAIT).await;
+            self.backend.stop(&id, SHUTDOWN_WAIT).await;
         }
     }
 

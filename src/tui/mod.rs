@@ -5,6 +5,7 @@
 pub mod agents;
 mod app;
 pub mod approval;
+mod backend;
 pub mod cells;
 pub mod composer;
 mod diff;
@@ -45,6 +46,7 @@ use ratatui::layout::Size;
 use crate::config::CliOverrides;
 use crate::launch::{Loaded, SessionChoice};
 use crate::signals::Stop;
+pub use backend::Backend;
 
 #[derive(Debug, thiserror::Error)]
 pub enum TuiError {
@@ -68,13 +70,14 @@ pub async fn run(
     loaded: Loaded,
     cli: CliOverrides,
     start: TuiStart,
+    backend: Backend,
 ) -> Result<Option<Stop>, TuiError> {
     highlight::preload();
     let guard = modes::ModesGuard::enable()?;
     let (width, height) = crossterm::terminal::size()?;
     let out = BufWriter::with_capacity(64 * 1024, io::stdout());
     let screen = terminal::Screen::new(out, Size::new(width, height));
-    let mut app = app::App::new(screen, loaded, cli);
+    let mut app = app::App::new(screen, loaded, cli, backend);
     let result = app.run(start).await;
     let saved = app.saved_session();
     let finished = app.finish().await;

@@ -351,7 +351,10 @@ impl<W: Write> App<W> {
             questions: true,
             delivery: Delivery::Wait,
         };
-        let attached = self.host.open(&self.loaded, &cli, choice, options).await?;
+        let attached = self
+            .backend
+            .open(&self.loaded, &cli, choice, options)
+            .await?;
         self.session_id = Some(attached.session.clone());
         self.state.first_run = None;
         self.agent = Some(attached);
