@@ -471,7 +471,7 @@ fn real_main(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Status) => {
-            commands::status::status(&loaded, &mut out)?;
+            block_on(commands::status::status(&loaded, &mut out))??;
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Doctor) => {
@@ -499,16 +499,17 @@ fn real_main(cli: Cli) -> anyhow::Result<ExitCode> {
                 .data
                 .clone()
                 .context("mnemo has no data directory")?;
-            let client = block_on(mnemo::gateway::client::GatewayClient::connect(
-                &data,
-                url.as_deref(),
-            ))??;
             let start = mnemo::tui::TuiStart::Session(match session {
                 Some(id) => SessionChoice::Resume(id),
                 None => SessionChoice::Continue,
             });
-            let backend = mnemo::tui::Backend::Served(client);
-            let stopped = block_on(mnemo::tui::run(loaded, overrides, start, backend))??;
+            // The connection's tasks live on the runtime the TUI runs on.
+            let stopped = block_on(async {
+                let client =
+                    mnemo::gateway::client::GatewayClient::connect(&data, url.as_deref()).await?;
+                let backend = mnemo::tui::Backend::Served(client);
+                anyhow::Ok(mnemo::tui::run(loaded, overrides, start, backend).await?)
+            })??;
             Ok(stopped.map_or(ExitCode::SUCCESS, |stop| ExitCode::from(stop.exit_code())))
         }
         Some(Command::Run {

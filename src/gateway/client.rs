@@ -176,13 +176,18 @@ impl GatewayClient {
         // Events may come before the reply names the session: they wait under "".
         self.route("", events.clone());
         let created = self.request(None, op).await;
+        let session = created.and_then(|created| {
+            created
+                .get("session")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+                .ok_or_else(|| ClientError::Refused("no session in the reply".into()))
+        });
+        if let Ok(session) = &session {
+            self.route(session, events);
+        }
         self.unroute("");
-        let session = created?
-            .get("session")
-            .and_then(Value::as_str)
-            .ok_or_else(|| ClientError::Refused("no session in the reply".into()))?
-            .to_string();
-        self.route(&session, events);
+        let session = session?;
         Ok(self.attachment(session, receiver))
     }
 
@@ -190,15 +195,23 @@ impl GatewayClient {
     pub async fn attach(&self, session: &str) -> Result<Attachment, ClientError> {
         let (events, receiver) = mpsc::channel(EVENT_QUEUE);
         let op = json!({"op": "attach"});
-        self.route(session, events.clone());
+        // Until the reply names the whole id, its events come under "" (as for `create`).
+        self.route("", events.clone());
         let attached = self.request(Some(session), op).await;
-        self.unroute(session);
-        let full = attached?
+        let attached = match attached {
+            Ok(attached) => attached,
+            Err(err) => {
+                self.unroute("");
+                return Err(err);
+            }
+        };
+        let full = attached
             .get("session")
             .and_then(Value::as_str)
             .unwrap_or(session)
             .to_string();
         self.route(&full, events);
+        self.unroute("");
         Ok(self.attachment(full, receiver))
     }
 

@@ -17,6 +17,7 @@ use super::Gateway;
 use super::token::same_token;
 use super::wire::{Auth, Hello, HostOp, Lagged, Reply, RequestOp, ServerLine, parse_request};
 use crate::host::Attachment;
+use crate::protocol::{Event, SessionEvent};
 
 /// The longest line a client may send.
 pub const MAX_LINE: usize = 1024 * 1024;
@@ -195,7 +196,7 @@ impl Client {
                 match self.gateway.create(workspace, model).await {
                     Ok(attachment) => {
                         let session = attachment.session.clone();
-                        self.forward(attachment);
+                        self.forward(attachment, None);
                         Reply::ok(id, json!({ "session": session }))
                     }
                     Err(err) => Reply::error(id, err),
@@ -207,10 +208,17 @@ impl Client {
             (RequestOp::Host(HostOp::Attach { from_seq }), Some(session)) => {
                 match self.gateway.attach(&session, from_seq).await {
                     Ok(attachment) => {
-                        let last = self.gateway.host.last_seq(&attachment.session);
+                        let host = &self.gateway.host;
+                        let last = host.last_seq(&attachment.session);
                         let session = attachment.session.clone();
-                        self.forward(attachment);
-                        Reply::ok(id, json!({ "session": session, "last_seq": last }))
+                        // Announced again (as seq 0, outside the numbered stream) unless the
+                        // client goes on from a sequence number: it needs model and workspace.
+                        let announce = match from_seq {
+                            None => host.started(&session),
+                            Some(_) => None,
+                        };
+                        self.forward(attachment, announce);
+                        Reply::ok(id, json!({"session": session, "last_seq": last}))
                     }
                     Err(err) => Reply::error(id, err),
                 }
@@ -239,12 +247,27 @@ impl Client {
     }
 
     /// Feeds one attached session's events to this client until it detaches or lags.
-    fn forward(&mut self, mut attachment: Attachment) {
+    fn forward(&mut self, mut attachment: Attachment, announce: Option<Event>) {
         let out = self.out.clone();
         let host = self.gateway.host.clone();
         let closing = self.closing.clone();
         let session = attachment.session.clone();
         let forwarder = tokio::spawn(async move {
+            if let Some(event) = announce {
+                let session = attachment.session.clone();
+                let announced = SessionEvent {
+                    session,
+                    seq: 0,
+                    event,
+                };
+                if out
+                    .send(encode(&ServerLine::Event(announced)))
+                    .await
+                    .is_err()
+                {
+                    return;
+                }
+            }
             let mut last = 0;
             while let Some(event) = attachment.events.recv().await {
                 last = event.seq;

@@ -37,6 +37,8 @@ struct Shared {
     recent: VecDeque<SessionEvent>,
     /// The sequence number of the last event handed out.
     seq: u64,
+    /// The session's announcement, for front ends that attach later.
+    started: Option<Event>,
 }
 
 /// Why a front end could not go on from where it was.
@@ -117,6 +119,11 @@ impl Fanout {
         self.shared().seq
     }
 
+    /// How the session announced itself (model, workspace), once it did.
+    pub(super) fn started(&self) -> Option<Event> {
+        self.shared().started.clone()
+    }
+
     /// Hands the agent's events out until it ends; then the session, when its task did not
     /// fail.
     pub(super) async fn run(&self, handle: AgentHandle) -> Option<Session> {
@@ -137,6 +144,9 @@ impl Fanout {
         let mut waiting = Vec::new();
         let mut shared = self.shared();
         shared.seq += 1;
+        if matches!(event, Event::SessionStarted { .. }) {
+            shared.started = Some(event.clone());
+        }
         let event = SessionEvent {
             session: self.session.clone(),
             seq: shared.seq,

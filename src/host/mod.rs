@@ -158,6 +158,14 @@ impl SessionHost {
         self.sessions().get(id).map(|live| live.ops.clone())
     }
 
+    /// How live session `id` announced itself (`Event::SessionStarted`), for a front end
+    /// that attaches after it did.
+    pub fn started(&self, id: &str) -> Option<crate::protocol::Event> {
+        self.sessions()
+            .get(id)
+            .and_then(|live| live.fanout.started())
+    }
+
     /// The sequence number of session `id`'s last event, when it is live.
     pub fn last_seq(&self, id: &str) -> Option<u64> {
         self.sessions().get(id).map(|live| live.fanout.last_seq())

@@ -1,0 +1,73 @@
+//! `mnemo attach` in a pseudo-terminal: a session held by `mnemo serve` opens with its
+//! history, a prompt typed there gets its reply, and quitting detaches while the daemon keeps
+//! the session.
+
+mod pty_support;
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use pty_support::{Terminal, TestResult};
+
+fn mnemo(dir: &std::path::Path, args: &[&str]) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_mnemo"));
+    command
+        .args(args)
+        .current_dir(dir)
+        .env("MNEMO_CONFIG_DIR", dir.join("config"))
+        .env("MNEMO_DATA_DIR", dir.join("data"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    command
+}
+
+fn output(dir: &std::path::Path, args: &[&str]) -> Result<String, Box<dyn std::error::Error>> {
+    let out = mnemo(dir, args).output()?;
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    if !out.status.success() {
+        return Err(format!("{args:?}: {}", String::from_utf8_lossy(&out.stderr)).into());
+    }
+    Ok(text)
+}
+
+#[test]
+fn attach_shows_a_served_session_takes_a_prompt_and_detaches() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let script = dir.path().join("script.json");
+    std::fs::write(
+        &script,
+        r#"{"turns": [
+            {"when": "started by a script", "text": "the daemon kept this"},
+            {"when": "typed in the terminal", "text": "answered through the gateway"}
+        ]}"#,
+    )?;
+    let model = format!("scripted:{}", script.display());
+    let mut daemon = mnemo(dir.path(), &["--model", &model, "serve"]).spawn()?;
+    let socket = dir.path().join("data/gateway.sock");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !socket.exists() {
+        assert!(Instant::now() < deadline, "no gateway socket");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let first = output(dir.path(), &["run", "--attach", "started by a script"])?;
+    assert!(first.contains("the daemon kept this"), "{first}");
+
+    let mut term = Terminal::spawn(&["attach"], dir.path())?;
+    term.wait_for("the daemon kept this")?;
+    term.wait_for("● idle")?;
+    term.send("typed in the terminal\r")?;
+    term.wait_for("answered through the gateway")?;
+    term.quit()?;
+
+    let status = output(dir.path(), &["status"])?;
+    assert!(
+        status.contains("live sessions: 1"),
+        "still held by the daemon: {status}"
+    );
+
+    // SAFETY: stops the daemon this test started.
+    unsafe { libc::kill(daemon.id() as libc::pid_t, libc::SIGTERM) };
+    assert!(daemon.wait()?.success());
+    Ok(())
+}
