@@ -1,0 +1,3 @@
+pub mod cron;
+pub mod plan;
+pub mod timing;
