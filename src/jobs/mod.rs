@@ -1,3 +1,9 @@
 pub mod cron;
+pub mod delivery;
+pub mod heartbeat;
+pub mod job;
+pub mod listing;
 pub mod plan;
+pub mod schedule;
+pub mod serve_lock;
 pub mod timing;
