@@ -121,6 +121,11 @@ enum Command {
         #[command(subcommand)]
         action: McpAction,
     },
+    /// The schedules the agent made and the heartbeats that `mnemo serve` runs.
+    Schedule {
+        #[command(subcommand)]
+        action: ScheduleAction,
+    },
     /// Check the set-up (sandbox, keys, data directory, database) and list recent crashes.
     Doctor,
     /// Let this workspace's .mnemo/config.toml lower safety or choose model endpoints, as the
@@ -232,6 +237,14 @@ enum McpAction {
         #[arg(long)]
         tools: bool,
     },
+}
+
+#[derive(Subcommand)]
+enum ScheduleAction {
+    /// Every schedule with its next and last run, the heartbeats, and files that cannot be read.
+    List,
+    /// Delete a schedule by id.
+    Rm { id: i64 },
 }
 
 #[derive(Subcommand)]
@@ -433,6 +446,10 @@ fn real_main(cli: Cli) -> anyhow::Result<ExitCode> {
             block_on(commands::mcp::list(&loaded, tools, &mut out))??;
             Ok(ExitCode::SUCCESS)
         }
+        Some(Command::Schedule { action }) => answer(match action {
+            ScheduleAction::List => commands::schedules::list(&loaded, &mut out),
+            ScheduleAction::Rm { id } => commands::schedules::remove(&loaded, id, &mut out),
+        }),
         Some(Command::Doctor) => {
             let healthy = block_on(commands::doctor::doctor(&loaded, &mut out))??;
             Ok(if healthy {
