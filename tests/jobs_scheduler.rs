@@ -129,13 +129,16 @@ impl JobBook for Book {
     }
 }
 
+/// Which job started when.
+type Starts = Vec<(String, DateTime<Utc>)>;
+
 /// Answers each job with its reply after `takes`, noting when each run started.
 #[derive(Clone)]
 struct Runner {
     clock: Clock,
     takes: Duration,
     replies: HashMap<String, String>,
-    starts: Arc<Mutex<Vec<(String, DateTime<Utc>)>>>,
+    starts: Arc<Mutex<Starts>>,
     at_once: Arc<Mutex<(usize, usize)>>,
 }
 

@@ -5,11 +5,12 @@ use std::str::FromStr;
 
 use chrono::{DateTime, TimeZone, Utc};
 
-/// A parsed cron line (five fields, or six with seconds first), kept with its text.
+/// A parsed cron line (five fields, or six with seconds first), kept with its text. The
+/// parsed form is large (over 300 bytes), so it is boxed to keep rules small.
 #[derive(Debug, Clone)]
 pub struct CronLine {
     text: String,
-    cron: croner::Cron,
+    cron: Box<croner::Cron>,
 }
 
 impl PartialEq for CronLine {
@@ -23,15 +24,18 @@ impl CronLine {
     pub fn parse(text: &str) -> Result<CronLine, String> {
         let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
         let cron = croner::Cron::from_str(&text).map_err(|e| e.to_string())?;
-        Ok(CronLine { text, cron })
+        Ok(CronLine {
+            text,
+            cron: Box::new(cron),
+        })
     }
 
     pub fn as_str(&self) -> &str {
         &self.text
     }
 
-    /// The first time strictly after `after` that the line names, read on the clock of `zone`.
-    /// `None` when the line never matches again.
+    /// The first time strictly after `after` that the line names, read on the clock of
+    /// `after`'s zone. `None` when the line never matches again.
     pub fn next_after<Tz: TimeZone>(&self, after: &DateTime<Tz>) -> Option<DateTime<Utc>> {
         self.cron
             .find_next_occurrence(after, false)

@@ -131,7 +131,7 @@ fn loading_reports_bad_files_one_by_one_and_ignores_untrusted_workspaces() -> Te
             .to_string()
             .contains("broken.md: give either")
     );
-    assert_eq!(found.untrusted, [fx.workspace.clone()]);
+    assert_eq!(found.untrusted, std::slice::from_ref(&fx.workspace));
 
     trust::trust(&fx.dirs, &fx.workspace)?;
     let found = load(&fx.dirs, &[]);
@@ -141,6 +141,7 @@ fn loading_reports_bad_files_one_by_one_and_ignores_untrusted_workspaces() -> Te
     // A workspace config changed since it was trusted takes the trust away.
     std::fs::write(fx.workspace.join(".mnemo/config.toml"), "[agent]\n")?;
     assert!(!is_trusted(&fx.dirs, &fx.workspace));
-    assert_eq!(load(&fx.dirs, &[]).untrusted, [fx.workspace.clone()]);
+    let untrusted = load(&fx.dirs, &[]).untrusted;
+    assert_eq!(untrusted, std::slice::from_ref(&fx.workspace));
     Ok(())
 }
