@@ -3,14 +3,17 @@
 //! files (good, broken, untrusted) run or are reported through the scheduler. These run on the
 //! real clock: the store's own thread would let a paused clock jump ahead while it answers.
 
+mod jobs_support;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::Utc;
+use jobs_support::SharedBuffer;
 use mnemo::config::Dirs;
 use mnemo::jobs::book::StoreBook;
-use mnemo::jobs::delivery::{Channel, Log, SharedBuffer};
+use mnemo::jobs::delivery::{Channel, Log};
 use mnemo::jobs::job::{Job, RunOutcome, Source};
 use mnemo::jobs::plan::{Rule, Timing};
 use mnemo::jobs::runner::HeadlessRunner;

@@ -3,6 +3,8 @@
 //! after downtime, a run interrupted by a kill, wake-ups on a change, quiet heartbeats that
 //! are not delivered, and shutdown.
 
+mod jobs_support;
+
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -10,9 +12,10 @@ use std::time::Duration;
 
 use chrono::{DateTime, TimeZone, Utc};
 use futures_util::future::BoxFuture;
+use jobs_support::SharedBuffer;
 use mnemo::jobs::book::JobBook;
 use mnemo::jobs::cron::CronLine;
-use mnemo::jobs::delivery::{Channel, Log, SharedBuffer};
+use mnemo::jobs::delivery::{Channel, Log};
 use mnemo::jobs::job::{Job, Record, RunOutcome, Source};
 use mnemo::jobs::plan::{Rule, Timing};
 use mnemo::jobs::scheduler::{Clock, JobRunner, Scheduler, SchedulerHandle};

@@ -1,7 +1,7 @@
-//! Where the reports of heartbeats and schedules go. Every run is written to the daemon's log;
-//! a reply worth reading also goes to the channels its job names in `deliver`. Only the log
-//! exists as a channel today: a new one (Telegram) is a `Channel` variant and a `Deliver`
-//! implementation.
+//! Where the reports of heartbeats and schedules go. Every run is noted in the daemon's log,
+//! and a reply worth reading (not `HEARTBEAT_OK`) is written there in full and sent to the
+//! other channels its job names in `deliver`. Only the log exists as a channel today: a new
+//! one (Telegram) is a `Channel` variant and a `Deliver` implementation.
 
 use std::io::Write;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -98,28 +98,5 @@ impl Channels {
         match channel {
             Channel::Log => self.log.as_ref(),
         }
-    }
-}
-
-/// A buffer a `Log` can write to while a test (or the caller) reads what was written.
-#[derive(Clone, Default)]
-pub struct SharedBuffer(Arc<Mutex<Vec<u8>>>);
-
-impl SharedBuffer {
-    pub fn text(&self) -> String {
-        let bytes = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        String::from_utf8_lossy(&bytes).into_owned()
-    }
-}
-
-impl Write for SharedBuffer {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        let mut bytes = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        bytes.extend_from_slice(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
     }
 }

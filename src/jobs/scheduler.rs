@@ -16,7 +16,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::book::JobBook;
-use super::delivery::{Channels, Log, Report};
+use super::delivery::{Channel, Channels, Log, Report};
 use super::job::{Job, Record, RunOutcome, is_quiet};
 use super::plan::{JobState, plan};
 
@@ -216,7 +216,9 @@ impl<R: JobRunner, B: JobBook> Scheduler<R, B> {
                         session_id: session_id.clone(),
                         text: text.clone(),
                     };
-                    for channel in &job.deliver {
+                    // The log always gets the report; the other channels when the job names them.
+                    let named = job.deliver.iter().filter(|c| **c != Channel::Log);
+                    for channel in std::iter::once(&Channel::Log).chain(named) {
                         if let Err(e) = channels.get(*channel).deliver(&report).await {
                             log.line(&format!("{}: {e}", job.label));
                         }
