@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 
 use super::heartbeat::Heartbeats;
 use super::job::Job;
-use super::plan::{JobState, next_slot};
+use super::plan::{JobState, next_run};
 use super::schedule::{describe, show_time};
 use crate::memory::schedules::{JobRun, ScheduleRow};
 
@@ -106,7 +106,7 @@ fn times(job: &Job, run: Option<&JobRun>) -> String {
             .and_then(DateTime::from_timestamp_millis),
         running: false,
     };
-    let mut text = match next_slot(&job.timing, &state) {
+    let mut text = match next_run(&job.timing, &state) {
         Some(next) => format!(" · next {}", show_time(next.timestamp_millis())),
         None => " · done".to_string(),
     };

@@ -64,10 +64,9 @@ pub fn plan<'a, K>(
         if state.running {
             continue;
         }
-        let Some(slot) = next_slot(timing, &state) else {
+        let Some(at) = next_run(timing, &state) else {
             continue;
         };
-        let at = first_open(timing, slot);
         if at > now {
             later(at);
         } else if is_open(timing, now) {
@@ -81,7 +80,7 @@ pub fn plan<'a, K>(
 }
 
 /// The earliest slot the job has not run for yet.
-pub fn next_slot(timing: &Timing, state: &JobState) -> Option<DateTime<Utc>> {
+fn next_slot(timing: &Timing, state: &JobState) -> Option<DateTime<Utc>> {
     match (&timing.rule, state.last_run) {
         (Rule::Every { first, .. }, None) => Some(first.unwrap_or(state.since)),
         (Rule::Every { every, .. }, Some(last)) => {
@@ -91,6 +90,12 @@ pub fn next_slot(timing: &Timing, state: &JobState) -> Option<DateTime<Utc>> {
         (Rule::Once(at), None) => Some(*at),
         (Rule::Once(_), Some(_)) => None,
     }
+}
+
+/// When the job will next run if nothing holds it up: its next slot, moved to when its hours
+/// open. `None` when it is done.
+pub fn next_run(timing: &Timing, state: &JobState) -> Option<DateTime<Utc>> {
+    next_slot(timing, state).map(|slot| first_open(timing, slot))
 }
 
 fn is_open(timing: &Timing, at: DateTime<Utc>) -> bool {

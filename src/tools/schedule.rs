@@ -9,7 +9,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::{ToolContext, ToolError, TypedTool};
-use crate::jobs::plan::{JobState, next_slot};
+use crate::jobs::plan::{JobState, next_run};
 use crate::jobs::schedule::{describe, show_time, stored_when};
 use crate::jobs::serve_lock::serve_running;
 use crate::jobs::timing::{When, Zone};
@@ -110,7 +110,7 @@ impl TypedTool for ScheduleCreate {
             "created schedule #{}: {}{}",
             row.id,
             describe(&row.when),
-            next_run(&row)
+            next_run_note(&row)
         );
         if !self.data_dir.as_deref().is_some_and(serve_running) {
             text.push_str(
@@ -123,7 +123,7 @@ impl TypedTool for ScheduleCreate {
 }
 
 /// `, next run …` for a schedule that has not run yet.
-fn next_run(row: &ScheduleRow) -> String {
+fn next_run_note(row: &ScheduleRow) -> String {
     let Ok(job) = crate::jobs::schedule::job(row) else {
         return String::new();
     };
@@ -132,7 +132,7 @@ fn next_run(row: &ScheduleRow) -> String {
         last_run: None,
         running: false,
     };
-    next_slot(&job.timing, &state)
+    next_run(&job.timing, &state)
         .map(|next| format!(", next run {}", show_time(next.timestamp_millis())))
         .unwrap_or_default()
 }
