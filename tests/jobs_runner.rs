@@ -1,7 +1,8 @@
 //! The daemon's real runner and book: a job runs as a stored headless session on the scripted
-//! provider, an approval question in it is a denial the model is told about, and heartbeat
-//! files (good, broken, untrusted) run or are reported through the scheduler. These run on the
-//! real clock: the store's own thread would let a paused clock jump ahead while it answers.
+//! provider, an approval question in it is a denial the model is told about (on a paused
+//! clock), and heartbeat files (good, broken, untrusted) run or are reported through the
+//! scheduler. That last test waits for the log on the real clock: while the store's own thread
+//! answers, a paused clock would jump ahead to the test's deadline.
 
 mod jobs_support;
 
@@ -59,7 +60,7 @@ fn store(fx: &Fixture) -> Result<Store, Box<dyn std::error::Error>> {
     Ok(Store::open(&data.join("mnemo.db"))?)
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_heartbeat_that_needs_approval_is_denied_and_the_model_told_why() -> TestResult {
     let fx = fixture()?;
     let model = script(
