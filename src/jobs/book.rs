@@ -10,7 +10,7 @@ use chrono::{DateTime, Utc};
 use futures_util::future::BoxFuture;
 
 use super::delivery::Log;
-use super::heartbeat;
+use super::heartbeat::{self, HeartbeatError, Heartbeats};
 use super::job::{Job, Record, Source};
 use crate::config::Dirs;
 use crate::memory::Store;
@@ -59,7 +59,17 @@ impl StoreBook {
 
     async fn jobs(&self, now: DateTime<Utc>) -> Vec<(Job, Record)> {
         let mut problems = Vec::new();
-        let found = heartbeat::load(&self.dirs, &self.workspaces);
+        let (dirs, workspaces) = (self.dirs.clone(), self.workspaces.clone());
+        // Reading the files and the trust list is blocking IO, kept off the runtime's threads.
+        let found = tokio::task::spawn_blocking(move || heartbeat::load(&dirs, &workspaces))
+            .await
+            .unwrap_or_else(|e| Heartbeats {
+                errors: vec![HeartbeatError {
+                    path: PathBuf::new(),
+                    message: format!("reading the heartbeat files failed: {e}"),
+                }],
+                ..Heartbeats::default()
+            });
         problems.extend(found.errors.iter().map(|e| format!("heartbeat {e}")));
         problems.extend(found.untrusted.iter().map(|w| {
             format!(
@@ -74,8 +84,7 @@ impl StoreBook {
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner);
             for beat in found.found.iter().filter(|b| b.enabled) {
-                let key = format!("heartbeat:{}", beat.path.display());
-                jobs.push(beat.job(*seen.entry(key).or_insert(now)));
+                jobs.push(beat.job(*seen.entry(beat.key()).or_insert(now)));
             }
         }
         let stored = self

@@ -174,6 +174,11 @@ fn expand_home(path: PathBuf) -> PathBuf {
 }
 
 impl Heartbeat {
+    /// The key of its run record: its file.
+    pub fn key(&self) -> String {
+        format!("heartbeat:{}", self.path.display())
+    }
+
     /// The job that runs this heartbeat; one that never ran counts its cron line from `since`.
     pub fn job(&self, since: DateTime<Utc>) -> Job {
         let prompt = format!(
@@ -185,7 +190,7 @@ impl Heartbeat {
             list = self.checklist
         );
         Job {
-            key: format!("heartbeat:{}", self.path.display()),
+            key: self.key(),
             label: format!("heartbeat {}", self.name),
             source: Source::Heartbeat(self.path.clone()),
             timing: self.timing.clone(),

@@ -115,8 +115,66 @@ fn times(job: &Job, run: Option<&JobRun>) -> String {
             text.push_str(&format!(" · running since {}", show_time(since)));
         } else if let Some(last) = run.last_run {
             let status = run.last_status.as_deref().unwrap_or("unfinished");
-            text.push_str(&format!(" · last {} ({status})", show_time(last)));
+            let session = match &run.last_session {
+                Some(id) => format!(" in session {}", id.chars().take(8).collect::<String>()),
+                None => String::new(),
+            };
+            text.push_str(&format!(" · last {} ({status}{session})", show_time(last)));
         }
     }
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::memory::schedules::StoredWhen;
+
+    #[test]
+    fn a_schedule_shows_its_last_run_with_status_and_session_or_that_it_runs() {
+        let row = |id, when| ScheduleRow {
+            id,
+            created_at: 0,
+            session_id: None,
+            workspace: "/w".into(),
+            when,
+            prompt: "check the deploy\nand more".into(),
+        };
+        let rows = [
+            row(1, StoredWhen::Cron("0 9 * * *".into())),
+            row(2, StoredWhen::Once(1_000)),
+            row(3, StoredWhen::Cron("0 9 * * *".into())),
+        ];
+        let runs = [
+            JobRun {
+                job: "schedule:1".into(),
+                last_run: Some(1_000),
+                last_status: Some("reported".into()),
+                last_session: Some("0f3c9a7e-5b1d".into()),
+                running: None,
+            },
+            JobRun {
+                job: "schedule:2".into(),
+                last_run: Some(1_000),
+                ..JobRun::default()
+            },
+            JobRun {
+                job: "schedule:3".into(),
+                last_run: Some(1_000),
+                running: Some((1_000, 42)),
+                ..JobRun::default()
+            },
+        ];
+        let text = schedules(&rows, &runs);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[0], "Schedules (3):");
+        assert!(
+            lines[1].ends_with("(reported in session 0f3c9a7e)"),
+            "{text}"
+        );
+        assert_eq!(lines[2], "      in /w: check the deploy");
+        assert!(lines[3].contains("#2  once at ") && lines[3].contains(" · done · last "));
+        assert!(lines[3].ends_with("(unfinished)"), "{text}");
+        assert!(lines[5].contains(" · running since "), "{text}");
+    }
 }
