@@ -78,7 +78,7 @@ impl SlashCommand {
             SlashCommand::Memory => "search the memory archive",
             SlashCommand::Capabilities => "tools the agent made: offered now, stored",
             SlashCommand::Skills => "skills: origin, uses, state",
-            SlashCommand::Schedule => "schedules and heartbeats that mnemo serve runs",
+            SlashCommand::Schedule => "schedules and heartbeats run by mnemo serve",
             SlashCommand::Mcp => "MCP servers and their state",
             SlashCommand::Approval => "when to ask before acting: read-only, ask, auto, full",
             SlashCommand::Cost => "tokens and cost of this session",
