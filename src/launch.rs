@@ -272,7 +272,7 @@ impl Loaded {
         }
     }
 
-    /// Every tool a session gets: the built-ins and the memory tools.
+    /// Every tool a session gets: the built-ins, the memory tools and the schedule tools.
     pub fn tools(&self, store: &Store, confinement: Arc<Confinement>) -> ToolRegistry {
         let mut tools = builtin_tools();
         // Shell commands run in this launch's sandbox (its own scratch dir, removed when the
@@ -284,6 +284,7 @@ impl Loaded {
             tools.register(crate::tools::shell::Shell::in_sandbox(sandbox));
         }
         crate::tools::memory::register(&mut tools, store, self.embedder());
+        crate::tools::schedule::register(&mut tools, store, self.dirs.data.clone());
         tools.register(crate::tools::turn_report::TurnReport);
         tools
     }

@@ -9,6 +9,7 @@ pub mod crash;
 pub mod gateway;
 pub mod headless;
 pub mod host;
+pub mod jobs;
 pub mod launch;
 pub mod llm;
 pub mod mcp;

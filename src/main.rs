@@ -135,6 +135,11 @@ enum Command {
         #[command(subcommand)]
         action: McpAction,
     },
+    /// The schedules the agent made and the heartbeats that `mnemo serve` runs.
+    Schedule {
+        #[command(subcommand)]
+        action: ScheduleAction,
+    },
     /// Check the set-up (sandbox, keys, data directory, database) and list recent crashes.
     Doctor,
     /// Run the daemon: heartbeats, schedules and the nightly dream cycle, until SIGTERM.
@@ -257,6 +262,14 @@ enum McpAction {
         #[arg(long)]
         tools: bool,
     },
+}
+
+#[derive(Subcommand)]
+enum ScheduleAction {
+    /// Every schedule with its next and last run, the heartbeats, and files that cannot be read.
+    List,
+    /// Delete a schedule by id.
+    Rm { id: i64 },
 }
 
 #[derive(Subcommand)]
@@ -474,6 +487,10 @@ fn real_main(cli: Cli) -> anyhow::Result<ExitCode> {
             block_on(commands::status::status(&loaded, &mut out))??;
             Ok(ExitCode::SUCCESS)
         }
+        Some(Command::Schedule { action }) => answer(match action {
+            ScheduleAction::List => commands::schedules::list(&loaded, &mut out),
+            ScheduleAction::Rm { id } => commands::schedules::remove(&loaded, id, &mut out),
+        }),
         Some(Command::Doctor) => {
             let healthy = block_on(commands::doctor::doctor(&loaded, &mut out))??;
             Ok(if healthy {

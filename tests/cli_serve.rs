@@ -131,3 +131,65 @@ fn scripts_reach_served_sessions_with_run_attach() -> TestResult {
     );
     Ok(())
 }
+
+#[test]
+fn serve_runs_a_heartbeat_every_second_and_stops_with_nothing_lost() -> TestResult {
+    let ws = Workspace::new();
+    let model = ws.script(serde_json::json!({"turns": [
+        {"text": "disk at 91 percent"},
+        {"text": "HEARTBEAT_OK"},
+        {"text": "disk at 92 percent"},
+        {"text": "HEARTBEAT_OK"}
+    ]}));
+    let beats = ws.path().join(".cfg/heartbeat");
+    std::fs::create_dir_all(&beats)?;
+    std::fs::write(
+        beats.join("disk.md"),
+        format!(
+            "---\nname: disk\nevery: 1s\nworkspace: {}\n---\nCheck the disk; reply HEARTBEAT_OK when fine.\n",
+            ws.path().display()
+        ),
+    )?;
+    let mut daemon = ws.command(&["--model", &model, "serve"]).spawn()?;
+    let log = ws.path().join(".data/serve.log");
+    let runs = || -> Result<usize, Box<dyn std::error::Error>> {
+        let db = mnemo::memory::Db::open(&ws.path().join(".data/mnemo.db"))?;
+        Ok(db
+            .list_sessions(None, 100)?
+            .iter()
+            .filter(|s| s.title.contains("disk") && s.message_count >= 2)
+            .count())
+    };
+    wait_for("two heartbeat runs", || runs().is_ok_and(|n| n >= 2))?;
+
+    terminate(&daemon)?;
+    let stopping = Instant::now();
+    let exited = loop {
+        if let Some(code) = daemon.try_wait()? {
+            break code;
+        }
+        assert!(
+            stopping.elapsed() < Duration::from_secs(1),
+            "still running after SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    assert!(exited.success(), "{exited:?}");
+    let logged = std::fs::read_to_string(&log)?;
+    assert!(
+        logged.contains("disk at 91 percent"),
+        "a report is delivered to the log: {logged}"
+    );
+    // Every stored run is whole: the prompt and its reply.
+    let db = mnemo::memory::Db::open(&ws.path().join(".data/mnemo.db"))?;
+    for session in db.list_sessions(None, 100)? {
+        let messages = db.all_messages(&session.id)?;
+        assert!(
+            messages.len() >= 2,
+            "{} has {} messages",
+            session.id,
+            messages.len()
+        );
+    }
+    Ok(())
+}

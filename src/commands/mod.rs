@@ -1,11 +1,13 @@
 //! The non-interactive subcommands (`mnemo sessions …`, `mnemo memory …`,
-//! `mnemo capabilities …`, `mnemo skills …`, `mnemo trust`, `mnemo doctor`). Each writes its
-//! answer to a writer so that it can be tested without a process.
+//! `mnemo capabilities …`, `mnemo skills …`, `mnemo schedule …`, `mnemo trust`,
+//! `mnemo doctor`). Each writes its answer to a writer so that it can be tested without a
+//! process.
 
 pub mod capabilities;
 pub mod doctor;
 pub mod mcp;
 pub mod memory;
+pub mod schedules;
 pub mod sessions;
 pub mod skills;
 pub mod status;

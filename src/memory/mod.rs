@@ -21,6 +21,7 @@ pub mod ranking;
 pub mod recall;
 mod recall_hits;
 pub mod recall_store;
+pub mod schedules;
 pub mod schema;
 pub mod session_lease;
 pub mod sessions;

@@ -308,8 +308,32 @@ CREATE TABLE session_leases (
 );
 ";
 
+/// Schedules the agent made (`schedule_create`) and the run record of every job `mnemo serve`
+/// runs (heartbeats and schedules): the last start, and who runs it now. `running_pid` lets a
+/// later daemon see that a run whose process died (killed mid-run) no longer runs.
+const SCHEDULES: &str = "
+CREATE TABLE schedules (
+    id         INTEGER PRIMARY KEY,
+    created_at INTEGER NOT NULL,
+    session_id TEXT REFERENCES sessions(id) ON DELETE SET NULL,
+    workspace  TEXT NOT NULL,
+    cron       TEXT,
+    every_secs INTEGER,
+    at         INTEGER,
+    prompt     TEXT NOT NULL
+);
+CREATE TABLE job_runs (
+    job           TEXT PRIMARY KEY,
+    last_run      INTEGER,
+    last_status   TEXT,
+    last_session  TEXT,
+    running_since INTEGER,
+    running_pid   INTEGER
+) WITHOUT ROWID;
+";
+
 /// Migration `i` brings the schema from version `i` to `i + 1`.
-const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8];
+const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, SCHEDULES];
 
 /// The schema version this build writes.
 pub const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;

@@ -113,6 +113,11 @@ pub enum ApprovalAction {
         /// "remember for this project: …", "forget #12: …".
         change: String,
     },
+    /// A schedule made or removed (`mnemo serve` runs it later, unwatched).
+    Schedule {
+        /// "every 2h from 09:00: check the deploy", "delete #3: …".
+        change: String,
+    },
     /// A call to an MCP server's tool that is not marked read-only.
     McpCall {
         server: String,

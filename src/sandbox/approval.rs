@@ -12,6 +12,8 @@ pub enum Action {
     Write,
     /// A remembered experience is added or removed: every later session sees it.
     Memory,
+    /// A schedule is made or removed: `mnemo serve` runs it later with nobody watching.
+    Schedule,
     /// A shell command, maybe with more than the sandbox allows.
     Command(Option<Escalation>),
     /// A tool of an MCP server that is not marked read-only: it acts outside mnemo's sandbox,
@@ -39,6 +41,7 @@ pub fn verdict(mode: ApprovalMode, base: &SandboxConfig, action: Action) -> Verd
         (ApprovalMode::Full, _) => Verdict::Allow,
         (ApprovalMode::ReadOnly, Action::Write) => read_only("writing files"),
         (ApprovalMode::ReadOnly, Action::Memory) => read_only("changing remembered experiences"),
+        (ApprovalMode::ReadOnly, Action::Schedule) => read_only("changing schedules"),
         (ApprovalMode::ReadOnly, Action::External) => {
             read_only("an MCP tool that is not marked read-only")
         }
@@ -49,7 +52,11 @@ pub fn verdict(mode: ApprovalMode, base: &SandboxConfig, action: Action) -> Verd
         (ApprovalMode::Ask, _) => Verdict::Ask,
         (
             ApprovalMode::Auto,
-            Action::Write | Action::Memory | Action::External | Action::Command(None),
+            Action::Write
+            | Action::Memory
+            | Action::Schedule
+            | Action::External
+            | Action::Command(None),
         ) => Verdict::Allow,
         (ApprovalMode::Auto, Action::Command(Some(escalation))) => {
             match already_granted(base, escalation) {

@@ -74,6 +74,11 @@ impl ServeLock {
     }
 }
 
+/// Whether a daemon runs on `data_dir`.
+pub fn serve_running(data_dir: &Path) -> bool {
+    running(data_dir).is_some()
+}
+
 /// The pid of the daemon running on `data_dir`, if one runs.
 pub fn running(data_dir: &Path) -> Option<u32> {
     let mut file = File::open(lock_path(data_dir)).ok()?;

@@ -13,6 +13,8 @@ const MAX_BYTES: u64 = 8 * 1024 * 1024;
 pub struct ServeLog {
     path: PathBuf,
     file: Arc<Mutex<Option<File>>>,
+    /// What `Write` gathered until the next flush makes it one entry.
+    pending: Arc<Mutex<Vec<u8>>>,
 }
 
 fn open(path: &Path) -> std::io::Result<File> {
@@ -26,6 +28,7 @@ impl ServeLog {
         Ok(ServeLog {
             path,
             file: Arc::new(Mutex::new(Some(file))),
+            pending: Arc::default(),
         })
     }
 
@@ -33,11 +36,11 @@ impl ServeLog {
         &self.path
     }
 
-    /// Appends one line (newlines inside become spaces); a failing disk loses the line, never
-    /// the daemon.
+    /// Appends one timestamped entry (lines after the first indented, so every line of the
+    /// file starts with a stamp or a space); a failing disk loses it, never the daemon.
     pub fn line(&self, text: &str) {
         let stamp = chrono::Local::now().format("%Y-%m-%dT%H:%M:%S%.3f%:z");
-        let text = text.replace('\n', " ");
+        let text = text.trim_end().replace('\n', "\n    ");
         let Ok(mut guard) = self.file.lock() else {
             return;
         };
@@ -53,5 +56,26 @@ impl ServeLog {
         if let Some(file) = guard.as_mut() {
             let _ = writeln!(file, "{stamp} {text}");
         }
+    }
+}
+
+/// The jobs' reports are written through `Write`: each flush is one entry.
+impl Write for ServeLog {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        if let Ok(mut pending) = self.pending.lock() {
+            pending.extend_from_slice(bytes);
+        }
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        let text = match self.pending.lock() {
+            Ok(mut pending) => String::from_utf8_lossy(&std::mem::take(&mut *pending)).into_owned(),
+            Err(_) => return Ok(()),
+        };
+        if !text.trim().is_empty() {
+            self.line(&text);
+        }
+        Ok(())
     }
 }

@@ -84,14 +84,31 @@ pub async fn serve(loaded: Loaded, options: ServeOptions) -> Result<Stop, ServeE
     .await?;
     daemon.log.line(&format!("gateway listening on {listen:?}"));
     let backfill = tokio::spawn(backfill(daemon.clone()));
+    let jobs = tokio::spawn(run_jobs(daemon.clone(), options.cli.clone()));
     let stop = signals.recv().await;
     daemon.log.line(&format!("stopping on {}", stop.name()));
     daemon.cancel.cancel();
+    // The scheduler interrupts its runs and records how they ended.
+    let _ = tokio::time::timeout(STOP_WAIT, jobs).await;
     daemon.host.stop_all(STOP_WAIT).await;
     let _ = tokio::time::timeout(STOP_WAIT, backfill).await;
     drop(gateway);
     daemon.log.line("stopped");
     Ok(stop)
+}
+
+/// Heartbeats and schedules, each run a session of the daemon's host, until cancelled.
+async fn run_jobs(daemon: Daemon, cli: crate::config::CliOverrides) {
+    let Ok(store) = daemon.loaded.store() else {
+        return;
+    };
+    let log = Arc::new(crate::jobs::delivery::Log::new(daemon.log.clone()));
+    let dirs = daemon.loaded.dirs.clone();
+    let workspaces = vec![daemon.loaded.workspace.clone()];
+    let book = crate::jobs::book::StoreBook::new(store, dirs.clone(), workspaces, log.clone());
+    let runner = crate::jobs::runner::HeadlessRunner::new(dirs, cli, daemon.host.clone());
+    let scheduler = crate::jobs::scheduler::Scheduler::new(runner, book, log);
+    scheduler.run(daemon.cancel.clone()).await;
 }
 
 /// Embeds what has no vectors yet, with a model loaded for this round only (the daemon's

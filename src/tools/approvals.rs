@@ -31,6 +31,7 @@ enum Allowance {
         path: String,
     },
     Memory,
+    Schedules,
     McpTool {
         server: String,
         tool: String,
@@ -43,6 +44,7 @@ impl Allowance {
             Allowance::Command { grant, .. } => grant.describe(),
             Allowance::Write { path } => format!("writes to {path}"),
             Allowance::Memory => "changes to remembered experiences".to_string(),
+            Allowance::Schedules => "changes to schedules".to_string(),
             Allowance::McpTool { server, tool } => {
                 format!("calls to {tool} of MCP server {server}")
             }
@@ -59,6 +61,8 @@ struct State {
     asker: Option<mpsc::Sender<Event>>,
     pending: HashMap<String, oneshot::Sender<ApprovalDecision>>,
     allowed: HashSet<Allowance>,
+    /// Why nobody can answer, when the session runs with nobody there (a heartbeat).
+    unattended: Option<String>,
 }
 
 #[derive(Debug, Default)]
@@ -151,6 +155,14 @@ impl Approvals {
     /// question is denied at once.
     pub fn enable_questions(&self) {
         self.state().can_ask = true;
+    }
+
+    /// The session runs with nobody there to answer (`why`, for the model): every question
+    /// is denied at once, and the denial says so.
+    pub fn run_unattended(&self, why: impl Into<String>) {
+        let mut state = self.state();
+        state.can_ask = false;
+        state.unattended = Some(why.into());
     }
 
     /// From now on questions go to `events`, whose reader answers with `Op::Approval` (if it
@@ -272,20 +284,27 @@ impl Approvals {
             self.shared.next_id.fetch_add(1, Ordering::Relaxed)
         );
         let (answer_tx, answer_rx) = oneshot::channel();
-        let asker = {
+        let (asker, unattended) = {
             let mut state = self.state();
             let asker = state.asker.clone().filter(|_| state.can_ask);
             if asker.is_some() {
                 state.pending.insert(id.clone(), answer_tx);
             }
-            asker
+            (asker, state.unattended.clone())
         };
         let Some(asker) = asker else {
-            return Err(ToolError::Denied(format!(
-                "this needs the user's approval ({reason}), and nobody can answer here (`mnemo \
-                 run` cannot ask), so it was denied. The user can allow it up front with \
-                 --approval auto or --approval full"
-            )));
+            return Err(ToolError::Denied(match unattended {
+                Some(why) => format!(
+                    "this needs the user's approval ({reason}), and nobody is there to answer \
+                     ({why}), so it was denied. Do not try it another way; say in your reply \
+                     what you could not do and what approval it needs"
+                ),
+                None => format!(
+                    "this needs the user's approval ({reason}), and nobody can answer here \
+                     (`mnemo run` cannot ask), so it was denied. The user can allow it up front \
+                     with --approval auto or --approval full"
+                ),
+            }));
         };
         let pending = Pending {
             approvals: self,
@@ -358,6 +377,7 @@ fn allowance(request: &ApprovalAction) -> Option<Allowance> {
         }),
         ApprovalAction::Write { path, .. } => Some(Allowance::Write { path: path.clone() }),
         ApprovalAction::Memory { .. } => Some(Allowance::Memory),
+        ApprovalAction::Schedule { .. } => Some(Allowance::Schedules),
         ApprovalAction::McpCall { server, tool, .. } => Some(Allowance::McpTool {
             server: server.clone(),
             tool: tool.clone(),

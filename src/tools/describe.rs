@@ -43,6 +43,11 @@ pub fn key_argument(name: &str, arguments: &Value) -> String {
             None => n.to_string(),
         }),
         "update_working_checkpoint" => field("key_info").map(str::to_string),
+        "schedule_create" => field("when").map(|w| match field("prompt") {
+            Some(prompt) => format!("{w}: {prompt}"),
+            None => w.to_string(),
+        }),
+        "schedule_delete" => arguments.get("id").map(|id| format!("#{id}")),
         _ => field("path")
             .or_else(|| field("command"))
             .or_else(|| field("pattern"))
@@ -88,5 +93,15 @@ mod tests {
             key_argument("cap_sha256_hash", &call),
             r#"{"text":"hello"}"#
         );
+    }
+
+    #[test]
+    fn schedule_calls_show_when_and_what() {
+        let create = json!({"when": "in 2h", "prompt": "check the deploy"});
+        assert_eq!(
+            key_argument("schedule_create", &create),
+            "in 2h: check the deploy"
+        );
+        assert_eq!(key_argument("schedule_delete", &json!({"id": 3})), "#3");
     }
 }

@@ -12,6 +12,7 @@ pub mod mcp;
 pub mod memory;
 pub mod process;
 pub mod registry;
+pub mod schedule;
 pub mod search;
 pub mod shell;
 pub mod skills;

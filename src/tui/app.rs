@@ -145,6 +145,7 @@ impl<W: Write> App<W> {
                     Effect::SearchMemory(query) => self.search_memory(query).await,
                     Effect::ListCapabilities => self.list_capabilities().await,
                     Effect::ListSkills => self.list_skills().await,
+                    Effect::ListSchedules => self.list_schedules().await,
                 }
             }
             draw_pending |= self.state.take_dirty();

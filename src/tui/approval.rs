@@ -81,7 +81,9 @@ impl ApprovalPrompt {
                 )
             }
             ApprovalAction::Write { path, .. } => format!("{}: {path}", self.tool),
-            ApprovalAction::Memory { change } => format!("{}: {change}", self.tool),
+            ApprovalAction::Memory { change } | ApprovalAction::Schedule { change } => {
+                format!("{}: {change}", self.tool)
+            }
             ApprovalAction::McpCall { server, tool, .. } => {
                 format!("{tool} of MCP server {server}")
             }
@@ -150,6 +152,13 @@ impl ApprovalPrompt {
                 lines.push(Line::from(vec![
                     Span::styled("? ", bold),
                     Span::styled("Change what later sessions remember?", bold),
+                ]));
+                lines.push(Line::raw(format!("  {change}")));
+            }
+            ApprovalAction::Schedule { change } => {
+                lines.push(Line::from(vec![
+                    Span::styled("? ", bold),
+                    Span::styled("Change what mnemo serve runs on its own?", bold),
                 ]));
                 lines.push(Line::raw(format!("  {change}")));
             }

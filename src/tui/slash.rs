@@ -20,6 +20,7 @@ pub enum SlashCommand {
     Memory,
     Capabilities,
     Skills,
+    Schedule,
     Mcp,
     Approval,
     Cost,
@@ -27,7 +28,7 @@ pub enum SlashCommand {
 }
 
 impl SlashCommand {
-    pub const ALL: [SlashCommand; 13] = [
+    pub const ALL: [SlashCommand; 14] = [
         SlashCommand::Help,
         SlashCommand::Model,
         SlashCommand::Compact,
@@ -37,6 +38,7 @@ impl SlashCommand {
         SlashCommand::Memory,
         SlashCommand::Capabilities,
         SlashCommand::Skills,
+        SlashCommand::Schedule,
         SlashCommand::Mcp,
         SlashCommand::Approval,
         SlashCommand::Cost,
@@ -57,6 +59,7 @@ impl SlashCommand {
             SlashCommand::Memory => "memory",
             SlashCommand::Capabilities => "capabilities",
             SlashCommand::Skills => "skills",
+            SlashCommand::Schedule => "schedule",
             SlashCommand::Mcp => "mcp",
             SlashCommand::Approval => "approval",
             SlashCommand::Cost => "cost",
@@ -75,6 +78,7 @@ impl SlashCommand {
             SlashCommand::Memory => "search the memory archive",
             SlashCommand::Capabilities => "tools the agent made: offered now, stored",
             SlashCommand::Skills => "skills: origin, uses, state",
+            SlashCommand::Schedule => "schedules and heartbeats run by mnemo serve",
             SlashCommand::Mcp => "MCP servers and their state",
             SlashCommand::Approval => "when to ask before acting: read-only, ask, auto, full",
             SlashCommand::Cost => "tokens and cost of this session",
@@ -131,6 +135,7 @@ pub fn execute(command: SlashCommand, args: &str, state: &mut AppState) -> Vec<E
         SlashCommand::Compact => vec![Effect::Send(Op::Compact)],
         SlashCommand::Capabilities => vec![Effect::ListCapabilities],
         SlashCommand::Skills => vec![Effect::ListSkills],
+        SlashCommand::Schedule => vec![Effect::ListSchedules],
         SlashCommand::Mcp => vec![Effect::Send(Op::ListMcpServers)],
         SlashCommand::Quit => vec![Effect::Quit],
         SlashCommand::Sessions | SlashCommand::Resume => {
@@ -385,6 +390,14 @@ mod tests {
         assert_eq!(
             execute(SlashCommand::Memory, "sqlite wal", &mut state),
             [Effect::SearchMemory("sqlite wal".into())]
+        );
+        assert_eq!(
+            parse("/schedule"),
+            Parsed::Command(SlashCommand::Schedule, "")
+        );
+        assert_eq!(
+            execute(SlashCommand::Schedule, "", &mut state),
+            [Effect::ListSchedules]
         );
         state.status.activity = Activity::Responding;
         assert!(execute(SlashCommand::Resume, "", &mut state).is_empty());

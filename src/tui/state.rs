@@ -50,6 +50,8 @@ pub enum Effect {
     ListCapabilities,
     /// `/skills`: the skills found, with their origin, uses and state.
     ListSkills,
+    /// `/schedule`: the schedules and heartbeats `mnemo serve` runs.
+    ListSchedules,
 }
 
 /// Text the user sent that the agent has not applied yet.

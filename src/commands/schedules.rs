@@ -1,0 +1,42 @@
+//! `mnemo schedule`: the schedules the agent made and the heartbeats `mnemo serve` runs, and
+//! removing a schedule.
+
+use std::io::Write;
+
+use super::CommandError;
+use crate::jobs::{heartbeat, listing};
+use crate::launch::Loaded;
+use crate::serve::lock as serve_lock;
+
+/// Schedules, heartbeats (with the files that cannot be read) and whether `mnemo serve` runs.
+pub fn list(loaded: &Loaded, out: &mut impl Write) -> Result<(), CommandError> {
+    let (rows, runs) = loaded
+        .store()?
+        .call_blocking(|db| Ok((db.list_schedules()?, db.job_runs()?)))?;
+    let found = heartbeat::load(&loaded.dirs, std::slice::from_ref(&loaded.workspace));
+    let serving = loaded
+        .dirs
+        .data
+        .as_deref()
+        .is_some_and(serve_lock::serve_running);
+    let now = chrono::Utc::now();
+    writeln!(
+        out,
+        "{}",
+        listing::overview(&rows, &runs, &found, serving, now)
+    )?;
+    Ok(())
+}
+
+/// Deletes schedule `id`.
+pub fn remove(loaded: &Loaded, id: i64, out: &mut impl Write) -> Result<(), CommandError> {
+    match loaded
+        .store()?
+        .call_blocking(move |db| db.delete_schedule(id))?
+    {
+        true => Ok(writeln!(out, "Deleted schedule #{id}.")?),
+        false => Err(CommandError::Usage(format!(
+            "there is no schedule #{id} (`mnemo schedule list` shows them)"
+        ))),
+    }
+}

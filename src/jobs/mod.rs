@@ -1,0 +1,11 @@
+pub mod book;
+pub mod cron;
+pub mod delivery;
+pub mod heartbeat;
+pub mod job;
+pub mod listing;
+pub mod plan;
+pub mod runner;
+pub mod schedule;
+pub mod scheduler;
+pub mod timing;

@@ -1,0 +1,132 @@
+//! The daemon's runner: one job is one new headless session in the job's workspace, started
+//! the way `mnemo run` starts one (config layers, model chain, tools, sandbox) and stored like
+//! any other session. Nobody watches it, so its approval questions are denied at once and the
+//! model is told why.
+
+use futures_util::future::BoxFuture;
+use tokio_util::sync::CancellationToken;
+
+use super::job::{Job, RunOutcome};
+use super::scheduler::JobRunner;
+use crate::config::{CliOverrides, Dirs};
+use crate::host::{Attachment, Delivery, SessionHost};
+use crate::launch::{self, SessionChoice};
+use crate::protocol::{Event, Op, TurnStatus};
+
+/// How long a finished run waits for its session to end.
+const STOP_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Runs jobs as headless sessions in `host` with mnemo's directories `dirs` and the daemon's
+/// command-line overrides `cli` (a job's own model wins over the one there).
+#[derive(Clone)]
+pub struct HeadlessRunner {
+    dirs: Dirs,
+    cli: CliOverrides,
+    host: SessionHost,
+}
+
+impl HeadlessRunner {
+    pub fn new(dirs: Dirs, cli: CliOverrides, host: SessionHost) -> Self {
+        Self { dirs, cli, host }
+    }
+
+    async fn run_job(self, job: Job, cancel: CancellationToken) -> RunOutcome {
+        let mut cli = self.cli.clone();
+        if job.model.is_some() {
+            cli.model = job.model.clone();
+        }
+        let failed = |error: String| RunOutcome::Failed {
+            session_id: None,
+            error,
+        };
+        let loaded = match launch::load_config_from(&self.dirs, &job.workspace, &cli) {
+            Ok(loaded) => loaded,
+            Err(e) => return failed(e.to_string()),
+        };
+        let session = match launch::prepare_session_with(&loaded, &cli, SessionChoice::New).await {
+            Ok(session) => session,
+            Err(e) => return failed(e.to_string()),
+        };
+        session.settings.approvals.run_unattended(format!(
+            "{} runs in mnemo serve while nobody watches",
+            job.label
+        ));
+        let session_id = session.id.clone();
+        let store = session.store().clone();
+        let handle = self.host.start(session, Delivery::Wait);
+        let outcome = drive(handle, job.prompt.clone(), session_id.clone(), cancel).await;
+        self.host.stop(&session_id, STOP_WAIT).await;
+        let (id, title) = (session_id, job.label.clone());
+        // The title says which job ran; the first line of the long prompt would not.
+        let _ = store.call(move |db| db.rename_session(&id, &title)).await;
+        outcome
+    }
+}
+
+impl JobRunner for HeadlessRunner {
+    fn run(&self, job: Job, cancel: CancellationToken) -> BoxFuture<'static, RunOutcome> {
+        Box::pin(self.clone().run_job(job, cancel))
+    }
+}
+
+/// Sends the prompt and follows the session until its turn (and any turn that sub-agents
+/// still running open) ends; the last reply is the run's report.
+async fn drive(
+    mut handle: Attachment,
+    prompt: String,
+    session_id: String,
+    cancel: CancellationToken,
+) -> RunOutcome {
+    let gone = |session_id: String| RunOutcome::Failed {
+        session_id: Some(session_id),
+        error: "the agent task ended unexpectedly".into(),
+    };
+    if handle
+        .ops
+        .send(Op::UserInput { text: prompt })
+        .await
+        .is_err()
+    {
+        return gone(session_id);
+    }
+    let mut reply = String::new();
+    let mut agents_pending = false;
+    let mut interrupted = false;
+    let outcome = loop {
+        let event = tokio::select! {
+            event = handle.events.recv() => event.map(|numbered| numbered.event),
+            () = cancel.cancelled(), if !interrupted => {
+                interrupted = true;
+                let _ = handle.ops.send(Op::Interrupt).await;
+                continue;
+            }
+        };
+        let Some(event) = event else {
+            break gone(session_id);
+        };
+        match event {
+            Event::AssistantMessage { text } if !text.trim().is_empty() => reply = text,
+            Event::AgentsPending { .. } => agents_pending = true,
+            Event::TurnFinished { .. } if std::mem::take(&mut agents_pending) && !interrupted => {}
+            Event::TurnFinished {
+                status, message, ..
+            } => {
+                break match (status, interrupted) {
+                    (_, true) | (TurnStatus::Interrupted, _) => RunOutcome::Interrupted {
+                        session_id: Some(session_id),
+                    },
+                    (TurnStatus::Completed, false) => RunOutcome::Replied {
+                        session_id,
+                        text: reply,
+                    },
+                    (other, false) => RunOutcome::Failed {
+                        session_id: Some(session_id),
+                        error: message.unwrap_or_else(|| format!("the turn ended: {other:?}")),
+                    },
+                };
+            }
+            _ => {}
+        }
+    };
+    outcome
+}

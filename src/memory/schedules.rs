@@ -1,0 +1,254 @@
+//! Schedules the agent made and the run records of `mnemo serve`'s jobs. A job is named by a
+//! key (`schedule:12`, `heartbeat:/path/to/file.md`); its record says when it last started
+//! and, while a run goes on, since when and in which process.
+
+use rusqlite::{Row, params};
+
+use super::db::{Db, now_ms};
+use super::error::StoreError;
+use super::types::Millis;
+
+/// When a stored schedule runs. The jobs module turns it into a rule.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoredWhen {
+    /// A cron line, read on the machine's clock.
+    Cron(String),
+    /// Every so many seconds, the first time at `first`.
+    Every { secs: u64, first: Millis },
+    /// Once, at this time.
+    Once(Millis),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewSchedule {
+    /// The session that made it.
+    pub session_id: Option<String>,
+    pub workspace: String,
+    pub when: StoredWhen,
+    pub prompt: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScheduleRow {
+    pub id: i64,
+    pub created_at: Millis,
+    pub session_id: Option<String>,
+    pub workspace: String,
+    pub when: StoredWhen,
+    pub prompt: String,
+}
+
+/// A job's run record.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct JobRun {
+    pub job: String,
+    pub last_run: Option<Millis>,
+    /// How the last finished run ended (`completed`, `failed`, …).
+    pub last_status: Option<String>,
+    pub last_session: Option<String>,
+    /// Set while a run goes on: since when, and the process running it.
+    pub running: Option<(Millis, u32)>,
+}
+
+/// The key of a stored schedule's run record.
+pub fn schedule_job_key(id: i64) -> String {
+    format!("schedule:{id}")
+}
+
+fn schedule_row(row: &Row<'_>) -> rusqlite::Result<ScheduleRow> {
+    let cron: Option<String> = row.get(4)?;
+    let every: Option<i64> = row.get(5)?;
+    let at: Option<Millis> = row.get(6)?;
+    let when = match (cron, every, at) {
+        (Some(line), _, _) => StoredWhen::Cron(line),
+        (None, Some(secs), first) => StoredWhen::Every {
+            secs: u64::try_from(secs).unwrap_or(0),
+            first: first.unwrap_or(0),
+        },
+        (None, None, at) => StoredWhen::Once(at.unwrap_or(0)),
+    };
+    Ok(ScheduleRow {
+        id: row.get(0)?,
+        created_at: row.get(1)?,
+        session_id: row.get(2)?,
+        workspace: row.get(3)?,
+        when,
+        prompt: row.get(7)?,
+    })
+}
+
+fn job_run_row(row: &Row<'_>) -> rusqlite::Result<JobRun> {
+    let since: Option<Millis> = row.get(4)?;
+    let pid: Option<i64> = row.get(5)?;
+    Ok(JobRun {
+        job: row.get(0)?,
+        last_run: row.get(1)?,
+        last_status: row.get(2)?,
+        last_session: row.get(3)?,
+        running: since.zip(pid.and_then(|p| u32::try_from(p).ok())),
+    })
+}
+
+impl Db {
+    pub fn create_schedule(&mut self, new: &NewSchedule) -> Result<ScheduleRow, StoreError> {
+        let (cron, every, at) = match &new.when {
+            StoredWhen::Cron(line) => (Some(line.as_str()), None, None),
+            StoredWhen::Every { secs, first } => (
+                None,
+                Some(i64::try_from(*secs).unwrap_or(i64::MAX)),
+                Some(*first),
+            ),
+            StoredWhen::Once(at) => (None, None, Some(*at)),
+        };
+        let id = self
+            .conn
+            .prepare_cached(
+                "INSERT INTO schedules(created_at, session_id, workspace, cron, every_secs, at,
+                 prompt) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) RETURNING id",
+            )?
+            .query_row(
+                params![
+                    now_ms(),
+                    new.session_id,
+                    new.workspace,
+                    cron,
+                    every,
+                    at,
+                    new.prompt
+                ],
+                |row| row.get(0),
+            )?;
+        self.schedule(id)
+    }
+
+    pub fn schedule(&self, id: i64) -> Result<ScheduleRow, StoreError> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT id, created_at, session_id, workspace, cron, every_secs, at, prompt
+             FROM schedules WHERE id = ?1",
+        )?;
+        stmt.query_row([id], schedule_row).map_err(|e| match e {
+            rusqlite::Error::QueryReturnedNoRows => StoreError::NotFound {
+                what: "schedule",
+                key: id.to_string(),
+            },
+            other => other.into(),
+        })
+    }
+
+    /// Every schedule, oldest first.
+    pub fn list_schedules(&self) -> Result<Vec<ScheduleRow>, StoreError> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT id, created_at, session_id, workspace, cron, every_secs, at, prompt
+             FROM schedules ORDER BY id",
+        )?;
+        let rows = stmt.query_map([], schedule_row)?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// Removes a schedule with its run record; `false` when there was none.
+    pub fn delete_schedule(&mut self, id: i64) -> Result<bool, StoreError> {
+        let tx = self.conn.transaction()?;
+        let removed = tx
+            .prepare_cached("DELETE FROM schedules WHERE id = ?1")?
+            .execute([id])?;
+        tx.prepare_cached("DELETE FROM job_runs WHERE job = ?1")?
+            .execute([schedule_job_key(id)])?;
+        tx.commit()?;
+        Ok(removed > 0)
+    }
+
+    /// Every job's run record.
+    pub fn job_runs(&self) -> Result<Vec<JobRun>, StoreError> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT job, last_run, last_status, last_session, running_since, running_pid
+             FROM job_runs ORDER BY job",
+        )?;
+        let rows = stmt.query_map([], job_run_row)?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// Records that `job` started at `at` in process `pid`: this is its last run from now on.
+    pub fn job_started(&mut self, job: &str, at: Millis, pid: u32) -> Result<(), StoreError> {
+        self.conn
+            .prepare_cached(
+                "INSERT INTO job_runs(job, last_run, running_since, running_pid)
+                 VALUES (?1, ?2, ?2, ?3)
+                 ON CONFLICT(job) DO UPDATE SET last_run = excluded.last_run,
+                 running_since = excluded.running_since, running_pid = excluded.running_pid",
+            )?
+            .execute(params![job, at, i64::from(pid)])?;
+        Ok(())
+    }
+
+    /// Records how `job`'s run ended and that it no longer runs.
+    pub fn job_finished(
+        &mut self,
+        job: &str,
+        status: &str,
+        session: Option<&str>,
+    ) -> Result<(), StoreError> {
+        self.conn
+            .prepare_cached(
+                "UPDATE job_runs SET last_status = ?2, last_session = ?3, running_since = NULL,
+                 running_pid = NULL WHERE job = ?1",
+            )?
+            .execute(params![job, status, session])?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    type TestResult = Result<(), Box<dyn std::error::Error>>;
+
+    #[test]
+    fn schedules_are_stored_listed_and_removed_with_their_run_record() -> TestResult {
+        let mut db = Db::open_in_memory()?;
+        let new = |when| NewSchedule {
+            session_id: None,
+            workspace: "/w".into(),
+            when,
+            prompt: "check the build".into(),
+        };
+        let cron = db.create_schedule(&new(StoredWhen::Cron("0 9 * * *".into())))?;
+        let every = StoredWhen::Every {
+            secs: 7200,
+            first: 5,
+        };
+        let interval = db.create_schedule(&new(every.clone()))?;
+        let once = db.create_schedule(&new(StoredWhen::Once(42)))?;
+        let listed = db.list_schedules()?;
+        let whens: Vec<_> = listed.iter().map(|s| s.when.clone()).collect();
+        assert_eq!(
+            whens,
+            [
+                StoredWhen::Cron("0 9 * * *".into()),
+                every,
+                StoredWhen::Once(42)
+            ]
+        );
+        let key = schedule_job_key(interval.id);
+        db.job_started(&key, 100, 4242)?;
+        let run = db.job_runs()?;
+        assert_eq!(
+            (run[0].last_run, run[0].running),
+            (Some(100), Some((100, 4242)))
+        );
+        db.job_finished(&key, "completed", Some("s1"))?;
+        let run = db.job_runs()?;
+        assert_eq!(run[0].running, None);
+        assert_eq!(run[0].last_status.as_deref(), Some("completed"));
+        assert!(db.delete_schedule(interval.id)?);
+        assert!(!db.delete_schedule(interval.id)?);
+        assert!(db.job_runs()?.is_empty());
+        assert_eq!(db.list_schedules()?.len(), 2);
+        assert!(matches!(
+            db.schedule(once.id + 1),
+            Err(StoreError::NotFound { .. })
+        ));
+        assert_eq!(db.schedule(cron.id)?.prompt, "check the build");
+        Ok(())
+    }
+}

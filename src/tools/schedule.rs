@@ -1,0 +1,207 @@
+//! Schedules the agent makes for later (reminders, recurring checks): create, list and delete.
+//! `mnemo serve` runs them as unwatched sessions, so making or removing one is a write that
+//! goes through approval like any other.
+
+use std::path::PathBuf;
+
+use chrono::Utc;
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use super::{ToolContext, ToolError, TypedTool};
+use crate::jobs::plan::{JobState, next_run};
+use crate::jobs::schedule::{describe, show_time, stored_when};
+use crate::jobs::timing::{When, Zone};
+use crate::memory::schedules::{NewSchedule, ScheduleRow};
+use crate::memory::{Store, StoreError};
+use crate::protocol::ApprovalAction;
+use crate::sandbox::approval::Action;
+use crate::serve::lock::serve_running;
+
+/// Registers the three schedule tools. `data_dir` is where a running `mnemo serve` holds its
+/// lock.
+pub fn register(registry: &mut super::ToolRegistry, store: &Store, data_dir: Option<PathBuf>) {
+    registry.register(ScheduleCreate {
+        store: store.clone(),
+        data_dir,
+    });
+    registry.register(ScheduleList {
+        store: store.clone(),
+    });
+    registry.register(ScheduleDelete {
+        store: store.clone(),
+    });
+}
+
+fn failed(err: StoreError) -> ToolError {
+    ToolError::Failed(err.to_string())
+}
+
+pub struct ScheduleCreate {
+    store: Store,
+    data_dir: Option<PathBuf>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+pub struct ScheduleCreateArgs {
+    /// When to run: a cron line (`0 9 * * 1-5`, the machine's clock), an ISO time
+    /// (`2026-11-24T15:00`) or a delay (`in 2h`, `in 30m`).
+    pub when: String,
+    /// What the agent is asked then, on its own in this workspace; say what to report.
+    pub prompt: String,
+    /// Repeat: a cron line repeats unless this is false; `in 2h` with true runs every two
+    /// hours. Default: only cron lines repeat.
+    pub repeat: Option<bool>,
+}
+
+impl ScheduleCreateArgs {
+    fn parsed(&self) -> Result<(When, bool), ToolError> {
+        let when = When::parse(&self.when, Zone::Local).map_err(ToolError::Failed)?;
+        let repeat = self.repeat.unwrap_or(matches!(when, When::Cron(_)));
+        Ok((when, repeat))
+    }
+}
+
+impl TypedTool for ScheduleCreate {
+    type Args = ScheduleCreateArgs;
+    const NAME: &'static str = "schedule_create";
+    const DESCRIPTION: &'static str = "Schedule a prompt to run later, once or repeatedly (a \
+        reminder, a recurring check). mnemo serve runs it as a new session in this workspace \
+        with nobody watching (anything needing approval is denied) and delivers the reply.";
+    const MUTATES: bool = true;
+
+    fn action(&self, _args: &ScheduleCreateArgs) -> Option<Action> {
+        Some(Action::Schedule)
+    }
+
+    async fn preview(
+        &self,
+        args: ScheduleCreateArgs,
+        _ctx: &ToolContext,
+    ) -> Result<ApprovalAction, ToolError> {
+        let (when, repeat) = args.parsed()?;
+        let stored = stored_when(when, repeat, Utc::now()).map_err(ToolError::Failed)?;
+        Ok(ApprovalAction::Schedule {
+            change: format!("{}: {}", describe(&stored), args.prompt.trim()),
+        })
+    }
+
+    async fn run(&self, args: ScheduleCreateArgs, ctx: &ToolContext) -> Result<String, ToolError> {
+        let prompt = args.prompt.trim().to_string();
+        if prompt.is_empty() {
+            return Err(ToolError::Failed(
+                "`prompt` is empty: say what to do then".into(),
+            ));
+        }
+        let (when, repeat) = args.parsed()?;
+        let when = stored_when(when, repeat, Utc::now()).map_err(ToolError::Failed)?;
+        let new = NewSchedule {
+            session_id: Some(ctx.session_id.clone()),
+            workspace: ctx.workspace.display().to_string(),
+            when,
+            prompt,
+        };
+        let row = self
+            .store
+            .call(move |db| db.create_schedule(&new))
+            .await
+            .map_err(failed)?;
+        let mut text = format!(
+            "created schedule #{}: {}{}",
+            row.id,
+            describe(&row.when),
+            next_run_note(&row)
+        );
+        if !self.data_dir.as_deref().is_some_and(serve_running) {
+            text.push_str(
+                "\nmnemo serve is not running, so this schedule runs only once it is started \
+                 (`mnemo serve`); tell the user.",
+            );
+        }
+        Ok(text)
+    }
+}
+
+/// `, next run …` for a schedule that has not run yet.
+fn next_run_note(row: &ScheduleRow) -> String {
+    let Ok(job) = crate::jobs::schedule::job(row) else {
+        return String::new();
+    };
+    let state = JobState {
+        since: job.since,
+        last_run: None,
+        running: false,
+    };
+    next_run(&job.timing, &state)
+        .map(|next| format!(", next run {}", show_time(next.timestamp_millis())))
+        .unwrap_or_default()
+}
+
+pub struct ScheduleList {
+    store: Store,
+}
+
+#[derive(Deserialize, JsonSchema)]
+pub struct ScheduleListArgs {}
+
+impl TypedTool for ScheduleList {
+    type Args = ScheduleListArgs;
+    const NAME: &'static str = "schedule_list";
+    const DESCRIPTION: &'static str = "List the schedules (id, when, next and last run, \
+        workspace and prompt).";
+    const MUTATES: bool = false;
+
+    async fn run(&self, _args: ScheduleListArgs, _ctx: &ToolContext) -> Result<String, ToolError> {
+        let (rows, runs) = self
+            .store
+            .call(|db| Ok((db.list_schedules()?, db.job_runs()?)))
+            .await
+            .map_err(failed)?;
+        Ok(crate::jobs::listing::schedules(&rows, &runs))
+    }
+}
+
+pub struct ScheduleDelete {
+    store: Store,
+}
+
+#[derive(Deserialize, JsonSchema)]
+pub struct ScheduleDeleteArgs {
+    /// The schedule's id, as schedule_list shows it (the number after `#`).
+    pub id: i64,
+}
+
+impl TypedTool for ScheduleDelete {
+    type Args = ScheduleDeleteArgs;
+    const NAME: &'static str = "schedule_delete";
+    const DESCRIPTION: &'static str = "Delete a schedule by its id.";
+    const MUTATES: bool = true;
+
+    fn action(&self, _args: &ScheduleDeleteArgs) -> Option<Action> {
+        Some(Action::Schedule)
+    }
+
+    async fn preview(
+        &self,
+        args: ScheduleDeleteArgs,
+        _ctx: &ToolContext,
+    ) -> Result<ApprovalAction, ToolError> {
+        let id = args.id;
+        let about = match self.store.call(move |db| db.schedule(id)).await {
+            Ok(row) => format!("{}: {}", describe(&row.when), row.prompt),
+            Err(_) => "(no such schedule)".into(),
+        };
+        Ok(ApprovalAction::Schedule {
+            change: format!("delete #{id}: {about}"),
+        })
+    }
+
+    async fn run(&self, args: ScheduleDeleteArgs, _ctx: &ToolContext) -> Result<String, ToolError> {
+        let id = args.id;
+        match self.store.call(move |db| db.delete_schedule(id)).await {
+            Ok(true) => Ok(format!("deleted schedule #{id}")),
+            Ok(false) => Err(ToolError::Failed(format!("there is no schedule #{id}"))),
+            Err(e) => Err(failed(e)),
+        }
+    }
+}

@@ -1,0 +1,155 @@
+//! Schedules end to end through the real binary: a session makes, lists and deletes them
+//! with the schedule tools (writes that go through approval), `mnemo schedule list` shows
+//! them with the heartbeats, and `mnemo schedule rm` removes one.
+
+mod cli_support;
+
+use cli_support::{Workspace, text};
+use mnemo::protocol::{Event, ToolStatus};
+use mnemo::serve::lock::ServeLock;
+use serde_json::json;
+
+/// The (status, output) of every tool call of a `mnemo run --json`.
+fn tool_results(stdout: &[u8]) -> Vec<(ToolStatus, String)> {
+    text(stdout)
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Event>(line).ok())
+        .filter_map(|event| match event {
+            Event::ToolCallFinished { status, output, .. } => Some((status, output)),
+            _ => None,
+        })
+        .collect()
+}
+
+fn call(name: &str, arguments: serde_json::Value) -> serde_json::Value {
+    json!({"tool_calls": [{"name": name, "arguments": arguments}]})
+}
+
+#[test]
+fn a_session_creates_lists_and_deletes_schedules_and_the_cli_shows_and_removes_them() {
+    let ws = Workspace::new();
+    let model = ws.script(json!({"turns": [
+        call("schedule_create", json!({"when": "in 2h", "prompt": "check the deploy"})),
+        call("schedule_create", json!({"when": "0 9 * * 1-5", "prompt": "standup notes"})),
+        call("schedule_create", json!({"when": "2001-01-01T09:00", "prompt": "too late"})),
+        call("schedule_list", json!({})),
+        call("schedule_delete", json!({"id": 1})),
+        {"text": "Done."}
+    ]}));
+    let out = ws.mnemo(&["--model", &model, "run", "--json", "set reminders"], None);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let results = tool_results(&out.stdout);
+    assert_eq!(results.len(), 5, "{results:?}");
+    let (status, created) = &results[0];
+    assert_eq!(*status, ToolStatus::Ok, "{created}");
+    assert!(
+        created.starts_with("created schedule #1: once at "),
+        "{created}"
+    );
+    assert!(created.contains("mnemo serve is not running"), "{created}");
+    assert!(
+        results[1]
+            .1
+            .starts_with("created schedule #2: cron `0 9 * * 1-5`, next run ")
+    );
+    assert_eq!(results[2].0, ToolStatus::Error);
+    assert!(results[2].1.contains("is in the past"), "{}", results[2].1);
+    let listed = &results[3].1;
+    assert!(
+        listed.contains("#1  once at") && listed.contains("check the deploy"),
+        "{listed}"
+    );
+    assert!(listed.contains("#2  cron `0 9 * * 1-5`"), "{listed}");
+    assert_eq!(results[4].1, "deleted schedule #1");
+
+    std::fs::create_dir_all(ws.path().join(".cfg/heartbeat")).unwrap_or_else(|e| panic!("{e}"));
+    ws.write(
+        ".cfg/heartbeat/broken.md",
+        "---\nevery: 1h\ncolour: red\n---\nx\n",
+    );
+    let out = ws.mnemo(&["schedule", "list"], None);
+    let listing = text(&out.stdout);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        listing.contains("Schedules (1):\n  #2  cron `0 9 * * 1-5` · next "),
+        "{listing}"
+    );
+    assert!(listing.contains("standup notes") && !listing.contains("check the deploy"));
+    assert!(
+        listing.contains("broken.md: frontmatter: unknown field `colour`"),
+        "{listing}"
+    );
+    assert!(listing.contains("mnemo serve is not running"), "{listing}");
+
+    let out = ws.mnemo(&["schedule", "rm", "2"], None);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "Deleted schedule #2.\n");
+    let out = ws.mnemo(&["schedule", "rm", "2"], None);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("there is no schedule #2"));
+    let out = ws.mnemo(&["schedule", "list"], None);
+    assert!(
+        text(&out.stdout).starts_with("No schedules"),
+        "{}",
+        text(&out.stdout)
+    );
+}
+
+#[test]
+fn making_a_schedule_is_a_write_that_needs_approval() {
+    let ws = Workspace::new();
+    let create = || {
+        json!({"turns": [
+            call("schedule_create", json!({"when": "in 1h", "prompt": "ping"})),
+            {"text": "ok"}
+        ]})
+    };
+    for (mode, expected) in [
+        ("read-only", "changing schedules is not allowed"),
+        ("ask", "nobody can answer here"),
+    ] {
+        let model = ws.script(create());
+        let out = ws.mnemo(
+            &[
+                "--model",
+                &model,
+                "--approval",
+                mode,
+                "run",
+                "--json",
+                "remind me",
+            ],
+            None,
+        );
+        let results = tool_results(&out.stdout);
+        assert_eq!(results.len(), 1, "{mode}: {}", text(&out.stderr));
+        assert_eq!(results[0].0, ToolStatus::Error, "{mode}");
+        assert!(results[0].1.contains(expected), "{mode}: {}", results[0].1);
+    }
+    let out = ws.mnemo(&["schedule", "list"], None);
+    assert!(text(&out.stdout).starts_with("No schedules"));
+}
+
+#[test]
+fn with_mnemo_serve_running_the_model_is_not_warned() {
+    let ws = Workspace::new();
+    let _serving = ServeLock::acquire(&ws.path().join(".data")).unwrap_or_else(|e| panic!("{e}"));
+    let model = ws.script(json!({"turns": [
+        call("schedule_create", json!({"when": "in 1h", "prompt": "ping", "repeat": true})),
+        {"text": "ok"}
+    ]}));
+    let out = ws.mnemo(
+        &["--model", &model, "run", "--json", "remind me hourly"],
+        None,
+    );
+    let results = tool_results(&out.stdout);
+    assert_eq!(results.len(), 1, "{}", text(&out.stderr));
+    assert!(
+        results[0].1.starts_with("created schedule #1: every 1h"),
+        "{}",
+        results[0].1
+    );
+    assert!(!results[0].1.contains("not running"), "{}", results[0].1);
+    let out = ws.mnemo(&["schedule", "list"], None);
+    assert!(!text(&out.stdout).contains("not running"));
+}

@@ -1,0 +1,441 @@
+//! The scheduler of `mnemo serve` on a paused tokio clock, with a stand-in runner and an
+//! in-memory book: intervals, cron lines, active hours, skipping while busy, one catch-up
+//! after downtime, a run interrupted by a kill, wake-ups on a change, quiet heartbeats that
+//! are not delivered, and shutdown.
+
+mod jobs_support;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use chrono::{DateTime, TimeZone, Utc};
+use futures_util::future::BoxFuture;
+use jobs_support::SharedBuffer;
+use mnemo::jobs::book::JobBook;
+use mnemo::jobs::cron::CronLine;
+use mnemo::jobs::delivery::{Channel, Log};
+use mnemo::jobs::job::{Job, Record, RunOutcome, Source};
+use mnemo::jobs::plan::{Rule, Timing};
+use mnemo::jobs::scheduler::{Clock, JobRunner, Scheduler, SchedulerHandle};
+use mnemo::jobs::timing::{ActiveHours, Zone};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+const MINUTE: Duration = Duration::from_secs(60);
+
+/// Tuesday 2026-11-24 08:00 UTC: where every test's clock starts.
+fn base() -> DateTime<Utc> {
+    Utc.with_ymd_and_hms(2026, 11, 24, 8, 0, 0)
+        .single()
+        .unwrap_or_default()
+}
+
+fn minutes(n: i64) -> DateTime<Utc> {
+    base() + chrono::Duration::minutes(n)
+}
+
+fn job(name: &str, rule: Rule) -> Job {
+    Job {
+        key: format!("heartbeat:{name}"),
+        label: format!("heartbeat {name}"),
+        source: Source::Heartbeat(PathBuf::from(format!("/beats/{name}.md"))),
+        timing: Timing {
+            rule,
+            hours: None,
+            zone: Zone::utc(),
+        },
+        since: base(),
+        workspace: PathBuf::from("/w"),
+        model: None,
+        prompt: format!("run {name}"),
+        deliver: vec![Channel::Log],
+    }
+}
+
+fn every(name: &str, period: u64) -> Job {
+    job(
+        name,
+        Rule::Every {
+            every: MINUTE * period as u32,
+            first: None,
+        },
+    )
+}
+
+/// Jobs and their records in memory, as the store would keep them; clones share them.
+#[derive(Clone, Default)]
+struct Book {
+    jobs: Arc<Mutex<Vec<(Job, Record)>>>,
+    finished: Arc<Mutex<Vec<(String, String)>>>,
+}
+
+impl Book {
+    fn with(jobs: impl IntoIterator<Item = (Job, Record)>) -> Book {
+        Book {
+            jobs: Arc::new(Mutex::new(jobs.into_iter().collect())),
+            ..Book::default()
+        }
+    }
+
+    fn add(&self, job: Job) {
+        self.jobs
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push((job, Record::default()));
+    }
+
+    /// The label and status of every finished run, in order.
+    fn statuses(&self) -> Vec<(String, String)> {
+        self.finished
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+}
+
+impl JobBook for Book {
+    fn load(&self, _now: DateTime<Utc>) -> BoxFuture<'_, Vec<(Job, Record)>> {
+        let jobs = self
+            .jobs
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        Box::pin(async move { jobs })
+    }
+
+    fn started<'a>(&'a self, job: &'a Job, at: DateTime<Utc>) -> BoxFuture<'a, ()> {
+        let mut jobs = self.jobs.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((_, record)) = jobs.iter_mut().find(|(j, _)| j.key == job.key) {
+            record.last_run = Some(at);
+            record.running = Some((at, std::process::id()));
+        }
+        Box::pin(async {})
+    }
+
+    fn finished<'a>(
+        &'a self,
+        job: &'a Job,
+        status: &'a str,
+        _session: Option<&'a str>,
+    ) -> BoxFuture<'a, ()> {
+        let mut jobs = self.jobs.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((_, record)) = jobs.iter_mut().find(|(j, _)| j.key == job.key) {
+            record.running = None;
+        }
+        self.finished
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push((job.label.clone(), status.to_string()));
+        Box::pin(async {})
+    }
+}
+
+/// Which job started when.
+type Starts = Vec<(String, DateTime<Utc>)>;
+
+/// Answers each job with its reply after `takes`, noting when each run started.
+#[derive(Clone)]
+struct Runner {
+    clock: Clock,
+    takes: Duration,
+    replies: HashMap<String, String>,
+    starts: Arc<Mutex<Starts>>,
+    at_once: Arc<Mutex<(usize, usize)>>,
+}
+
+impl Runner {
+    fn new(clock: Clock, takes: Duration) -> Self {
+        Self {
+            clock,
+            takes,
+            replies: HashMap::new(),
+            starts: Arc::default(),
+            at_once: Arc::default(),
+        }
+    }
+
+    fn starts(&self) -> Vec<(String, DateTime<Utc>)> {
+        self.starts
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    fn start_times(&self, label: &str) -> Vec<DateTime<Utc>> {
+        let starts = self.starts();
+        starts
+            .into_iter()
+            .filter(|(l, _)| l == label)
+            .map(|(_, t)| t)
+            .collect()
+    }
+
+    /// The most runs that were in progress at one time.
+    fn most_at_once(&self) -> usize {
+        self.at_once
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .1
+    }
+}
+
+impl JobRunner for Runner {
+    fn run(&self, job: Job, cancel: CancellationToken) -> BoxFuture<'static, RunOutcome> {
+        let runner = self.clone();
+        Box::pin(async move {
+            let now = runner.clock.now();
+            runner
+                .starts
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push((job.label.clone(), now));
+            {
+                let mut at_once = runner
+                    .at_once
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner);
+                at_once.0 += 1;
+                at_once.1 = at_once.1.max(at_once.0);
+            }
+            let stopped = tokio::select! {
+                () = tokio::time::sleep(runner.takes) => false,
+                () = cancel.cancelled() => true,
+            };
+            runner
+                .at_once
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .0 -= 1;
+            let session_id = format!("session-{}", job.key);
+            if stopped {
+                return RunOutcome::Interrupted {
+                    session_id: Some(session_id),
+                };
+            }
+            let text = runner
+                .replies
+                .get(&job.key)
+                .cloned()
+                .unwrap_or("done".into());
+            RunOutcome::Replied { session_id, text }
+        })
+    }
+}
+
+struct Running {
+    cancel: CancellationToken,
+    task: JoinHandle<()>,
+    handle: SchedulerHandle,
+    log: SharedBuffer,
+}
+
+impl Running {
+    async fn stop(self) -> String {
+        self.cancel.cancel();
+        let _ = self.task.await;
+        self.log.text()
+    }
+}
+
+fn start(runner: &Runner, book: &Book, reload: Duration) -> Running {
+    let log = SharedBuffer::default();
+    let scheduler = Scheduler::new(
+        runner.clone(),
+        book.clone(),
+        Arc::new(Log::new(log.clone())),
+    )
+    .with_clock(runner.clock)
+    .with_reload_every(reload);
+    let handle = scheduler.handle();
+    let cancel = CancellationToken::new();
+    let task = tokio::spawn(scheduler.run(cancel.clone()));
+    Running {
+        cancel,
+        task,
+        handle,
+        log,
+    }
+}
+
+async fn wait(minutes: u64) {
+    tokio::time::sleep(MINUTE * minutes as u32).await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_interval_runs_at_once_and_then_every_period() {
+    let clock = Clock::following_tokio(base());
+    let runner = Runner::new(clock, MINUTE);
+    let book = Book::with([(every("inbox", 30), Record::default())]);
+    let running = start(&runner, &book, Duration::from_secs(86_400));
+    wait(95).await;
+    running.stop().await;
+    let expected = [minutes(0), minutes(30), minutes(60), minutes(90)];
+    assert_eq!(runner.start_times("heartbeat inbox"), expected);
+    assert_eq!(book.statuses().len(), 4);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_cron_line_runs_at_its_slots_only() -> Result<(), String> {
+    let clock = Clock::following_tokio(base());
+    let runner = Runner::new(clock, MINUTE);
+    let cron = job("standup", Rule::Cron(CronLine::parse("0 9,11 * * 1-5")?));
+    let book = Book::with([(cron, Record::default())]);
+    // The periodic reload must not make runs of its own.
+    let running = start(&runner, &book, Duration::from_secs(600));
+    wait(60 * 24).await;
+    running.stop().await;
+    assert_eq!(
+        runner.start_times("heartbeat standup"),
+        [minutes(60), minutes(180)]
+    );
+    Ok(())
+}
+
+#[tokio::test(start_paused = true)]
+async fn active_hours_hold_runs_until_they_open() -> Result<(), String> {
+    let clock = Clock::following_tokio(base());
+    let runner = Runner::new(clock, MINUTE);
+    let mut hourly = every("office", 60);
+    hourly.timing.hours = Some(ActiveHours::parse("10:00-12:00")?);
+    let book = Book::with([(hourly, Record::default())]);
+    let running = start(&runner, &book, Duration::from_secs(86_400));
+    wait(60 * 24 + 150).await;
+    running.stop().await;
+    // 08:00 is closed: 10:00 and 11:00, then 10:00 the next day.
+    let next_day = minutes(60 * 24 + 120);
+    assert_eq!(
+        runner.start_times("heartbeat office"),
+        [minutes(120), minutes(180), next_day]
+    );
+    Ok(())
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_job_still_running_is_skipped_and_runs_once_after() {
+    let clock = Clock::following_tokio(base());
+    let runner = Runner::new(clock, MINUTE * 50);
+    let book = Book::with([(every("slow", 20), Record::default())]);
+    let running = start(&runner, &book, Duration::from_secs(86_400));
+    wait(110).await;
+    running.stop().await;
+    // Slots at 20 and 40 pass while the first run goes on: one run when it ends.
+    assert_eq!(
+        runner.start_times("heartbeat slow"),
+        [minutes(0), minutes(50), minutes(100)]
+    );
+    assert_eq!(runner.most_at_once(), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn after_downtime_a_missed_job_runs_once_not_once_per_slot() {
+    let clock = Clock::following_tokio(base());
+    let runner = Runner::new(clock, MINUTE);
+    let five_hours_ago = Record {
+        last_run: Some(minutes(-300)),
+        running: None,
+    };
+    let book = Book::with([(every("inbox", 30), five_hours_ago)]);
+    let running = start(&runner, &book, Duration::from_secs(86_400));
+    wait(45).await;
+    running.stop().await;
+    assert_eq!(
+        runner.start_times("heartbeat inbox"),
+        [minutes(0), minutes(30)]
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_run_interrupted_by_a_kill_does_not_block_the_next_one() {
+    let clock = Clock::following_tokio(base());
+    let runner = Runner::new(clock, MINUTE);
+    // pid_max on Linux is at most 2^22: no process has this pid.
+    let dead_pid = i32::MAX as u32;
+    let killed = Record {
+        last_run: Some(minutes(-45)),
+        running: Some((minutes(-45), dead_pid)),
+    };
+    // pid 1 always lives: a run it holds is left alone.
+    let elsewhere = Record {
+        last_run: Some(minutes(-45)),
+        running: Some((minutes(-45), 1)),
+    };
+    let book = Book::with([
+        (every("killed", 30), killed),
+        (every("elsewhere", 30), elsewhere),
+    ]);
+    let running = start(&runner, &book, Duration::from_secs(86_400));
+    wait(10).await;
+    running.stop().await;
+    assert_eq!(runner.start_times("heartbeat killed"), [minutes(0)]);
+    assert!(runner.start_times("heartbeat elsewhere").is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_new_job_wakes_the_scheduler_without_waiting_for_a_reload() {
+    let clock = Clock::following_tokio(base());
+    let runner = Runner::new(clock, MINUTE);
+    let book = Book::with([]);
+    let running = start(&runner, &book, Duration::from_secs(86_400));
+    wait(7).await;
+    let mut reminder = job("reminder", Rule::Once(minutes(20)));
+    reminder.source = Source::Schedule {
+        id: 1,
+        one_shot: true,
+    };
+    book.add(reminder);
+    running.handle.jobs_changed();
+    wait(60).await;
+    running.stop().await;
+    assert_eq!(runner.start_times("heartbeat reminder"), [minutes(20)]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn heartbeat_ok_is_not_delivered_and_a_report_is() {
+    let clock = Clock::following_tokio(base());
+    let mut runner = Runner::new(clock, MINUTE);
+    runner
+        .replies
+        .insert("heartbeat:quiet".into(), " HEARTBEAT_OK\n".into());
+    runner
+        .replies
+        .insert("heartbeat:disk".into(), "disk 91% full".into());
+    let book = Book::with([
+        (every("quiet", 60), Record::default()),
+        (every("disk", 60), Record::default()),
+    ]);
+    let running = start(&runner, &book, Duration::from_secs(86_400));
+    wait(5).await;
+    let log = running.stop().await;
+    assert!(log.contains("heartbeat quiet: nothing to report"), "{log}");
+    assert!(!log.contains("── heartbeat quiet"), "{log}");
+    assert!(
+        log.contains("── heartbeat disk (session session-) ──\ndisk 91% full"),
+        "{log}"
+    );
+    let mut finished = book.statuses();
+    finished.sort();
+    assert_eq!(
+        finished,
+        [
+            ("heartbeat disk".to_string(), "reported".to_string()),
+            ("heartbeat quiet".to_string(), "quiet".to_string())
+        ]
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn shutdown_interrupts_runs_in_progress_and_records_them() {
+    let clock = Clock::following_tokio(base());
+    let runner = Runner::new(clock, MINUTE * 600);
+    let book = Book::with([(every("long", 60), Record::default())]);
+    let running = start(&runner, &book, Duration::from_secs(86_400));
+    wait(1).await;
+    let log = running.stop().await;
+    assert_eq!(
+        book.statuses(),
+        [("heartbeat long".to_string(), "interrupted".to_string())]
+    );
+    assert!(log.contains("heartbeat long: interrupted"), "{log}");
+}
