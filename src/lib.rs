@@ -7,6 +7,7 @@ pub mod commands;
 pub mod config;
 pub mod crash;
 pub mod headless;
+pub mod jobs;
 pub mod launch;
 pub mod llm;
 pub mod mcp;

@@ -1,10 +1,12 @@
-//! `mnemo memory`: search the archive, and list, add or remove experiences.
+//! `mnemo memory`: search the archive, list, add or remove experiences, and the dream notes.
 
 use std::io::Write;
 use std::path::PathBuf;
 
 mod download;
+mod notes;
 
+pub use notes::{NotesAction, notes};
 use super::{CommandError, local_time};
 use crate::launch::Loaded;
 use crate::memory::embed::{INSTALL_HINT, backfill, local_model_dir};
