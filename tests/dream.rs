@@ -8,9 +8,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use dream_support::{Recording, add_entries, chain, editor_json};
+use futures_util::future::BoxFuture;
 use mnemo::agent::{Session, SessionSettings};
 use mnemo::jobs::{DreamError, Dreamer};
+use mnemo::llm::{EventStream, ModelRequest, Provider, ProviderError};
 use mnemo::memory::Store;
+use mnemo::memory::dream_notes::{DreamNotes, NotesOrigin};
 use mnemo::protocol::{Event, Op};
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;
@@ -52,6 +55,7 @@ async fn a_dream_writes_both_files_moves_the_cursor_and_reaches_the_next_session
     let (analyst, editor) = (&requests[0], &requests[1]);
     assert!(analyst.system.contains("## Entry 1"), "{}", analyst.system);
     assert!(analyst.system.contains("pgbouncer 2"));
+    assert!(analyst.system.contains("in /work/project)"), "entries say their workspace");
     assert!(analyst.system.contains("You are the analyst"));
     assert!(editor.system.contains("You are the editor"));
     assert!(
@@ -205,6 +209,57 @@ async fn a_hand_edit_of_the_notes_is_kept_before_the_next_dream() -> TestResult 
     assert!(model.requests()[0].system.contains("- works from Lisbon"));
     let history = store.call(|db| db.notes_history()).await?;
     assert_eq!(history.len(), 3, "dream, hand edit, dream");
+    Ok(())
+}
+
+/// A model that, asked for the editor's answer, first lets another dream write its notes.
+struct Overtaking {
+    inner: Arc<Recording>,
+    store: Store,
+}
+
+impl Provider for Overtaking {
+    fn label(&self) -> &str {
+        "overtaking"
+    }
+
+    fn stream(&self, request: ModelRequest) -> BoxFuture<'_, Result<EventStream, ProviderError>> {
+        Box::pin(async move {
+            if request.system.contains("You are the editor") {
+                let other = DreamNotes {
+                    memory: "- written by the other dream".into(),
+                    user: String::new(),
+                };
+                self.store
+                    .call(move |db| db.save_notes(&other, NotesOrigin::Dream, Some(2)))
+                    .await
+                    .map_err(|e| ProviderError::Connection(e.to_string()))?;
+            }
+            self.inner.stream(request).await
+        })
+    }
+}
+
+#[tokio::test]
+async fn a_dream_overtaken_by_another_writes_nothing() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let notes_dir = dir.path().join("memory");
+    let store = Store::open_in_memory()?;
+    store.call(|db| add_entries(db, "kafka", 2)).await?;
+    let model = Arc::new(Overtaking {
+        inner: Recording::answering(&texts(&["a", &editor_json("- mine", "")])),
+        store: store.clone(),
+    });
+    let dreamer = Dreamer::new(store.clone(), notes_dir.clone(), chain(model));
+    let err = dreamer.run().await.err().ok_or("both dreams wrote")?;
+    assert!(matches!(err, DreamError::Overtaken), "{err}");
+    assert!(!notes_dir.join("MEMORY.md").exists());
+    let current = store
+        .call(|db| db.current_notes())
+        .await?
+        .ok_or("no notes")?;
+    assert_eq!(current.notes.memory, "- written by the other dream");
+    assert_eq!(store.call(|db| db.notes_history()).await?.len(), 1);
     Ok(())
 }
 

@@ -51,6 +51,11 @@ pub enum DreamError {
         path: PathBuf,
         source: std::io::Error,
     },
+    #[error(
+        "another dream moved the dream cursor while this one ran; this one stopped without \
+         writing, and the other's notes stand"
+    )]
+    Overtaken,
     #[error("no data directory is known for the notes files; set MNEMO_DATA_DIR")]
     NoDataDir,
 }
@@ -143,17 +148,18 @@ impl Dreamer {
         let mut report = DreamReport::default();
         self.take_in_hand_edits(&mut report).await?;
         loop {
-            let (entries, experiences, current) = self
+            let (from, entries, experiences, current) = self
                 .store
                 .call(|db| {
                     Ok((
+                        db.dream_cursor()?,
                         db.dream_entries(BATCH_ENTRIES)?,
                         db.dream_experiences(MAX_EXPERIENCES)?,
                         db.current_notes()?,
                     ))
                 })
                 .await?;
-            let Some(last) = entries.last().map(|e| e.id) else {
+            let Some(last) = entries.last().map(|e| e.entry.id) else {
                 return Ok(report);
             };
             let notes = current.map(|v| v.notes).unwrap_or_default();
@@ -170,11 +176,22 @@ impl Dreamer {
                 )
                 .await?;
             let notes = self.edit(&shared, &analysis, last, &mut report).await?;
+            // Two dreams at once (`mnemo dream` while `mnemo serve` dreams) must not both
+            // write: the one whose cursor moved meanwhile gives way, before touching the files.
+            if self.store.call(|db| db.dream_cursor()).await? != from {
+                return Err(DreamError::Overtaken);
+            }
             write_note_files(&self.notes_dir, &notes)?;
             let version = self
                 .store
-                .call(move |db| db.save_notes(&notes, NotesOrigin::Dream, Some(last)))
-                .await?;
+                .call(move |db| match db.dream_cursor()? == from {
+                    true => db
+                        .save_notes(&notes, NotesOrigin::Dream, Some(last))
+                        .map(Some),
+                    false => Ok(None),
+                })
+                .await?
+                .ok_or(DreamError::Overtaken)?;
             report.batches += 1;
             report.entries += entries.len();
             report.version = Some(version);

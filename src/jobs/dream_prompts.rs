@@ -7,8 +7,8 @@ use std::fmt::Write;
 use serde::Deserialize;
 
 use crate::llm::transcript::to_markdown;
-use crate::memory::dream_notes::{DreamNotes, NoteFile, paragraphs};
-use crate::memory::types::{ArchiveEntry, Experience, Scope};
+use crate::memory::dream_notes::{DreamEntry, DreamNotes, NoteFile, paragraphs};
+use crate::memory::types::{Experience, Scope};
 use crate::tools::truncate::head_tail;
 
 /// Each notes file holds at most this many words.
@@ -26,7 +26,8 @@ they like to work). Above are the current notes, remembered experiences and the 
 archived since the last dream.
 
 Write a plain-text analysis for the editor who will rewrite the notes:
-1. New facts worth keeping, each with the entry number it comes from, under `Work` and `Person`.
+1. New facts worth keeping, each with the entry number it comes from and, for a fact about \
+one project, that project's directory, under `Work` and `Person`.
 2. Items of the current notes that are stale, wrong or contradicted by the new entries, and why.
 3. Patterns across entries: recurring problems, repeated requests, habits.
 Leave out one-off details, anything already in the notes unchanged, and every secret (keys, \
@@ -48,7 +49,7 @@ Answer with only a JSON object, without prose or code fence:
 pub(super) fn shared_context(
     notes: &DreamNotes,
     experiences: &[Experience],
-    entries: &[ArchiveEntry],
+    entries: &[DreamEntry],
 ) -> String {
     let mut out = String::from("# Current notes\n");
     for file in NoteFile::ALL {
@@ -67,11 +68,15 @@ pub(super) fn shared_context(
         }
     }
     let _ = write!(out, "\n# New archive entries\n");
-    for entry in entries {
+    for DreamEntry { entry, workspace } in entries {
         let conversation = head_tail(to_markdown(&entry.messages).trim(), MAX_ENTRY_BYTES);
+        let place = workspace
+            .as_deref()
+            .map(|w| format!(", in {w}"))
+            .unwrap_or_default();
         let _ = write!(
             out,
-            "\n## Entry {} ({})\n\nTopic: {}\nSummary: {}\n\n{conversation}\n",
+            "\n## Entry {} ({}{place})\n\nTopic: {}\nSummary: {}\n\n{conversation}\n",
             entry.id,
             date(entry.ended_at),
             entry.topic.trim(),

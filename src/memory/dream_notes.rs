@@ -77,6 +77,13 @@ impl NotesOrigin {
     }
 }
 
+/// An archive entry for the dream, with the workspace its session worked in.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DreamEntry {
+    pub entry: ArchiveEntry,
+    pub workspace: Option<String>,
+}
+
 /// One stored version of the pair of files.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct NotesVersion {
@@ -136,15 +143,25 @@ impl Db {
     }
 
     /// Up to `limit` archive entries after the cursor, oldest first.
-    pub fn dream_entries(&self, limit: usize) -> Result<Vec<ArchiveEntry>, StoreError> {
+    pub fn dream_entries(&self, limit: usize) -> Result<Vec<DreamEntry>, StoreError> {
         let cursor = self.dream_cursor()?;
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        let ids = self
+        let rows = self
             .conn
-            .prepare_cached("SELECT id FROM archive WHERE id > ?1 ORDER BY id LIMIT ?2")?
-            .query_map(params![cursor, limit], |row| row.get(0))?
-            .collect::<Result<Vec<i64>, _>>()?;
-        ids.into_iter().map(|id| self.archive_entry(id)).collect()
+            .prepare_cached(
+                "SELECT a.id, s.cwd FROM archive a LEFT JOIN sessions s ON s.id = a.session_id
+                 WHERE a.id > ?1 ORDER BY a.id LIMIT ?2",
+            )?
+            .query_map(params![cursor, limit], |row| Ok((row.get(0)?, row.get(1)?)))?
+            .collect::<Result<Vec<(i64, Option<String>)>, _>>()?;
+        rows.into_iter()
+            .map(|(id, workspace)| {
+                Ok(DreamEntry {
+                    entry: self.archive_entry(id)?,
+                    workspace,
+                })
+            })
+            .collect()
     }
 
     /// The newest `limit` experiences of every scope, oldest first: what sessions were told to

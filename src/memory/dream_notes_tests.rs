@@ -29,9 +29,10 @@ fn dream_pending_counts_the_entries_after_the_cursor() -> TestResult {
     assert_eq!((db.dream_cursor()?, db.dream_pending()?), (0, 7));
     let batch = db.dream_entries(5)?;
     assert_eq!(
-        batch.iter().map(|e| e.id).collect::<Vec<_>>(),
+        batch.iter().map(|e| e.entry.id).collect::<Vec<_>>(),
         [1, 2, 3, 4, 5]
     );
+    assert_eq!(batch[0].workspace.as_deref(), Some("/w"));
     db.save_notes(&notes("m", "u"), NotesOrigin::Dream, Some(5))?;
     assert_eq!((db.dream_cursor()?, db.dream_pending()?), (5, 2));
     assert_eq!(db.dream_entries(30)?.len(), 2);
