@@ -407,7 +407,7 @@ fn real_main(cli: Cli) -> anyhow::Result<ExitCode> {
                         (_, true) => commands::memory::NotesAction::Undo,
                         _ => commands::memory::NotesAction::Show,
                     };
-                    commands::memory::notes(&loaded, action, &mut out)?
+                    return answer(commands::memory::notes(&loaded, action, &mut out));
                 }
             }
             Ok(ExitCode::SUCCESS)

@@ -34,6 +34,13 @@ fn dream_history_and_undo_through_the_binary() {
     let ws = Workspace::new();
     let notes = ws.path().join(".data").join("memory");
     assert!(stdout(&ws, &["memory", "notes"]).contains("no dream notes yet"));
+    let out = ws.mnemo(&["memory", "notes", "--undo"], None);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("nothing to undo"),
+        "{}",
+        text(&out.stderr)
+    );
     // Nothing archived: nothing to do, and no model (or key) is needed for that.
     assert!(stdout(&ws, &["dream"]).contains("nothing new to dream about"));
 

@@ -26,7 +26,7 @@ pub async fn dream(
     for notice in &report.notices {
         writeln!(out, "note: {notice}")?;
     }
-    let dir = crate::jobs::dream::notes_dir(loaded).unwrap_or_default();
+    let dir = dreamer.notes_dir();
     match report.version {
         Some(version) => writeln!(
             out,

@@ -137,6 +137,11 @@ impl Dreamer {
         })
     }
 
+    /// Where the notes files are written.
+    pub fn notes_dir(&self) -> &Path {
+        &self.notes_dir
+    }
+
     /// Archive entries written since the last dream.
     pub async fn pending(&self) -> Result<usize, DreamError> {
         Ok(self.store.call(|db| db.dream_pending()).await?)

@@ -6,6 +6,7 @@ use std::io::Write;
 use super::super::{CommandError, local_time};
 use crate::jobs::dream::{notes_dir, write_note_files};
 use crate::launch::Loaded;
+use crate::memory::StoreError;
 use crate::memory::dream_notes::{DreamNotes, NoteFile, NotesOrigin, NotesVersion};
 
 /// What `mnemo memory notes` shows or does.
@@ -48,7 +49,15 @@ pub fn notes(
             Ok(())
         }
         NotesAction::Undo => {
-            let restored = store.call_blocking(|db| db.undo_notes())?;
+            let restored = match store.call_blocking(|db| db.undo_notes()) {
+                Err(StoreError::NotFound { .. }) => {
+                    return Err(CommandError::Usage(
+                        "nothing to undo: there are no dream notes (`mnemo dream` writes them)"
+                            .into(),
+                    ));
+                }
+                done => done?,
+            };
             let dir = notes_dir(loaded).ok_or_else(|| {
                 CommandError::Usage("no data directory is known; set MNEMO_DATA_DIR".into())
             })?;
