@@ -55,7 +55,10 @@ async fn a_dream_writes_both_files_moves_the_cursor_and_reaches_the_next_session
     let (analyst, editor) = (&requests[0], &requests[1]);
     assert!(analyst.system.contains("## Entry 1"), "{}", analyst.system);
     assert!(analyst.system.contains("pgbouncer 2"));
-    assert!(analyst.system.contains("in /work/project)"), "entries say their workspace");
+    assert!(
+        analyst.system.contains("in /work/project)"),
+        "entries say their workspace"
+    );
     assert!(analyst.system.contains("You are the analyst"));
     assert!(editor.system.contains("You are the editor"));
     assert!(
@@ -194,9 +197,24 @@ async fn a_hand_edit_of_the_notes_is_kept_before_the_next_dream() -> TestResult 
     let store = Store::open_in_memory()?;
     store.call(|db| add_entries(db, "nginx", 1)).await?;
     let model = Recording::answering(&texts(&["a", &editor_json("- nginx reloads", "")]));
-    Dreamer::new(store.clone(), notes_dir.clone(), chain(model))
-        .run()
-        .await?;
+    let first = Dreamer::new(store.clone(), notes_dir.clone(), chain(model));
+    first.run().await?;
+
+    // A file cut short by a power failure is older than the version: written again, not kept.
+    let memory = notes_dir.join("MEMORY.md");
+    std::fs::write(&memory, "")?;
+    let long_ago = std::time::UNIX_EPOCH + Duration::from_secs(1_000_000);
+    std::fs::File::options()
+        .write(true)
+        .open(&memory)?
+        .set_modified(long_ago)?;
+    let report = first.run().await?;
+    assert!(report.notices.is_empty(), "{report:?}");
+    assert_eq!(std::fs::read_to_string(&memory)?, "- nginx reloads\n");
+    assert_eq!(store.call(|db| db.notes_history()).await?.len(), 1);
+
+    // A person's edit comes later than the version.
+    tokio::time::sleep(Duration::from_millis(20)).await;
     std::fs::write(notes_dir.join("USER.md"), "- works from Lisbon\n")?;
     store.call(|db| add_entries(db, "tls", 1)).await?;
     let model = Recording::answering(&texts(&["a", &editor_json("- nginx reloads", "- Lisbon")]));

@@ -273,14 +273,13 @@ impl Dreamer {
     }
 
     /// Files changed by hand since the stored version become a version of their own, so the
-    /// next dream edits them instead of overwriting them; missing files are written again.
+    /// next dream edits them instead of overwriting them. Missing files, and files that differ
+    /// but are not newer than the version (cut short by a power failure: they are written
+    /// without fsync), are written again from the store.
     async fn take_in_hand_edits(&self, report: &mut DreamReport) -> Result<(), DreamError> {
-        let current = self
-            .store
-            .call(|db| db.current_notes())
-            .await?
-            .map(|v| v.notes)
-            .unwrap_or_default();
+        let current = self.store.call(|db| db.current_notes()).await?;
+        let written_at = current.as_ref().map(|v| v.created_at);
+        let current = current.map(|v| v.notes).unwrap_or_default();
         let Some(on_disk) = read_note_files(&self.notes_dir) else {
             if !current.is_empty() {
                 write_note_files(&self.notes_dir, &current)?;
@@ -290,6 +289,9 @@ impl Dreamer {
         let same = |a: &str, b: &str| a.trim_end() == b.trim_end();
         if same(&on_disk.memory, &current.memory) && same(&on_disk.user, &current.user) {
             return Ok(());
+        }
+        if written_at.is_some_and(|at| modified_ms(&self.notes_dir) <= at) {
+            return write_note_files(&self.notes_dir, &current);
         }
         self.store
             .call(move |db| db.save_notes(&on_disk, NotesOrigin::Hand, None))
@@ -321,6 +323,22 @@ fn batch_settings(model: &ResolvedModel, timeouts: crate::llm::Timeouts) -> Prov
     }
 }
 
+/// When either notes file was last changed, in milliseconds since the epoch (0 if unknown).
+fn modified_ms(dir: &Path) -> i64 {
+    NoteFile::ALL
+        .iter()
+        .filter_map(|file| {
+            std::fs::metadata(dir.join(file.file_name()))
+                .ok()?
+                .modified()
+                .ok()
+        })
+        .filter_map(|time| time.duration_since(std::time::UNIX_EPOCH).ok())
+        .map(|since| i64::try_from(since.as_millis()).unwrap_or(i64::MAX))
+        .max()
+        .unwrap_or(0)
+}
+
 /// Both files as they are on disk; `None` when neither exists.
 pub fn read_note_files(dir: &Path) -> Option<DreamNotes> {
     let read = |file: NoteFile| std::fs::read_to_string(dir.join(file.file_name())).ok();
@@ -334,8 +352,10 @@ pub fn read_note_files(dir: &Path) -> Option<DreamNotes> {
     })
 }
 
-/// Writes both files, each through a temporary file renamed over it: a reader (or a crash)
-/// sees the old file or the new one, never half of one.
+/// Writes both files, each through a temporary file renamed over it: a reader, or mnemo
+/// stopped halfway, sees the old file or the new one, never half of one. (No fsync: the
+/// store holds every version, so a file lost to a power cut is written again by the next
+/// dream.)
 pub fn write_note_files(dir: &Path, notes: &DreamNotes) -> Result<(), DreamError> {
     let failed = |path: &Path| {
         let path = path.to_path_buf();
