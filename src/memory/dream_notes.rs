@@ -3,6 +3,8 @@
 //! A new version and the cursor move together in one transaction, so the cursor never runs
 //! ahead of what was written.
 
+use std::collections::HashMap;
+
 use rusqlite::{OptionalExtension, Row, Transaction, params};
 use serde::Serialize;
 
@@ -287,7 +289,8 @@ impl Db {
         ))
     }
 
-    /// The file and version date of a paragraph, for a recall hit.
+    /// The file, text and date of a paragraph (when a version first wrote it), for a recall
+    /// hit.
     pub(super) fn dream_paragraph(
         &self,
         id: i64,
@@ -318,15 +321,40 @@ fn read_cursor(tx: &Transaction<'_>) -> Result<i64, StoreError> {
     Ok(value.and_then(|v| v.parse().ok()).unwrap_or(0))
 }
 
-/// Replaces the searchable paragraphs with those of version `id`.
+/// Makes the searchable paragraphs those of version `id`. A paragraph the version keeps
+/// unchanged keeps its row, with its pieces and the version that first wrote it: a dream
+/// rewrites a few paragraphs, and only those are indexed and embedded again.
 fn index_paragraphs(tx: &Transaction<'_>, id: i64, notes: &DreamNotes) -> Result<(), StoreError> {
-    tx.execute("DELETE FROM dream_paragraphs", [])?;
+    let mut wanted: HashMap<(&str, &str), usize> = HashMap::new();
+    for file in NoteFile::ALL {
+        for paragraph in paragraphs(notes.get(file)) {
+            *wanted.entry((file.file_name(), paragraph)).or_default() += 1;
+        }
+    }
+    let existing = tx
+        .prepare_cached("SELECT id, file, text FROM dream_paragraphs ORDER BY id")?
+        .query_map([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))?
+        .collect::<Result<Vec<(i64, String, String)>, _>>()?;
+    let mut delete = tx.prepare_cached("DELETE FROM dream_paragraphs WHERE id = ?1")?;
+    for (row, file, text) in &existing {
+        match wanted.get_mut(&(file.as_str(), text.as_str())) {
+            Some(left) if *left > 0 => *left -= 1,
+            _ => {
+                delete.execute([row])?;
+            }
+        }
+    }
     let mut insert = tx.prepare_cached(
         "INSERT INTO dream_paragraphs(version_id, file, text) VALUES (?1, ?2, ?3)",
     )?;
     for file in NoteFile::ALL {
         for paragraph in paragraphs(notes.get(file)) {
-            insert.execute(params![id, file.file_name(), paragraph])?;
+            if let Some(left) = wanted.get_mut(&(file.file_name(), paragraph))
+                && *left > 0
+            {
+                *left -= 1;
+                insert.execute(params![id, file.file_name(), paragraph])?;
+            }
         }
     }
     Ok(())

@@ -108,7 +108,8 @@ fn dream_note_paragraphs_of_the_current_version_are_recalled() -> TestResult {
     );
     // Pieces for meaning search are asked for, stored, and go with their paragraph.
     assert_eq!(db.count_unembedded("m")?, 1 + 2);
-    let key = (Source::Dream, terse[0].id);
+    let nothing = db.recall("nothing about ports", None, &RecallScope::everywhere(), 1)?;
+    let key = (Source::Dream, nothing.first().ok_or("no hit")?.id);
     db.store_pieces("m", key, &[vec![1.0, 0.0]])?;
     assert_eq!(db.count_unembedded("m")?, 1 + 1);
     db.undo_notes()?;
@@ -136,5 +137,43 @@ fn dream_experiences_span_every_scope_oldest_first() -> TestResult {
         ["global fact", "project fact"]
     );
     assert_eq!(db.dream_experiences(1)?[0].text, "project fact");
+    Ok(())
+}
+
+#[test]
+fn a_dream_note_paragraph_kept_unchanged_keeps_its_row_and_pieces() -> TestResult {
+    let mut db = db_with_entries(1)?;
+    let ids = |db: &Db| -> Result<Vec<(i64, String)>, StoreError> {
+        let mut stmt = db
+            .conn
+            .prepare("SELECT id, text FROM dream_paragraphs ORDER BY id")?;
+        let rows = stmt
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(rows)
+    };
+    db.save_notes(
+        &notes("- kept\n\n- dropped", "- kept"),
+        NotesOrigin::Dream,
+        Some(1),
+    )?;
+    let before = ids(&db)?;
+    assert_eq!(before.len(), 3);
+    let kept = before[0].0;
+    db.store_pieces("m", (Source::Dream, kept), &[vec![1.0, 0.0]])?;
+    db.save_notes(
+        &notes("- kept\n\n- added", "- kept"),
+        NotesOrigin::Dream,
+        Some(1),
+    )?;
+    let after = ids(&db)?;
+    let texts: Vec<&str> = after.iter().map(|(_, t)| t.as_str()).collect();
+    assert_eq!(texts, ["- kept", "- kept", "- added"]);
+    assert_eq!(after[0].0, kept);
+    assert_eq!(
+        db.count_unembedded("m")?,
+        1 + 2,
+        "only the new paragraphs need vectors"
+    );
     Ok(())
 }
