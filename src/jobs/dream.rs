@@ -152,55 +152,59 @@ impl Dreamer {
     pub async fn run(&self) -> Result<DreamReport, DreamError> {
         let mut report = DreamReport::default();
         self.take_in_hand_edits(&mut report).await?;
-        loop {
-            let (from, entries, experiences, current) = self
-                .store
-                .call(|db| {
-                    Ok((
-                        db.dream_cursor()?,
-                        db.dream_entries(BATCH_ENTRIES)?,
-                        db.dream_experiences(MAX_EXPERIENCES)?,
-                        db.current_notes()?,
-                    ))
-                })
-                .await?;
-            let Some(last) = entries.last().map(|e| e.entry.id) else {
-                return Ok(report);
-            };
-            let notes = current.map(|v| v.notes).unwrap_or_default();
-            let shared = shared_context(&notes, &experiences, &entries);
-            let analysis = self
-                .ask(
-                    Call {
-                        id: format!("dream-analyst-{last}"),
-                        shared: &shared,
-                        instructions: ANALYST_PROMPT,
-                        message: analyst_message(entries.len()),
-                    },
-                    &mut report,
-                )
-                .await?;
-            let notes = self.edit(&shared, &analysis, last, &mut report).await?;
-            // Two dreams at once (`mnemo dream` while `mnemo serve` dreams) must not both
-            // write: the one whose cursor moved meanwhile gives way, before touching the files.
-            if self.store.call(|db| db.dream_cursor()).await? != from {
-                return Err(DreamError::Overtaken);
-            }
-            write_note_files(&self.notes_dir, &notes)?;
-            let version = self
-                .store
-                .call(move |db| match db.dream_cursor()? == from {
-                    true => db
-                        .save_notes(&notes, NotesOrigin::Dream, Some(last))
-                        .map(Some),
-                    false => Ok(None),
-                })
-                .await?
-                .ok_or(DreamError::Overtaken)?;
-            report.batches += 1;
-            report.entries += entries.len();
-            report.version = Some(version);
+        while self.next_batch(&mut report).await? {}
+        Ok(report)
+    }
+
+    /// Dreams over the next batch of entries; `false` when there is none.
+    async fn next_batch(&self, report: &mut DreamReport) -> Result<bool, DreamError> {
+        let (from, entries, experiences, current) = self
+            .store
+            .call(|db| {
+                Ok((
+                    db.dream_cursor()?,
+                    db.dream_entries(BATCH_ENTRIES)?,
+                    db.dream_experiences(MAX_EXPERIENCES)?,
+                    db.current_notes()?,
+                ))
+            })
+            .await?;
+        let Some(last) = entries.last().map(|e| e.entry.id) else {
+            return Ok(false);
+        };
+        let notes = current.map(|v| v.notes).unwrap_or_default();
+        let shared = shared_context(&notes, &experiences, &entries);
+        let analyst = Call {
+            id: format!("dream-analyst-{last}"),
+            shared: &shared,
+            instructions: ANALYST_PROMPT,
+            message: analyst_message(entries.len()),
+        };
+        let analysis = self.ask(analyst, report).await?;
+        let notes = self.edit(&shared, &analysis, last, report).await?;
+        report.version = Some(self.save(notes, from, last).await?);
+        report.batches += 1;
+        report.entries += entries.len();
+        Ok(true)
+    }
+
+    /// Writes the files and stores the version, moving the cursor from `from` to `last`. Two
+    /// dreams at once (`mnemo dream` while `mnemo serve` dreams) must not both write: the one
+    /// whose cursor moved meanwhile gives way, before touching the files.
+    async fn save(&self, notes: DreamNotes, from: i64, last: i64) -> Result<i64, DreamError> {
+        if self.store.call(|db| db.dream_cursor()).await? != from {
+            return Err(DreamError::Overtaken);
         }
+        write_note_files(&self.notes_dir, &notes)?;
+        self.store
+            .call(move |db| match db.dream_cursor()? == from {
+                true => db
+                    .save_notes(&notes, NotesOrigin::Dream, Some(last))
+                    .map(Some),
+                false => Ok(None),
+            })
+            .await?
+            .ok_or(DreamError::Overtaken)
     }
 
     /// The editor's notes; an invalid answer is asked for once more, with the reason.
