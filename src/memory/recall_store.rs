@@ -56,8 +56,7 @@ fn missing(table: &str, id: &str, source: &str) -> String {
 
 impl Db {
     /// Up to `limit` entries, experiences, working messages and dream-note paragraphs (newest
-    /// first in each) without
-    /// vectors of `model`.
+    /// first in each) without vectors of `model`.
     pub fn unembedded(&self, model: &str, limit: usize) -> Result<Vec<Unembedded>, StoreError> {
         let mut left = i64::try_from(limit).unwrap_or(i64::MAX);
         let mut found = Vec::new();
@@ -126,7 +125,8 @@ impl Db {
         Ok(found)
     }
 
-    /// How many entries, experiences and working messages have no vectors of `model`.
+    /// How many entries, experiences, working messages and dream-note paragraphs have no
+    /// vectors of `model`.
     pub fn count_unembedded(&self, model: &str) -> Result<usize, StoreError> {
         let sql = format!(
             "SELECT (SELECT count(*) {}) + (SELECT count(*) {}) + (SELECT count(*) {})
