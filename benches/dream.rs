@@ -17,7 +17,7 @@ use mnemo::memory::{Db, Store};
 type BenchResult<T = ()> = Result<T, Box<dyn Error>>;
 
 const ENTRIES: usize = 1_000;
-const RUNS: usize = 7;
+const RUNS: usize = 15;
 const TARGET: Duration = Duration::from_millis(50);
 
 /// A notes file of about `words` words in paragraphs of ten bullet points.
@@ -59,6 +59,11 @@ fn main() -> BenchResult {
     }
     times.sort();
     let median = times[RUNS / 2];
+    let all: Vec<String> = times
+        .iter()
+        .map(|t| format!("{:.0}", t.as_secs_f64() * 1e3))
+        .collect();
+    println!("runs (ms, sorted): {}", all.join(" "));
     println!(
         "dream bookkeeping, {ENTRIES} entries in {batches} batches (2 instant model calls, 2 files \
          and a version each): median {:.1} ms, best {:.1} ms (target < {} ms) {}",
