@@ -182,6 +182,18 @@ impl Loaded {
         )))
     }
 
+    /// A chain of `model` alone, sharing the launch's cooldowns: for work the person pointed
+    /// at one model (`[dream] model`).
+    pub fn chain_of(&self, model: &ResolvedModel) -> Result<Arc<FallbackChain>, LaunchError> {
+        let timeouts = self.config.retry.timeouts();
+        let models = vec![chain_model(model, api_key(model)?, timeouts)?];
+        Ok(Arc::new(FallbackChain::sharing(
+            models,
+            self.config.retry.policy(),
+            self.cooldowns.clone(),
+        )))
+    }
+
     /// The fallbacks of the chosen model. A model chosen on the command line has none but the
     /// ones named for this run (`--fallback`, `MNEMO_FALLBACKS`): a conversation never goes to
     /// a provider the person did not choose for it.

@@ -151,6 +151,9 @@ enum Command {
     },
     /// Whether `mnemo serve` runs, and what it has due next.
     Status,
+    /// Rewrite the notes files (MEMORY.md, USER.md) from the archive entries since the last
+    /// dream, now.
+    Dream,
     /// Let this workspace's .mnemo/config.toml lower safety or choose model endpoints, as the
     /// file is now (a changed file needs trusting again).
     Trust {
@@ -217,6 +220,15 @@ enum MemoryAction {
     Forget { id: i64 },
     /// List the experiences sessions in this directory see.
     List,
+    /// Show the dream notes (MEMORY.md, USER.md) every session sees.
+    Notes {
+        /// List every version instead.
+        #[arg(long, conflicts_with = "undo")]
+        history: bool,
+        /// Take the latest version back; the one before it becomes current.
+        #[arg(long)]
+        undo: bool,
+    },
 }
 
 #[derive(Subcommand)]
@@ -430,6 +442,14 @@ fn real_main(cli: Cli) -> anyhow::Result<ExitCode> {
                 }
                 MemoryAction::Forget { id } => commands::memory::forget(&loaded, id, &mut out)?,
                 MemoryAction::List => commands::memory::list(&loaded, &mut out)?,
+                MemoryAction::Notes { history, undo } => {
+                    let action = match (history, undo) {
+                        (true, _) => commands::memory::NotesAction::History,
+                        (_, true) => commands::memory::NotesAction::Undo,
+                        _ => commands::memory::NotesAction::Show,
+                    };
+                    return answer(commands::memory::notes(&loaded, action, &mut out));
+                }
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -491,6 +511,10 @@ fn real_main(cli: Cli) -> anyhow::Result<ExitCode> {
             ScheduleAction::List => commands::schedules::list(&loaded, &mut out),
             ScheduleAction::Rm { id } => commands::schedules::remove(&loaded, id, &mut out),
         }),
+        Some(Command::Dream) => {
+            block_on(commands::dream::dream(&loaded, &overrides, &mut out))??;
+            Ok(ExitCode::SUCCESS)
+        }
         Some(Command::Doctor) => {
             let healthy = block_on(commands::doctor::doctor(&loaded, &mut out))??;
             Ok(if healthy {

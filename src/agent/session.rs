@@ -135,6 +135,8 @@ pub struct Session {
     pub(super) calibration: Calibration,
     /// The experiences last rendered into the prompt, with the store's version of them.
     pub(super) experiences: Option<(u64, Vec<Experience>)>,
+    /// The dream notes last rendered into the prompt, with the store's version of them.
+    pub(super) dream_notes: Option<(u64, crate::memory::dream_notes::DreamNotes)>,
     /// Gives archive entries an embedding for semantic search, when configured.
     pub(super) embedder: Option<Arc<EmbeddingClient>>,
     /// Told to the front end right after `SessionStarted` (for example a sandbox that cannot
@@ -310,6 +312,7 @@ impl Session {
             calibration: Calibration::new(),
             embedder: None,
             experiences: None,
+            dream_notes: None,
             startup_notices: Vec::new(),
             _lease: None,
             unstored: None,

@@ -1,11 +1,17 @@
-//! What surrounds the working set: durable experiences rendered into the system prompt, and
-//! vectors for the archive entries that compaction writes.
+//! What surrounds the working set: durable experiences and the dream notes rendered into the
+//! system prompt, and vectors for the archive entries that compaction writes.
 
 use std::fmt::Write;
 
 use super::Session;
+use crate::llm::tokens::estimate_text;
 use crate::memory::StoreError;
+use crate::memory::dream_notes::{DreamNotes, NoteFile, paragraphs};
 use crate::memory::types::{Experience, Scope};
+
+/// Most tokens the dream notes take in the system prompt (two files at their 2,000-word limit
+/// would take about 5,400).
+const DREAM_NOTES_TOKENS: u32 = 4000;
 
 impl Session {
     /// Embeds what was just written or archived (and anything else still without vectors)
@@ -38,23 +44,33 @@ impl Session {
         }
     }
 
-    /// Rebuilds the system prompt from the base prompt and the current experiences; the
-    /// experiences are read again only when they changed (in any process) since last time.
+    /// Rebuilds the system prompt from the base prompt, the current experiences and the dream
+    /// notes; each is read again only when it changed (in any process) since last time.
     pub(super) async fn refresh_system_prompt(&mut self) -> Result<(), StoreError> {
         let project = self.settings.workspace.display().to_string();
         let known = self.experiences.as_ref().map(|(version, _)| *version);
-        let changed = self
+        let known_notes = self.dream_notes.as_ref().map(|(version, _)| *version);
+        let (changed, notes) = self
             .store
             .call(move |db| {
                 let version = db.experiences_version()?;
-                match known == Some(version) {
-                    true => Ok(None),
-                    false => Ok(Some((version, db.experiences(Some(&project))?))),
-                }
+                let experiences = match known == Some(version) {
+                    true => None,
+                    false => Some((version, db.experiences(Some(&project))?)),
+                };
+                let version = db.dream_notes_version()?;
+                let notes = match known_notes == Some(version) {
+                    true => None,
+                    false => Some((version, db.current_notes()?.map(|v| v.notes))),
+                };
+                Ok((experiences, notes))
             })
             .await?;
         if changed.is_some() {
             self.experiences = changed;
+        }
+        if let Some((version, notes)) = notes {
+            self.dream_notes = Some((version, notes.unwrap_or_default()));
         }
         let experiences = self.experiences.as_ref().map_or(&[][..], |(_, e)| e);
         let summary = self
@@ -62,6 +78,9 @@ impl Session {
             .map_or(0, |m| crate::llm::tokens::estimate_message(&m));
         let mut prompt =
             render_prompt(&self.settings.system_prompt, experiences, self.archived_any);
+        if let Some((_, notes)) = &self.dream_notes {
+            render_notes(&mut prompt, notes);
+        }
         self.find_pending_skills().await?;
         let catalog = self.skill_catalog().await?;
         if !catalog.is_empty() {
@@ -99,6 +118,56 @@ fn render_prompt(base: &str, experiences: &[Experience], archived: bool) -> Stri
     prompt
 }
 
+/// The dream notes under their budget: when both do not fit, each file keeps at least half of
+/// it, and what one leaves unused the other may take.
+fn render_notes(prompt: &mut String, notes: &DreamNotes) {
+    if notes.is_empty() {
+        return;
+    }
+    prompt.push_str(
+        "\n# Dream notes\n\nWhat earlier sessions taught, rewritten between sessions from the \
+         archive by mnemo's dream cycle.\n",
+    );
+    let sizes = NoteFile::ALL.map(|file| estimate_text(notes.get(file).trim()));
+    let half = DREAM_NOTES_TOKENS / 2;
+    for (index, file) in NoteFile::ALL.into_iter().enumerate() {
+        let text = notes.get(file).trim();
+        if text.is_empty() {
+            continue;
+        }
+        let budget = DREAM_NOTES_TOKENS - sizes[1 - index].min(half);
+        let about = match file {
+            NoteFile::Memory => "the work and its environment",
+            NoteFile::User => "the person",
+        };
+        let _ = write!(
+            prompt,
+            "\n## {} ({about})\n\n{}\n",
+            file.file_name(),
+            within_tokens(text, sizes[index], budget)
+        );
+    }
+}
+
+/// `text` (of `tokens` tokens) whole when it fits `budget`, else its first paragraphs that do.
+fn within_tokens(text: &str, tokens: u32, budget: u32) -> String {
+    if tokens <= budget {
+        return text.to_string();
+    }
+    let note = "(cut here to fit the prompt; memory_search finds the rest)";
+    let mut used = estimate_text(note);
+    let mut kept: Vec<&str> = Vec::new();
+    for paragraph in paragraphs(text) {
+        used += estimate_text(paragraph) + 1;
+        if used > budget {
+            break;
+        }
+        kept.push(paragraph);
+    }
+    kept.push(note);
+    kept.join("\n\n")
+}
+
 #[cfg(test)]
 mod tests {
 
@@ -118,5 +187,30 @@ mod tests {
         assert!(prompt.contains("- [7] (project) The tests need `make db` first."));
         assert!(prompt.contains("memory_search"));
         assert_eq!(render_prompt("BASE", &[], false), "BASE");
+    }
+
+    #[test]
+    fn dream_notes_are_rendered_within_their_token_budget() {
+        let mut prompt = String::new();
+        render_notes(&mut prompt, &DreamNotes::default());
+        assert!(prompt.is_empty());
+        let long: Vec<String> = (0..800)
+            .map(|i| format!("- fact number {i} about the build"))
+            .collect();
+        let notes = DreamNotes {
+            memory: long.join("\n\n"),
+            user: "- prefers short answers".into(),
+        };
+        render_notes(&mut prompt, &notes);
+        assert!(prompt.contains("## MEMORY.md (the work and its environment)"));
+        assert!(prompt.contains("- fact number 0 about the build"));
+        assert!(!prompt.contains("- fact number 799 about the build"));
+        assert!(prompt.contains("memory_search finds the rest"));
+        assert!(prompt.contains("## USER.md (the person)\n\n- prefers short answers"));
+        assert!(
+            estimate_text(&prompt) <= DREAM_NOTES_TOKENS + 60,
+            "{}",
+            estimate_text(&prompt)
+        );
     }
 }

@@ -5,6 +5,7 @@
 
 pub mod capabilities;
 pub mod doctor;
+pub mod dream;
 pub mod mcp;
 pub mod memory;
 pub mod schedules;
@@ -24,6 +25,8 @@ pub enum CommandError {
     Store(#[from] StoreError),
     #[error(transparent)]
     Skill(#[from] crate::skills::SkillError),
+    #[error(transparent)]
+    Dream(#[from] crate::jobs::DreamError),
     #[error("cannot write the output: {0}")]
     Output(#[from] std::io::Error),
     #[error("{0}")]

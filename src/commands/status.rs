@@ -5,8 +5,9 @@ use std::io::Write;
 
 use super::CommandError;
 use crate::gateway::client::GatewayClient;
+use crate::jobs::{heartbeat, listing};
 use crate::launch::{LaunchError, Loaded};
-use crate::serve::lock;
+use crate::serve::{lock, nightly};
 
 pub async fn status(loaded: &Loaded, out: &mut impl Write) -> Result<(), CommandError> {
     let data = loaded.dirs.data.as_deref().ok_or(LaunchError::NoDataDir)?;
@@ -39,5 +40,36 @@ pub async fn status(loaded: &Loaded, out: &mut impl Write) -> Result<(), Command
         )?,
     }
     writeln!(out, "log: {}", data.join("serve.log").display())?;
+    due_next(loaded, out).await
+}
+
+/// The schedules and heartbeats with their next runs, and the next dream.
+async fn due_next(loaded: &Loaded, out: &mut impl Write) -> Result<(), CommandError> {
+    let store = loaded.store()?;
+    let (rows, runs, pending) = store
+        .call(|db| Ok((db.list_schedules()?, db.job_runs()?, db.dream_pending()?)))
+        .await?;
+    let (dirs, workspace) = (loaded.dirs.clone(), loaded.workspace.clone());
+    let found = tokio::task::spawn_blocking(move || {
+        heartbeat::load(&dirs, std::slice::from_ref(&workspace))
+    })
+    .await
+    .unwrap_or_default();
+    let serving = loaded.dirs.data.as_deref().is_some_and(lock::serve_running);
+    let now = chrono::Utc::now();
+    writeln!(
+        out,
+        "\n{}",
+        listing::overview(&rows, &runs, &found, serving, now)
+    )?;
+    let wanted = loaded.config.dream.min_entries;
+    let night = nightly::next_dream(chrono::Local::now()).format("%Y-%m-%d %H:%M");
+    let dream = match pending >= wanted {
+        true => format!("next dream: {night} ({pending} new archive entries)"),
+        false => format!(
+            "next dream: once {wanted} archive entries are new ({pending} now), at night ({night})"
+        ),
+    };
+    writeln!(out, "{dream}")?;
     Ok(())
 }

@@ -1,6 +1,7 @@
 //! Layered configuration: the embedded defaults, the user file, the workspace file, `MNEMO_*`
 //! environment variables and command-line flags, merged in that order into one typed value.
 
+pub mod dream;
 mod layers;
 pub mod select;
 pub mod show;
@@ -36,6 +37,8 @@ pub struct Config {
     /// `[mcp_servers.NAME]`: MCP servers whose tools the agent may use.
     pub mcp_servers: BTreeMap<String, crate::mcp::McpServerEntry>,
     pub mcp: crate::mcp::McpConfig,
+    /// `[dream]`: the cycle that rewrites the notes files from the archive.
+    pub dream: dream::DreamConfig,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

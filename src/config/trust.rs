@@ -238,6 +238,16 @@ pub fn restrict(lower: &Table, mut layer: Table) -> (Table, Vec<Ignored>) {
             }
         }
     }
+    // The dream cycle sends the whole archive to its model.
+    if let Some(Value::Table(dream)) = layer.get_mut("dream") {
+        let lower = match lower.get("dream") {
+            Some(Value::Table(t)) => t.get("model").cloned(),
+            _ => None,
+        };
+        if dream.get("model").is_some() && dream.get("model") != lower.as_ref() {
+            drop(dream, "model", "dream.");
+        }
+    }
     if let Some(Value::Table(sandbox)) = layer.get_mut("sandbox") {
         let lower = match lower.get("sandbox") {
             Some(Value::Table(t)) => t.clone(),

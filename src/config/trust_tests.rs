@@ -206,3 +206,14 @@ fn an_untrusted_workspace_cannot_start_mcp_servers_until_trusted() -> TestResult
     assert_eq!(config.mcp_servers.len(), 2);
     Ok(())
 }
+
+#[test]
+fn an_untrusted_workspace_cannot_choose_the_dream_model() -> TestResult {
+    let fx = fixture("", "[dream]\nmodel = \"evil\"\nmin_entries = 9\n")?;
+    let (config, sources) = loaded(&fx)?;
+    assert_eq!(config.dream.model, None);
+    assert_eq!(config.dream.min_entries, 9, "harmless settings still apply");
+    let keys: Vec<&str> = sources.ignored.iter().map(|i| i.key.as_str()).collect();
+    assert_eq!(keys, ["dream.model"]);
+    Ok(())
+}

@@ -1,6 +1,12 @@
+//! Work mnemo does while nobody watches, run by `mnemo serve` or by hand: heartbeats,
+//! schedules and the dream cycle.
+
 pub mod book;
 pub mod cron;
 pub mod delivery;
+pub mod dream;
+pub mod dream_batch;
+mod dream_prompts;
 pub mod heartbeat;
 pub mod job;
 pub mod listing;
@@ -9,3 +15,5 @@ pub mod runner;
 pub mod schedule;
 pub mod scheduler;
 pub mod timing;
+
+pub use dream::{DreamError, DreamReport, Dreamer};

@@ -14,6 +14,8 @@ pub enum Source {
     Experience,
     /// A working message of a session, until compaction archives it.
     Message,
+    /// A paragraph of the current dream notes (`MEMORY.md`, `USER.md`).
+    Dream,
 }
 
 impl Source {
@@ -22,6 +24,7 @@ impl Source {
             Source::Archive => "archive",
             Source::Experience => "experience",
             Source::Message => "message",
+            Source::Dream => "dream",
         }
     }
 
@@ -30,12 +33,13 @@ impl Source {
             "archive" => Some(Source::Archive),
             "experience" => Some(Source::Experience),
             "message" => Some(Source::Message),
+            "dream" => Some(Source::Dream),
             _ => None,
         }
     }
 }
 
-/// An archive entry, an experience or a working message, by its row id.
+/// An archive entry, an experience, a working message or a dream-note paragraph, by its row id.
 pub type Key = (Source, i64);
 
 /// Independent accumulators, so the compiler keeps several SIMD registers busy.

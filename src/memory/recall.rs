@@ -1,5 +1,5 @@
-//! Recall: what is remembered (archive entries, experiences and the working messages of
-//! sessions) found by keyword and by meaning, fused by rank (`ranking.rs`). Keywords go through FTS5 without function words;
+//! Recall: what is remembered (archive entries, experiences, the working messages of
+//! sessions and the dream notes) found by keyword and by meaning, fused by rank (`ranking.rs`). Keywords go through FTS5 without function words;
 //! meaning through the in-memory piece index, its best candidates scored again exactly from
 //! the stored vectors (written through `recall_store.rs`).
 
@@ -83,10 +83,12 @@ impl Db {
             let expression = quote_terms(&terms);
             let experiences = self.fts_candidates(Source::Experience, &expression, pool)?;
             let messages = self.fts_candidates(Source::Message, &expression, pool)?;
+            let dream = self.fts_candidates(Source::Dream, &expression, pool)?;
             for (source, ids) in [
                 (Source::Archive, archive),
                 (Source::Experience, experiences),
                 (Source::Message, messages),
+                (Source::Dream, dream),
             ] {
                 let matched = self.terms_matched(source, &terms, &ids)?;
                 for (rank, id) in ids.iter().enumerate() {
@@ -235,12 +237,13 @@ impl Db {
     }
 }
 
-/// The full-text index of experiences or working messages.
+/// The full-text index of a source.
 fn fts_table(source: Source) -> &'static str {
     match source {
         Source::Archive => "archive_fts",
         Source::Experience => "experiences_fts",
         Source::Message => "messages_fts",
+        Source::Dream => "dream_paragraphs_fts",
     }
 }
 

@@ -105,6 +105,13 @@ impl Db {
                     })
                     .map(|(hit, _)| hit))
             }
+            // The notes are about every workspace, as global experiences are.
+            Source::Dream => Ok(self.dream_paragraph(id)?.map(|(file, text, at)| {
+                let mut found = hit(source, id, None, at);
+                found.topic = format!("dream note ({})", file.file_name());
+                found.summary = text;
+                found
+            })),
         }
     }
 }

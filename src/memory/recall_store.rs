@@ -28,6 +28,11 @@ pub enum Unembedded {
         id: i64,
         text: String,
     },
+    /// A paragraph of the current dream notes.
+    Dream {
+        id: i64,
+        text: String,
+    },
 }
 
 impl Unembedded {
@@ -36,6 +41,7 @@ impl Unembedded {
             Unembedded::Archive { id, .. } => (Source::Archive, *id),
             Unembedded::Experience { id, .. } => (Source::Experience, *id),
             Unembedded::Message { id, .. } => (Source::Message, *id),
+            Unembedded::Dream { id, .. } => (Source::Dream, *id),
         }
     }
 }
@@ -49,8 +55,8 @@ fn missing(table: &str, id: &str, source: &str) -> String {
 }
 
 impl Db {
-    /// Up to `limit` entries, experiences and working messages (newest first in each) without
-    /// vectors of `model`.
+    /// Up to `limit` entries, experiences, working messages and dream-note paragraphs (newest
+    /// first in each) without vectors of `model`.
     pub fn unembedded(&self, model: &str, limit: usize) -> Result<Vec<Unembedded>, StoreError> {
         let mut left = i64::try_from(limit).unwrap_or(i64::MAX);
         let mut found = Vec::new();
@@ -91,6 +97,13 @@ impl Db {
                 ),
                 Source::Message,
             ),
+            (
+                format!(
+                    "SELECT d.id, d.text {} ORDER BY d.id DESC LIMIT ?2",
+                    missing("dream_paragraphs d", "d.id", "dream")
+                ),
+                Source::Dream,
+            ),
         ] {
             left = i64::try_from(limit.saturating_sub(found.len())).unwrap_or(0);
             if left == 0 {
@@ -104,6 +117,7 @@ impl Db {
                 let (id, text) = row?;
                 found.push(match source {
                     Source::Message => Unembedded::Message { id, text },
+                    Source::Dream => Unembedded::Dream { id, text },
                     _ => Unembedded::Experience { id, text },
                 });
             }
@@ -111,13 +125,16 @@ impl Db {
         Ok(found)
     }
 
-    /// How many entries, experiences and working messages have no vectors of `model`.
+    /// How many entries, experiences, working messages and dream-note paragraphs have no
+    /// vectors of `model`.
     pub fn count_unembedded(&self, model: &str) -> Result<usize, StoreError> {
         let sql = format!(
-            "SELECT (SELECT count(*) {}) + (SELECT count(*) {}) + (SELECT count(*) {})",
+            "SELECT (SELECT count(*) {}) + (SELECT count(*) {}) + (SELECT count(*) {})
+                 + (SELECT count(*) {})",
             missing("archive a", "a.id", "archive"),
             missing("experiences e", "e.id", "experience"),
             missing("messages_fts f", "f.rowid", "message"),
+            missing("dream_paragraphs d", "d.id", "dream"),
         );
         let count: i64 = self.conn.query_row(&sql, [model], |row| row.get(0))?;
         Ok(usize::try_from(count).unwrap_or(0))
@@ -137,6 +154,7 @@ impl Db {
             Source::Archive => "SELECT id FROM archive WHERE id = ?1",
             Source::Experience => "SELECT id FROM experiences WHERE id = ?1",
             Source::Message => "SELECT rowid FROM messages_fts WHERE rowid = ?1",
+            Source::Dream => "SELECT id FROM dream_paragraphs WHERE id = ?1",
         };
         let exists: Option<i64> = tx.query_row(exists, [id], |r| r.get(0)).optional()?;
         if exists.is_none() {

@@ -332,14 +332,63 @@ CREATE TABLE job_runs (
 ) WITHOUT ROWID;
 ";
 
+/// The dream cycle's notes (`MEMORY.md`, `USER.md`). Every version of the pair is a row,
+/// never updated but for `undone` (an undo marks the current version; the latest version not
+/// undone is current); a counter bumped by triggers tells sessions to re-render their prompt.
+/// The paragraphs of the current version are recall's fourth source, with a full-text index
+/// and pieces like the others; ids are never reused so that a stale piece cannot point at a
+/// newer paragraph.
+const DREAM: &str = "
+CREATE TABLE dream_notes (
+    id         INTEGER PRIMARY KEY,
+    created_at INTEGER NOT NULL,
+    origin     TEXT NOT NULL,
+    cursor     INTEGER NOT NULL,
+    undone     INTEGER NOT NULL DEFAULT 0,
+    memory_md  TEXT NOT NULL,
+    user_md    TEXT NOT NULL
+);
+
+INSERT INTO kv(key, value) VALUES ('dream_notes.version', '0');
+CREATE TRIGGER dream_notes_version_insert AFTER INSERT ON dream_notes BEGIN
+    UPDATE kv SET value = CAST(value AS INTEGER) + 1 WHERE key = 'dream_notes.version';
+END;
+CREATE TRIGGER dream_notes_version_update AFTER UPDATE ON dream_notes BEGIN
+    UPDATE kv SET value = CAST(value AS INTEGER) + 1 WHERE key = 'dream_notes.version';
+END;
+
+CREATE TABLE dream_paragraphs (
+    id         INTEGER PRIMARY KEY AUTOINCREMENT,
+    version_id INTEGER NOT NULL REFERENCES dream_notes(id) ON DELETE CASCADE,
+    file       TEXT NOT NULL,
+    text       TEXT NOT NULL
+);
+CREATE VIRTUAL TABLE dream_paragraphs_fts USING fts5(
+    text,
+    content = 'dream_paragraphs', content_rowid = 'id',
+    tokenize = 'porter unicode61 remove_diacritics 2'
+);
+CREATE TRIGGER dream_paragraphs_fts_insert AFTER INSERT ON dream_paragraphs BEGIN
+    INSERT INTO dream_paragraphs_fts(rowid, text) VALUES (new.id, new.text);
+END;
+CREATE TRIGGER dream_paragraphs_fts_delete AFTER DELETE ON dream_paragraphs BEGIN
+    INSERT INTO dream_paragraphs_fts(dream_paragraphs_fts, rowid, text)
+    VALUES ('delete', old.id, old.text);
+    DELETE FROM memory_pieces WHERE source = 'dream' AND source_id = old.id;
+END;
+";
+
 /// Migration `i` brings the schema from version `i` to `i + 1`.
-const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, SCHEDULES];
+const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, SCHEDULES, DREAM];
 
 /// The schema version this build writes.
 pub const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;
 
 /// The kv key holding the experiences change counter (bumped by triggers).
 pub(crate) const EXPERIENCES_VERSION_KEY: &str = "experiences.version";
+
+/// The kv key holding the dream notes' change counter (bumped by triggers).
+pub(crate) const DREAM_NOTES_VERSION_KEY: &str = "dream_notes.version";
 
 fn user_version(conn: &Connection) -> Result<i64, rusqlite::Error> {
     conn.query_row("PRAGMA user_version", [], |row| row.get(0))

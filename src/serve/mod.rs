@@ -5,6 +5,7 @@
 
 pub mod lock;
 pub mod log;
+pub mod nightly;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -85,6 +86,7 @@ pub async fn serve(loaded: Loaded, options: ServeOptions) -> Result<Stop, ServeE
     daemon.log.line(&format!("gateway listening on {listen:?}"));
     let backfill = tokio::spawn(backfill(daemon.clone()));
     let jobs = tokio::spawn(run_jobs(daemon.clone(), options.cli.clone()));
+    let night = tokio::spawn(nightly::run(daemon.clone(), options.cli.clone()));
     let stop = signals.recv().await;
     daemon.log.line(&format!("stopping on {}", stop.name()));
     daemon.cancel.cancel();
@@ -92,6 +94,7 @@ pub async fn serve(loaded: Loaded, options: ServeOptions) -> Result<Stop, ServeE
     let _ = tokio::time::timeout(STOP_WAIT, jobs).await;
     daemon.host.stop_all(STOP_WAIT).await;
     let _ = tokio::time::timeout(STOP_WAIT, backfill).await;
+    let _ = tokio::time::timeout(STOP_WAIT, night).await;
     drop(gateway);
     daemon.log.line("stopped");
     Ok(stop)

@@ -61,8 +61,8 @@ impl TypedTool for MemorySearch {
     type Args = MemorySearchArgs;
     const NAME: &'static str = "memory_search";
     const DESCRIPTION: &'static str = "Recall what was said and learned before: archived \
-        conversations of this and past sessions, other sessions' current messages and \
-        remembered notes, found by keyword and by meaning. Returns the best hits with what each is, date, session and summary; open an \
+        conversations of this and past sessions, other sessions' current messages, \
+        remembered notes and the dream notes, found by keyword and by meaning. Returns the best hits with what each is, date, session and summary; open an \
         archive entry with memory_open to read it in full.";
     const MUTATES: bool = false;
 
@@ -116,6 +116,11 @@ pub fn format_hits(hits: &[SearchHit]) -> String {
                 ),
                 Source::Message => format!(
                     "{date}  {topic} · session {session} (not archived yet)\n    {text}\n",
+                    topic = hit.topic,
+                    text = hit.summary.replace('\n', "\n    ")
+                ),
+                Source::Dream => format!(
+                    "{topic}, {date}\n    {text}\n",
                     topic = hit.topic,
                     text = hit.summary.replace('\n', "\n    ")
                 ),

@@ -1,9 +1,10 @@
-//! `mnemo memory`: search the archive, and list, add or remove experiences.
+//! `mnemo memory`: search the archive, list, add or remove experiences, and the dream notes.
 
 use std::io::Write;
 use std::path::PathBuf;
 
 mod download;
+mod notes;
 
 use super::{CommandError, local_time};
 use crate::launch::Loaded;
@@ -12,6 +13,7 @@ use crate::memory::recall::RecallScope;
 use crate::memory::types::Scope;
 use crate::memory::{local_embed, search_archive};
 use crate::tools::memory::format_hits;
+pub use notes::{NotesAction, notes};
 
 pub async fn search(
     loaded: &Loaded,

@@ -11,9 +11,10 @@ use reqwest::header::{ACCEPT, CONTENT_TYPE};
 use super::{EventStream, ModelRequest, Provider, ProviderError, ProviderSettings, http};
 
 pub use decode::AnthropicDecoder;
+pub use request::batch_params;
 
 /// The API version this mapping is written against.
-const API_VERSION: &str = "2023-06-01";
+pub const API_VERSION: &str = "2023-06-01";
 
 pub struct AnthropicProvider {
     settings: ProviderSettings,

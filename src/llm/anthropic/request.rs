@@ -19,6 +19,8 @@ const USER_BREAKPOINTS: usize = 2;
 pub(super) struct Body<'a> {
     model: &'a str,
     max_tokens: u32,
+    /// Left out of a Message Batches request, which cannot stream.
+    #[serde(skip_serializing_if = "is_false")]
     stream: bool,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     system: Vec<WireBlock<'a>>,
@@ -141,6 +143,28 @@ pub(super) fn body<'a>(model: &'a str, request: &'a ModelRequest) -> Body<'a> {
         tools,
         messages,
     }
+}
+
+/// The `params` of one Message Batches request: the body of a direct call without `stream`,
+/// with `shared` as a first system block carrying a cache breakpoint and `request.system`
+/// after it. Requests whose instructions differ then still read the shared part from the
+/// cache entry the first one wrote.
+pub fn batch_params(model: &str, request: &ModelRequest, shared: &str) -> Value {
+    let mut body = body(model, request);
+    body.stream = false;
+    for block in &mut body.system {
+        if let WireBlock::Text { cache_control, .. } = block {
+            *cache_control = None;
+        }
+    }
+    body.system.insert(
+        0,
+        WireBlock::Text {
+            text: shared,
+            cache_control: Some(EPHEMERAL),
+        },
+    );
+    serde_json::to_value(&body).unwrap_or_default()
 }
 
 fn tool(spec: &ToolSpec) -> WireTool<'_> {
@@ -292,6 +316,20 @@ mod tests {
             body["messages"][4]["content"][0]["cache_control"]["type"],
             "ephemeral"
         );
+    }
+
+    #[test]
+    fn batch_params_put_the_shared_block_first_with_the_only_system_breakpoint() {
+        let mut request = request(vec![Message::user_text("go")]);
+        request.tools = Vec::new().into();
+        request.system = "You are the analyst.".into();
+        let params = batch_params("claude-haiku", &request, "SHARED");
+        assert!(params.get("stream").is_none(), "{params}");
+        assert_eq!(params["system"][0]["text"], "SHARED");
+        assert_eq!(params["system"][0]["cache_control"]["type"], "ephemeral");
+        assert_eq!(params["system"][1]["text"], "You are the analyst.");
+        assert!(params["system"][1].get("cache_control").is_none());
+        assert_eq!(params["messages"][0]["content"][0]["text"], "go");
     }
 
     #[test]

@@ -27,9 +27,9 @@ pub fn item_pieces(item: &Unembedded, fits: &Fits) -> Vec<String> {
             messages,
             ..
         } => entry_pieces(topic, summary, messages, &fits),
-        Unembedded::Experience { text, .. } | Unembedded::Message { text, .. } => {
-            split_to_fit(text, &fits)
-        }
+        Unembedded::Experience { text, .. }
+        | Unembedded::Message { text, .. }
+        | Unembedded::Dream { text, .. } => split_to_fit(text, &fits),
     };
     match pieces.is_empty() {
         true => vec!["(empty)".to_string()],

@@ -1,0 +1,133 @@
+//! `mnemo memory notes`: the dream notes as sessions see them, their versions, and taking the
+//! latest version back.
+
+use std::io::Write;
+
+use super::super::{CommandError, local_time};
+use crate::jobs::dream::{notes_dir, write_note_files};
+use crate::launch::Loaded;
+use crate::memory::StoreError;
+use crate::memory::dream_notes::{DreamNotes, NoteFile, NotesOrigin, NotesVersion};
+
+/// What `mnemo memory notes` shows or does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NotesAction {
+    /// The current version of both files.
+    Show,
+    /// Every version, newest first.
+    History,
+    /// Take the current version back; the one before it becomes current.
+    Undo,
+}
+
+pub fn notes(
+    loaded: &Loaded,
+    action: NotesAction,
+    out: &mut impl Write,
+) -> Result<(), CommandError> {
+    let store = loaded.store()?;
+    match action {
+        NotesAction::Show => match store.call_blocking(|db| db.current_notes())? {
+            Some(version) if !version.notes.is_empty() => show(&version, out),
+            _ => Ok(writeln!(
+                out,
+                "no dream notes yet (`mnemo dream` writes them from the archive)"
+            )?),
+        },
+        NotesAction::History => {
+            let versions = store.call_blocking(|db| db.notes_history())?;
+            if versions.is_empty() {
+                writeln!(
+                    out,
+                    "no dream notes yet (`mnemo dream` writes them from the archive)"
+                )?;
+            }
+            let current = versions.iter().find(|v| !v.undone).map(|v| v.id);
+            for version in &versions {
+                history_line(version, current == Some(version.id), out)?;
+            }
+            Ok(())
+        }
+        NotesAction::Undo => {
+            let restored = match store.call_blocking(|db| db.undo_notes()) {
+                Err(StoreError::NotFound { .. }) => {
+                    return Err(CommandError::Usage(
+                        "nothing to undo: there are no dream notes (`mnemo dream` writes them)"
+                            .into(),
+                    ));
+                }
+                done => done?,
+            };
+            let dir = notes_dir(loaded).ok_or_else(|| {
+                CommandError::Usage("no data directory is known; set MNEMO_DATA_DIR".into())
+            })?;
+            let notes = restored
+                .as_ref()
+                .map(|v| v.notes.clone())
+                .unwrap_or_default();
+            write_note_files(&dir, &notes)?;
+            match restored {
+                Some(version) => writeln!(
+                    out,
+                    "restored version #{} of {}; the notes in {} are as they were then",
+                    version.id,
+                    local_time(version.created_at),
+                    dir.display()
+                )?,
+                None => writeln!(out, "undid the only version; the dream notes are empty now")?,
+            }
+            Ok(())
+        }
+    }
+}
+
+fn show(version: &NotesVersion, out: &mut impl Write) -> Result<(), CommandError> {
+    writeln!(
+        out,
+        "dream notes, version #{} of {}",
+        version.id,
+        local_time(version.created_at)
+    )?;
+    for file in NoteFile::ALL {
+        writeln!(
+            out,
+            "\n=== {} ===\n{}",
+            file.file_name(),
+            body(&version.notes, file)
+        )?;
+    }
+    Ok(())
+}
+
+fn body(notes: &DreamNotes, file: NoteFile) -> &str {
+    match notes.get(file).trim() {
+        "" => "(empty)",
+        text => text,
+    }
+}
+
+fn history_line(
+    version: &NotesVersion,
+    current: bool,
+    out: &mut impl Write,
+) -> Result<(), CommandError> {
+    let words = |file| crate::jobs::dream::word_count(version.notes.get(file));
+    let origin = match version.origin {
+        NotesOrigin::Dream => format!("dream up to archive #{}", version.cursor),
+        NotesOrigin::Hand => "edited by hand".to_string(),
+    };
+    let state = match (current, version.undone) {
+        (true, _) => "  (current)",
+        (false, true) => "  (undone)",
+        (false, false) => "",
+    };
+    writeln!(
+        out,
+        "#{:<5} {}  MEMORY.md {:>4} words  USER.md {:>4} words  {origin}{state}",
+        version.id,
+        local_time(version.created_at),
+        words(NoteFile::Memory),
+        words(NoteFile::User),
+    )?;
+    Ok(())
+}

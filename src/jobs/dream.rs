@@ -1,0 +1,415 @@
+//! The dream cycle: between sessions, the archive entries written since the last dream are
+//! read in batches of at most 30, an analyst call finds new facts, stale items and patterns,
+//! and an editor call rewrites the two notes files from that analysis. The editor must answer
+//! strict JSON; an invalid answer is asked for once more, then the dream stops with the files
+//! and the cursor as they were. Each version is kept in the store (`mnemo memory notes`), and
+//! the files are written atomically before the cursor moves.
+//!
+//! `mnemo dream` runs it now; `mnemo serve` builds a [`Dreamer`] and runs it when
+//! [`Dreamer::pending`] reaches `dream.min_entries`.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use futures_util::StreamExt;
+
+use super::dream_batch::BatchClient;
+use super::dream_prompts::{
+    ANALYST_PROMPT, EDITOR_PROMPT, analyst_message, editor_message, parse_editor, shared_context,
+};
+use crate::config::{CliOverrides, ProviderKind, ResolvedModel};
+use crate::launch::{LaunchError, Loaded};
+use crate::llm::fallback::{ChainError, Decision, FallbackChain};
+use crate::llm::{
+    Message, ModelRequest, ModelResponse, ProviderError, ProviderSettings, StreamEvent,
+};
+use crate::memory::dream_notes::{DreamNotes, NoteFile, NotesOrigin};
+use crate::memory::{Store, StoreError};
+
+pub use super::dream_prompts::{MAX_WORDS, word_count};
+
+/// Archive entries one analyst and editor call read together.
+pub const BATCH_ENTRIES: usize = 30;
+/// The newest experiences each call sees.
+const MAX_EXPERIENCES: usize = 200;
+
+#[derive(Debug, thiserror::Error)]
+pub enum DreamError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Launch(#[from] LaunchError),
+    #[error("the dream model failed: {0}")]
+    Model(#[from] ChainError),
+    #[error(
+        "the dream editor's answer was invalid twice ({reason}); the notes and the dream cursor \
+         are unchanged, and the next dream reads the same entries again"
+    )]
+    Editor { reason: String },
+    #[error("cannot write the notes file {}: {source}", path.display())]
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error(
+        "another dream moved the dream cursor while this one ran; this one stopped without \
+         writing, and the other's notes stand"
+    )]
+    Overtaken,
+    #[error("no data directory is known for the notes files; set MNEMO_DATA_DIR")]
+    NoDataDir,
+}
+
+/// What a dream did.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct DreamReport {
+    /// Batches of entries whose notes were written.
+    pub batches: usize,
+    /// Archive entries read into the notes.
+    pub entries: usize,
+    /// The notes version written last.
+    pub version: Option<i64>,
+    /// Calls the batch API answered (the others were direct).
+    pub batched_calls: usize,
+    /// What the person should know: fallbacks to direct calls, cut files, hand edits.
+    pub notices: Vec<String>,
+}
+
+/// One of the dream's model calls: the shared block, the role's instructions, its message.
+struct Call<'a> {
+    id: String,
+    shared: &'a str,
+    instructions: &'static str,
+    message: String,
+}
+
+/// Runs dreams over one store into one notes directory.
+pub struct Dreamer {
+    store: Store,
+    notes_dir: PathBuf,
+    chain: Arc<FallbackChain>,
+    batch: Option<BatchClient>,
+}
+
+impl Dreamer {
+    /// Direct calls through `chain`, the files in `notes_dir`.
+    pub fn new(store: Store, notes_dir: PathBuf, chain: Arc<FallbackChain>) -> Self {
+        Self {
+            store,
+            notes_dir,
+            chain,
+            batch: None,
+        }
+    }
+
+    /// Both calls go through the batch API first, direct after its time limit.
+    pub fn with_batch(mut self, batch: BatchClient) -> Self {
+        self.batch = Some(batch);
+        self
+    }
+
+    /// The dreamer a launch configures: `[dream] model` (unless the command line chose one,
+    /// else the default model), the batch API when `[dream] batch` is on and that model is an
+    /// Anthropic one, the files in `<data dir>/memory/`.
+    pub fn from_loaded(loaded: &Loaded, cli: &CliOverrides) -> Result<Self, DreamError> {
+        let dream = &loaded.config.dream;
+        let (model, chain) = match (&dream.model, cli.chooses_model()) {
+            (Some(name), false) => {
+                let model = crate::config::select::named(&loaded.config, name)
+                    .map_err(LaunchError::from)?;
+                let chain = loaded.chain_of(&model)?;
+                (model, chain)
+            }
+            _ => {
+                let model =
+                    crate::config::resolve_model(&loaded.config, cli).map_err(LaunchError::from)?;
+                (model, loaded.chain(cli)?)
+            }
+        };
+        let notes_dir = notes_dir(loaded).ok_or(DreamError::NoDataDir)?;
+        let dreamer = Dreamer::new(loaded.store()?, notes_dir, chain);
+        Ok(match (dream.batch, model.provider) {
+            (true, ProviderKind::Anthropic) => {
+                let settings = batch_settings(&model, loaded.config.retry.timeouts());
+                dreamer.with_batch(BatchClient::new(settings, dream.batch_limit()))
+            }
+            _ => dreamer,
+        })
+    }
+
+    /// Where the notes files are written.
+    pub fn notes_dir(&self) -> &Path {
+        &self.notes_dir
+    }
+
+    /// Archive entries written since the last dream.
+    pub async fn pending(&self) -> Result<usize, DreamError> {
+        Ok(self.store.call(|db| db.dream_pending()).await?)
+    }
+
+    /// Dreams over every entry since the cursor, a batch at a time; without new entries it
+    /// does nothing (and calls no model).
+    pub async fn run(&self) -> Result<DreamReport, DreamError> {
+        let mut report = DreamReport::default();
+        self.take_in_hand_edits(&mut report).await?;
+        while self.next_batch(&mut report).await? {}
+        Ok(report)
+    }
+
+    /// Dreams over the next batch of entries; `false` when there is none.
+    async fn next_batch(&self, report: &mut DreamReport) -> Result<bool, DreamError> {
+        let (from, entries, experiences, current) = self
+            .store
+            .call(|db| {
+                Ok((
+                    db.dream_cursor()?,
+                    db.dream_entries(BATCH_ENTRIES)?,
+                    db.dream_experiences(MAX_EXPERIENCES)?,
+                    db.current_notes()?,
+                ))
+            })
+            .await?;
+        let Some(last) = entries.last().map(|e| e.entry.id) else {
+            return Ok(false);
+        };
+        let notes = current.map(|v| v.notes).unwrap_or_default();
+        let shared = shared_context(&notes, &experiences, &entries);
+        let analyst = Call {
+            id: format!("dream-analyst-{last}"),
+            shared: &shared,
+            instructions: ANALYST_PROMPT,
+            message: analyst_message(entries.len()),
+        };
+        let analysis = self.ask(analyst, report).await?;
+        let notes = self.edit(&shared, &analysis, last, report).await?;
+        report.version = Some(self.save(notes, from, last).await?);
+        report.batches += 1;
+        report.entries += entries.len();
+        Ok(true)
+    }
+
+    /// Writes the files and stores the version, moving the cursor from `from` to `last`. Two
+    /// dreams at once (`mnemo dream` while `mnemo serve` dreams) must not both write: the one
+    /// whose cursor moved meanwhile gives way, before touching the files.
+    async fn save(&self, notes: DreamNotes, from: i64, last: i64) -> Result<i64, DreamError> {
+        if self.store.call(|db| db.dream_cursor()).await? != from {
+            return Err(DreamError::Overtaken);
+        }
+        write_note_files(&self.notes_dir, &notes)?;
+        self.store
+            .call(move |db| match db.dream_cursor()? == from {
+                true => db
+                    .save_notes(&notes, NotesOrigin::Dream, Some(last))
+                    .map(Some),
+                false => Ok(None),
+            })
+            .await?
+            .ok_or(DreamError::Overtaken)
+    }
+
+    /// The editor's notes; an invalid answer is asked for once more, with the reason.
+    async fn edit(
+        &self,
+        shared: &str,
+        analysis: &str,
+        last: i64,
+        report: &mut DreamReport,
+    ) -> Result<DreamNotes, DreamError> {
+        let mut rejected: Option<String> = None;
+        for attempt in 1..=2 {
+            let call = Call {
+                id: format!("dream-editor-{last}-{attempt}"),
+                shared,
+                instructions: EDITOR_PROMPT,
+                message: editor_message(analysis, rejected.as_deref()),
+            };
+            let answer = self.ask(call, report).await?;
+            match parse_editor(&answer) {
+                Ok((notes, cut)) => {
+                    for file in cut {
+                        report.notices.push(format!(
+                            "{} was longer than {} words and was cut at a paragraph",
+                            file.file_name(),
+                            MAX_WORDS
+                        ));
+                    }
+                    return Ok(notes);
+                }
+                Err(reason) => rejected = Some(reason),
+            }
+        }
+        Err(DreamError::Editor {
+            reason: rejected.unwrap_or_default(),
+        })
+    }
+
+    /// The text of one call's answer: through the batch API when it is on and answers in
+    /// time, else directly through the chain.
+    async fn ask(&self, call: Call<'_>, report: &mut DreamReport) -> Result<String, DreamError> {
+        let max_output_tokens = self.chain.primary().map_or(8192, |m| m.max_output_tokens);
+        let request = |system: String| ModelRequest {
+            system,
+            messages: vec![Arc::new(Message::user_text(call.message.clone()))],
+            tools: Vec::new().into(),
+            static_tools: usize::MAX,
+            max_output_tokens,
+        };
+        if let Some(batch) = &self.batch {
+            let batched = request(call.instructions.to_string());
+            match batch.complete(&call.id, &batched, call.shared).await {
+                Ok(Some(response)) => {
+                    report.batched_calls += 1;
+                    return Ok(response.message.text());
+                }
+                Ok(None) => report.notices.push(format!(
+                    "the batch for {} did not end in time; it was cancelled and the call made \
+                     directly",
+                    call.id
+                )),
+                Err(err) => report.notices.push(format!(
+                    "the batch for {} failed ({err}); the call was made directly",
+                    call.id
+                )),
+            }
+        }
+        let direct = request(format!("{}\n\n{}", call.shared, call.instructions));
+        Ok(complete(&self.chain, direct).await?.message.text())
+    }
+
+    /// Files changed by hand since the stored version become a version of their own, so the
+    /// next dream edits them instead of overwriting them. Missing files, and files that differ
+    /// but are not newer than the version (cut short by a power failure: they are written
+    /// without fsync), are written again from the store.
+    async fn take_in_hand_edits(&self, report: &mut DreamReport) -> Result<(), DreamError> {
+        let current = self.store.call(|db| db.current_notes()).await?;
+        let written_at = current.as_ref().map(|v| v.created_at);
+        let current = current.map(|v| v.notes).unwrap_or_default();
+        let Some(on_disk) = read_note_files(&self.notes_dir) else {
+            if !current.is_empty() {
+                write_note_files(&self.notes_dir, &current)?;
+            }
+            return Ok(());
+        };
+        let same = |a: &str, b: &str| a.trim_end() == b.trim_end();
+        if same(&on_disk.memory, &current.memory) && same(&on_disk.user, &current.user) {
+            return Ok(());
+        }
+        if written_at.is_some_and(|at| modified_ms(&self.notes_dir) <= at) {
+            return write_note_files(&self.notes_dir, &current);
+        }
+        self.store
+            .call(move |db| db.save_notes(&on_disk, NotesOrigin::Hand, None))
+            .await?;
+        report
+            .notices
+            .push("the notes files were edited by hand; the edit was kept as a version".into());
+        Ok(())
+    }
+}
+
+/// Where the notes files live: `<data dir>/memory/`, or beside the database without one.
+pub fn notes_dir(loaded: &Loaded) -> Option<PathBuf> {
+    match (&loaded.dirs.data, &loaded.db_path) {
+        (Some(data), _) => Some(data.join("memory")),
+        (None, Some(db)) => db.parent().map(|dir| dir.join("memory")),
+        (None, None) => None,
+    }
+}
+
+fn batch_settings(model: &ResolvedModel, timeouts: crate::llm::Timeouts) -> ProviderSettings {
+    ProviderSettings {
+        base_url: model.base_url.clone(),
+        model: model.model.clone(),
+        // Read from the variable at each request, never kept.
+        api_key: None,
+        api_key_env: model.api_key_env.clone(),
+        timeouts,
+    }
+}
+
+/// When either notes file was last changed, in milliseconds since the epoch (0 if unknown).
+fn modified_ms(dir: &Path) -> i64 {
+    NoteFile::ALL
+        .iter()
+        .filter_map(|file| {
+            std::fs::metadata(dir.join(file.file_name()))
+                .ok()?
+                .modified()
+                .ok()
+        })
+        .filter_map(|time| time.duration_since(std::time::UNIX_EPOCH).ok())
+        .map(|since| i64::try_from(since.as_millis()).unwrap_or(i64::MAX))
+        .max()
+        .unwrap_or(0)
+}
+
+/// Both files as they are on disk; `None` when neither exists.
+pub fn read_note_files(dir: &Path) -> Option<DreamNotes> {
+    let read = |file: NoteFile| std::fs::read_to_string(dir.join(file.file_name())).ok();
+    let (memory, user) = (read(NoteFile::Memory), read(NoteFile::User));
+    if memory.is_none() && user.is_none() {
+        return None;
+    }
+    Some(DreamNotes {
+        memory: memory.unwrap_or_default(),
+        user: user.unwrap_or_default(),
+    })
+}
+
+/// Writes both files, each through a temporary file renamed over it: a reader, or mnemo
+/// stopped halfway, sees the old file or the new one, never half of one. (No fsync: the
+/// store holds every version, so a file lost to a power cut is written again by the next
+/// dream.)
+pub fn write_note_files(dir: &Path, notes: &DreamNotes) -> Result<(), DreamError> {
+    let failed = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| DreamError::Write { path, source }
+    };
+    std::fs::create_dir_all(dir).map_err(failed(dir))?;
+    for file in NoteFile::ALL {
+        let path = dir.join(file.file_name());
+        let temp = dir.join(format!(".{}.tmp", file.file_name()));
+        let mut text = notes.get(file).trim_end().to_string();
+        text.push('\n');
+        std::fs::write(&temp, text).map_err(failed(&temp))?;
+        std::fs::rename(&temp, &path).map_err(failed(&path))?;
+    }
+    Ok(())
+}
+
+/// One call through the chain, with its retries and fallbacks, to a complete response.
+async fn complete(
+    chain: &FallbackChain,
+    request: ModelRequest,
+) -> Result<ModelResponse, ChainError> {
+    let mut run = chain.start();
+    while let Some((model, _notice)) = run.next_model() {
+        loop {
+            let err = match once(model.provider.as_ref(), request.clone()).await {
+                Ok(response) => return Ok(response),
+                Err(err) => err,
+            };
+            match run.failed(err) {
+                Decision::Retry { delay, .. } => tokio::time::sleep(delay).await,
+                Decision::NextModel => break,
+                Decision::Stop(err) => return Err(err),
+            }
+        }
+    }
+    Err(run.exhausted())
+}
+
+async fn once(
+    provider: &dyn crate::llm::Provider,
+    request: ModelRequest,
+) -> Result<ModelResponse, ProviderError> {
+    let mut stream = provider.stream(request).await?;
+    while let Some(item) = stream.next().await {
+        if let StreamEvent::Completed(response) = item? {
+            return Ok(response);
+        }
+    }
+    Err(ProviderError::Connection(
+        "the response stream ended without a complete message".into(),
+    ))
+}

@@ -1,0 +1,111 @@
+//! `mnemo dream` and `mnemo memory notes [--history|--undo]` through the binary, on a
+//! scripted model, with archive entries written straight into the workspace's database.
+
+mod cli_support;
+mod dream_support;
+
+use cli_support::{Workspace, text};
+use dream_support::{add_entries, editor_json};
+use mnemo::memory::Db;
+use serde_json::json;
+
+fn archive(ws: &Workspace, prefix: &str, count: usize) {
+    let mut db =
+        Db::open(&ws.path().join(".data").join("mnemo.db")).unwrap_or_else(|e| panic!("{e}"));
+    add_entries(&mut db, prefix, count).unwrap_or_else(|e| panic!("{e}"));
+}
+
+/// Runs `mnemo dream` on a model answering with an analysis, then `editor`.
+fn dream(ws: &Workspace, editor: &str) -> String {
+    let model = ws.script(json!({"turns": [{"text": "analysis"}, {"text": editor}]}));
+    let out = ws.mnemo(&["--model", &model, "dream"], None);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    text(&out.stdout)
+}
+
+fn stdout(ws: &Workspace, args: &[&str]) -> String {
+    let out = ws.mnemo(args, None);
+    assert!(out.status.success(), "{args:?}: {}", text(&out.stderr));
+    text(&out.stdout)
+}
+
+#[test]
+fn dream_history_and_undo_through_the_binary() {
+    let ws = Workspace::new();
+    let notes = ws.path().join(".data").join("memory");
+    assert!(stdout(&ws, &["memory", "notes"]).contains("no dream notes yet"));
+    let out = ws.mnemo(&["memory", "notes", "--undo"], None);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("nothing to undo"),
+        "{}",
+        text(&out.stderr)
+    );
+    // Nothing archived: nothing to do, and no model (or key) is needed for that.
+    assert!(stdout(&ws, &["dream"]).contains("nothing new to dream about"));
+
+    archive(&ws, "terraform", 3);
+    let said = dream(
+        &ws,
+        &editor_json("- terraform state lives in gcs", "- prefers make"),
+    );
+    assert!(said.contains("wrote version #1"), "{said}");
+    assert!(said.contains("from 3 archive entries"), "{said}");
+    let memory = std::fs::read_to_string(notes.join("MEMORY.md")).unwrap_or_default();
+    assert_eq!(memory, "- terraform state lives in gcs\n");
+
+    archive(&ws, "ansible", 2);
+    let said = dream(
+        &ws,
+        &editor_json("- terraform state lives in s3", "- prefers make"),
+    );
+    assert!(said.contains("wrote version #2"), "{said}");
+    assert!(stdout(&ws, &["memory", "notes"]).contains("terraform state lives in s3"));
+
+    let history = stdout(&ws, &["memory", "notes", "--history"]);
+    let lines: Vec<&str> = history.lines().collect();
+    assert_eq!(lines.len(), 2, "{history}");
+    assert!(
+        lines[0].starts_with("#2") && lines[0].contains("(current)"),
+        "{history}"
+    );
+    assert!(lines[0].contains("dream up to archive #5"), "{history}");
+    assert!(lines[1].starts_with("#1"), "{history}");
+
+    let undone = stdout(&ws, &["memory", "notes", "--undo"]);
+    assert!(undone.contains("restored version #1"), "{undone}");
+    let memory = std::fs::read_to_string(notes.join("MEMORY.md")).unwrap_or_default();
+    assert_eq!(memory, "- terraform state lives in gcs\n");
+    assert!(stdout(&ws, &["memory", "notes"]).contains("terraform state lives in gcs"));
+    let history = stdout(&ws, &["memory", "notes", "--history"]);
+    assert!(
+        history.lines().next().unwrap_or("").contains("(undone)"),
+        "{history}"
+    );
+
+    // The notes are found by memory search, saying where they come from.
+    let found = stdout(&ws, &["memory", "search", "terraform", "state"]);
+    assert!(found.contains("dream note (MEMORY.md)"), "{found}");
+    assert!(found.contains("- terraform state lives in gcs"), "{found}");
+
+    // No new entries since the last dream: nothing to do.
+    assert!(stdout(&ws, &["dream"]).contains("nothing new to dream about"));
+}
+
+#[test]
+fn an_invalid_editor_answer_fails_the_dream_and_keeps_the_files() {
+    let ws = Workspace::new();
+    archive(&ws, "postgres", 1);
+    let model = ws.script(json!({"turns": [
+        {"text": "analysis"}, {"text": "not json"}, {"text": "{\"memory\": 1}"}
+    ]}));
+    let out = ws.mnemo(&["--model", &model, "dream"], None);
+    assert!(!out.status.success());
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("invalid twice") && err.contains("unchanged"),
+        "{err}"
+    );
+    assert!(!ws.path().join(".data/memory/MEMORY.md").exists());
+    assert!(stdout(&ws, &["memory", "notes", "--history"]).contains("no dream notes yet"));
+}
