@@ -7,6 +7,8 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use mnemo::memory::schedules::{NewSchedule, StoredWhen};
+
 type BenchResult<T = ()> = Result<T, Box<dyn Error>>;
 
 const JOBS: usize = 50;
@@ -28,15 +30,33 @@ fn rss_kib(pid: u32) -> BenchResult<u64> {
     Ok(line.split_whitespace().nth(1).ok_or("bad VmRSS")?.parse()?)
 }
 
-/// Heartbeats every few hours and cron lines far from now, half of the jobs each.
-fn write_jobs(config: &Path) -> BenchResult {
+/// Heartbeat files on cron lines of the early morning for half of the jobs, schedules the
+/// agent made (intervals first due in hours, one-shots tomorrow) for the other half.
+fn write_jobs(config: &Path, data: &Path, workspace: &Path) -> BenchResult {
     let dir = config.join("heartbeat");
     std::fs::create_dir_all(&dir)?;
-    for i in 0..JOBS {
-        let rule = match i % 2 {
-            0 => format!("every: {}h", 3 + i % 5),
-            _ => format!("cron: \"{} 4 * * *\"", i % 60),
+    std::fs::create_dir_all(data)?;
+    let mut db = mnemo::memory::Db::open(&data.join("mnemo.db"))?;
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)?
+        .as_millis() as i64;
+    for i in 0..JOBS / 2 {
+        let when = match i % 2 {
+            0 => StoredWhen::Every {
+                secs: 3600 * (3 + i as u64 % 5),
+                first: now_ms + 3_600_000 * 3,
+            },
+            _ => StoredWhen::Once(now_ms + 86_400_000),
         };
+        db.create_schedule(&NewSchedule {
+            session_id: None,
+            workspace: workspace.display().to_string(),
+            when,
+            prompt: format!("reminder {i}"),
+        })?;
+    }
+    for i in 0..JOBS / 2 {
+        let rule = format!("cron: \"{} 4 * * *\"", i % 60);
         let body = format!(
             "---\nname: check-{i}\n{rule}\n---\nCheck item {i}; reply HEARTBEAT_OK when fine.\n"
         );
@@ -52,7 +72,7 @@ fn main() -> BenchResult {
         .unwrap_or(60);
     let root = tempfile::tempdir()?;
     let (config, data) = (root.path().join("cfg"), root.path().join("data"));
-    write_jobs(&config)?;
+    write_jobs(&config, &data, root.path())?;
     let mut daemon = Command::new(env!("CARGO_BIN_EXE_mnemo"))
         .arg("serve")
         .current_dir(root.path())
@@ -89,6 +109,10 @@ fn main() -> BenchResult {
         used,
         rss as f64 / 1024.0
     );
-    println!("log:\n{log}");
+    let problems: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains('✗') || l.contains("failed"))
+        .collect();
+    println!("log problems: {problems:?}");
     Ok(())
 }

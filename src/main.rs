@@ -148,6 +148,15 @@ enum Command {
         /// (repeatable); clients authenticate with <data dir>/gateway-token.
         #[arg(long)]
         listen: Vec<mnemo::gateway::Listen>,
+        /// TLS certificate chain (PEM) for the TCP listeners; needed off the loopback.
+        #[arg(long, requires = "tls_key")]
+        tls_cert: Option<PathBuf>,
+        /// The certificate's private key (PEM).
+        #[arg(long, requires = "tls_cert")]
+        tls_key: Option<PathBuf>,
+        /// Only clients with a certificate signed by this CA (PEM) get in.
+        #[arg(long, requires = "tls_cert")]
+        client_ca: Option<PathBuf>,
     },
     /// Whether `mnemo serve` runs, and what it has due next.
     Status,
@@ -494,9 +503,22 @@ fn real_main(cli: Cli) -> anyhow::Result<ExitCode> {
             block_on(commands::mcp::list(&loaded, tools, &mut out))??;
             Ok(ExitCode::SUCCESS)
         }
-        Some(Command::Serve { listen }) => {
+        Some(Command::Serve {
+            listen,
+            tls_cert,
+            tls_key,
+            client_ca,
+        }) => {
+            let tls = match (tls_cert, tls_key) {
+                (Some(cert), Some(key)) => Some(mnemo::gateway::tls::TlsFiles {
+                    cert,
+                    key,
+                    client_ca,
+                }),
+                _ => None,
+            };
             let options = mnemo::serve::ServeOptions {
-                listen,
+                gateway: mnemo::gateway::GatewayOptions { listen, tls },
                 cli: overrides.clone(),
             };
             let stop = block_on(mnemo::serve::serve(loaded, options))??;

@@ -54,7 +54,10 @@ async fn serve(script: Value, config: &str) -> AnyResult<Served> {
         SessionHost::new(),
         Arc::new(loaded),
         cli,
-        &[Listen::Unix(socket.clone())],
+        &gateway::GatewayOptions {
+            listen: vec![Listen::Unix(socket.clone())],
+            tls: None,
+        },
         cancel.clone(),
     )
     .await?;
@@ -195,7 +198,10 @@ async fn a_listener_off_the_loopback_needs_tls() -> TestResult {
         SessionHost::new(),
         Arc::new(loaded),
         CliOverrides::default(),
-        &[listen],
+        &gateway::GatewayOptions {
+            listen: vec![listen],
+            tls: None,
+        },
         CancellationToken::new(),
     )
     .await;

@@ -4,6 +4,7 @@
 
 pub mod client;
 pub mod conn;
+pub mod tls;
 pub mod token;
 pub mod wire;
 
@@ -56,6 +57,8 @@ pub enum GatewayError {
     },
     #[error("cannot write the gateway token: {0}")]
     Token(std::io::Error),
+    #[error(transparent)]
+    Tls(#[from] tls::TlsError),
 }
 
 /// What every connection shares.
@@ -73,6 +76,8 @@ pub struct Running {
     _token: TokenFile,
     sockets: Vec<PathBuf>,
     pub gateway: Arc<Gateway>,
+    /// The TCP addresses listened on (with the ports a `:0` got).
+    pub addresses: Vec<SocketAddr>,
 }
 
 impl Drop for Running {
@@ -83,21 +88,32 @@ impl Drop for Running {
     }
 }
 
-/// Starts listening on every address of `listen`; connections are served until `cancel`.
+/// Where and how the gateway listens.
+#[derive(Debug, Clone, Default)]
+pub struct GatewayOptions {
+    pub listen: Vec<Listen>,
+    /// TLS for the TCP listeners (required off the loopback).
+    pub tls: Option<tls::TlsFiles>,
+}
+
+/// Starts listening on every address of `options`; connections are served until `cancel`.
 pub async fn start(
     host: SessionHost,
     loaded: Arc<Loaded>,
     cli: CliOverrides,
-    listen: &[Listen],
+    options: &GatewayOptions,
     cancel: CancellationToken,
 ) -> Result<Running, GatewayError> {
+    let listen = &options.listen;
     for address in listen {
         if let Listen::Tcp(address) = address
             && !address.ip().is_loopback()
+            && options.tls.is_none()
         {
             return Err(GatewayError::NotLoopback(*address));
         }
     }
+    let acceptor = options.tls.as_ref().map(tls::acceptor).transpose()?;
     let data = loaded
         .dirs
         .data
@@ -113,6 +129,7 @@ pub async fn start(
         cli,
     });
     let mut sockets = Vec::new();
+    let mut addresses = Vec::new();
     for address in listen {
         let listen_error = |source| GatewayError::Listen {
             what: format!("{address:?}"),
@@ -121,7 +138,8 @@ pub async fn start(
         match address {
             Listen::Tcp(address) => {
                 let listener = TcpListener::bind(address).await.map_err(listen_error)?;
-                tokio::spawn(accept_tcp(gateway.clone(), listener));
+                addresses.push(listener.local_addr().map_err(listen_error)?);
+                tokio::spawn(accept_tcp(gateway.clone(), listener, acceptor.clone()));
             }
             Listen::Unix(path) => {
                 // A socket a killed daemon left behind would make bind fail.
@@ -138,20 +156,42 @@ pub async fn start(
         _token: token,
         sockets,
         gateway,
+        addresses,
     })
 }
 
-async fn accept_tcp(gateway: Arc<Gateway>, listener: TcpListener) {
+/// How long a TLS handshake may take.
+const HANDSHAKE_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+async fn accept_tcp(
+    gateway: Arc<Gateway>,
+    listener: TcpListener,
+    acceptor: Option<tokio_rustls::TlsAcceptor>,
+) {
     loop {
         let accepted = tokio::select! {
             accepted = listener.accept() => accepted,
             () = gateway.cancel.cancelled() => return,
         };
-        if let Ok((stream, peer)) = accepted {
-            let _ = stream.set_nodelay(true);
-            let address = peer.ip().to_string();
-            tokio::spawn(conn::serve_client(gateway.clone(), stream, address));
-        }
+        let Ok((stream, peer)) = accepted else {
+            continue;
+        };
+        let _ = stream.set_nodelay(true);
+        let address = peer.ip().to_string();
+        let gateway = gateway.clone();
+        let acceptor = acceptor.clone();
+        tokio::spawn(async move {
+            match acceptor {
+                None => conn::serve_client(gateway, stream, address).await,
+                Some(acceptor) => {
+                    // A client without an acceptable certificate ends here.
+                    let handshake = tokio::time::timeout(HANDSHAKE_WAIT, acceptor.accept(stream));
+                    if let Ok(Ok(stream)) = handshake.await {
+                        conn::serve_client(gateway, stream, address).await;
+                    }
+                }
+            }
+        });
     }
 }
 

@@ -92,7 +92,7 @@ async fn drive(
     let mut reply = String::new();
     let mut agents_pending = false;
     let mut interrupted = false;
-    let outcome = loop {
+    loop {
         let event = tokio::select! {
             event = handle.events.recv() => event.map(|numbered| numbered.event),
             () = cancel.cancelled(), if !interrupted => {
@@ -127,6 +127,5 @@ async fn drive(
             }
             _ => {}
         }
-    };
-    outcome
+    }
 }

@@ -49,8 +49,8 @@ pub struct Daemon {
 /// How the daemon was asked to run.
 #[derive(Debug, Clone, Default)]
 pub struct ServeOptions {
-    /// Where the gateway listens (none: no gateway).
-    pub listen: Vec<crate::gateway::Listen>,
+    /// Where the gateway listens besides the local socket, and with which TLS.
+    pub gateway: crate::gateway::GatewayOptions,
     /// The command line's overrides, for the sessions the daemon opens.
     pub cli: crate::config::CliOverrides,
 }
@@ -72,18 +72,24 @@ pub async fn serve(loaded: Loaded, options: ServeOptions) -> Result<Stop, ServeE
         .log
         .line(&format!("mnemo serve started (pid {})", std::process::id()));
     // The local socket is always there, for `mnemo attach` and `mnemo run --attach`.
-    let mut listen = options.listen.clone();
+    let mut listening = options.gateway.clone();
     let socket = crate::gateway::client::default_socket(&data);
-    listen.push(crate::gateway::Listen::Unix(socket));
+    listening.listen.push(crate::gateway::Listen::Unix(socket));
     let gateway = crate::gateway::start(
         daemon.host.clone(),
         daemon.loaded.clone(),
         options.cli.clone(),
-        &listen,
+        &listening,
         daemon.cancel.clone(),
     )
     .await?;
-    daemon.log.line(&format!("gateway listening on {listen:?}"));
+    let tls = match listening.tls {
+        Some(_) => " (TLS on TCP)",
+        None => "",
+    };
+    daemon
+        .log
+        .line(&format!("gateway listening on {:?}{tls}", listening.listen));
     let backfill = tokio::spawn(backfill(daemon.clone()));
     let jobs = tokio::spawn(run_jobs(daemon.clone(), options.cli.clone()));
     let night = tokio::spawn(nightly::run(daemon.clone(), options.cli.clone()));
