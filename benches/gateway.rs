@@ -1,0 +1,185 @@
+//! The gateway under load (`cargo bench --bench gateway`):
+//! 1. 100 clients on 100 sessions running scripted turns at once: for every event, the time
+//!    from an in-process front end getting it to the gateway client getting it (the latency
+//!    the gateway adds), p50 and p99.
+//! 2. 1,000 idle sessions held by one `mnemo serve`: its resident memory.
+//!    Prints figures with their targets.
+
+use std::collections::HashMap;
+use std::error::Error;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use mnemo::config::{CliOverrides, Dirs};
+use mnemo::gateway::client::GatewayClient;
+use mnemo::gateway::{self, GatewayOptions, Listen};
+use mnemo::host::{Delivery, SessionHost};
+use mnemo::protocol::{Event, Op};
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+type BenchResult<T = ()> = Result<T, Box<dyn Error>>;
+
+const SESSIONS: usize = 100;
+const CHUNKS: usize = 50;
+const IDLE_SESSIONS: usize = 1000;
+
+type Seen = Arc<Mutex<HashMap<(String, u64), Instant>>>;
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    let index = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted.get(index).copied().unwrap_or_default()
+}
+
+async fn latency() -> BenchResult {
+    let dir = tempfile::tempdir()?;
+    let (cfg, data) = (dir.path().join("cfg"), dir.path().join("data"));
+    std::fs::create_dir_all(&data)?;
+    let chunks: Vec<String> = (0..CHUNKS).map(|i| format!("word{i} ")).collect();
+    let script = dir.path().join("script.json");
+    std::fs::write(&script, json!({"turns": [{"chunks": chunks, "delay_ms": 20}]}).to_string())?;
+    let cli = CliOverrides {
+        model: Some(format!("scripted:{}", script.display())),
+        ..Default::default()
+    };
+    let dirs = Dirs {
+        config: Some(cfg),
+        data: Some(data.clone()),
+    };
+    let loaded = Arc::new(mnemo::launch::load_config_from(&dirs, dir.path(), &cli)?);
+    let host = SessionHost::new();
+    let socket = dir.path().join("gw.sock");
+    let options = GatewayOptions {
+        listen: vec![Listen::Unix(socket.clone())],
+        tls: None,
+    };
+    let cancel = CancellationToken::new();
+    let _running = gateway::start(host.clone(), loaded, cli, &options, cancel.clone()).await?;
+    let token = data.join("gateway-token");
+
+    let (local, remote): (Seen, Seen) = (Arc::default(), Arc::default());
+    let mut clients = Vec::new();
+    let mut readers = Vec::new();
+    for _ in 0..SESSIONS {
+        let client = GatewayClient::connect_unix(&socket, &token).await?;
+        let mut attached = client.create(dir.path(), None).await?;
+        let mut inside = host
+            .attach(&attached.session, Delivery::Wait)
+            .ok_or("not live")?;
+        let seen = local.clone();
+        readers.push(tokio::spawn(async move {
+            while let Some(event) = inside.events.recv().await {
+                let done = matches!(event.event, Event::TurnFinished { .. });
+                if let Ok(mut seen) = seen.lock() {
+                    seen.insert((event.session.clone(), event.seq), Instant::now());
+                }
+                if done {
+                    return;
+                }
+            }
+        }));
+        let seen = remote.clone();
+        let ops = attached.ops.clone();
+        readers.push(tokio::spawn(async move {
+            while let Some(event) = attached.events.recv().await {
+                let done = matches!(event.event, Event::TurnFinished { .. });
+                if let Ok(mut seen) = seen.lock() {
+                    seen.insert((event.session.clone(), event.seq), Instant::now());
+                }
+                if done {
+                    return;
+                }
+            }
+        }));
+        clients.push((client, ops));
+    }
+    let started = Instant::now();
+    for (_, ops) in &clients {
+        ops.send(Op::UserInput { text: "go".into() }).await?;
+    }
+    for reader in readers {
+        tokio::time::timeout(Duration::from_secs(120), reader).await??;
+    }
+    let elapsed = started.elapsed();
+    let (local, remote) = (
+        local.lock().map_err(|_| "poisoned")?.clone(),
+        remote.lock().map_err(|_| "poisoned")?.clone(),
+    );
+    let mut added: Vec<Duration> = remote
+        .iter()
+        .filter_map(|(key, at)| local.get(key).map(|inside| at.saturating_duration_since(*inside)))
+        .collect();
+    added.sort();
+    println!(
+        "gateway, {SESSIONS} clients on {SESSIONS} sessions, {} events in {:.1} s: added latency p50 {:.2} ms, p99 {:.2} ms (target p99 < 5 ms)",
+        added.len(),
+        elapsed.as_secs_f64(),
+        percentile(&added, 0.5).as_secs_f64() * 1000.0,
+        percentile(&added, 0.99).as_secs_f64() * 1000.0
+    );
+    cancel.cancel();
+    Ok(())
+}
+
+fn rss_mib(pid: u32) -> BenchResult<f64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
+    let kib: f64 = status
+        .lines()
+        .find(|l| l.starts_with("VmRSS:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .ok_or("no VmRSS")?
+        .parse()?;
+    Ok(kib / 1024.0)
+}
+
+async fn idle_sessions() -> BenchResult {
+    let dir = tempfile::tempdir()?;
+    let script = dir.path().join("script.json");
+    std::fs::write(&script, json!({"turns": []}).to_string())?;
+    let data = dir.path().join("data");
+    let mut daemon = std::process::Command::new(env!("CARGO_BIN_EXE_mnemo"))
+        .args(["--model", &format!("scripted:{}", script.display()), "serve"])
+        .current_dir(dir.path())
+        .env("MNEMO_CONFIG_DIR", dir.path().join("cfg"))
+        .env("MNEMO_DATA_DIR", &data)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()?;
+    let socket = data.join("gateway.sock");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !socket.exists() {
+        if Instant::now() > deadline {
+            return Err("mnemo serve did not start".into());
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let client = GatewayClient::connect(&data, None).await?;
+    let before = rss_mib(daemon.id())?;
+    let started = Instant::now();
+    let mut held = Vec::new();
+    for _ in 0..IDLE_SESSIONS {
+        held.push(client.create(dir.path(), None).await?);
+    }
+    let took = started.elapsed();
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let after = rss_mib(daemon.id())?;
+    println!(
+        "mnemo serve holding {IDLE_SESSIONS} idle sessions: resident {after:.1} MiB (target < 200; {before:.1} MiB before), created in {:.1} s",
+        took.as_secs_f64()
+    );
+    // SAFETY: stops the daemon this bench started.
+    unsafe { libc::kill(daemon.id() as libc::pid_t, libc::SIGTERM) };
+    daemon.wait()?;
+    Ok(())
+}
+
+fn main() -> BenchResult {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    runtime.block_on(latency())?;
+    runtime.block_on(idle_sessions())?;
+    Ok(())
+}
