@@ -37,7 +37,10 @@ async fn latency() -> BenchResult {
     std::fs::create_dir_all(&data)?;
     let chunks: Vec<String> = (0..CHUNKS).map(|i| format!("word{i} ")).collect();
     let script = dir.path().join("script.json");
-    std::fs::write(&script, json!({"turns": [{"chunks": chunks, "delay_ms": 20}]}).to_string())?;
+    std::fs::write(
+        &script,
+        json!({"turns": [{"chunks": chunks, "delay_ms": 20}]}).to_string(),
+    )?;
     let cli = CliOverrides {
         model: Some(format!("scripted:{}", script.display())),
         ..Default::default()
@@ -52,6 +55,7 @@ async fn latency() -> BenchResult {
     let options = GatewayOptions {
         listen: vec![Listen::Unix(socket.clone())],
         tls: None,
+        jobs_changed: None,
     };
     let cancel = CancellationToken::new();
     let _running = gateway::start(host.clone(), loaded, cli, &options, cancel.clone()).await?;
@@ -107,7 +111,11 @@ async fn latency() -> BenchResult {
     );
     let mut added: Vec<Duration> = remote
         .iter()
-        .filter_map(|(key, at)| local.get(key).map(|inside| at.saturating_duration_since(*inside)))
+        .filter_map(|(key, at)| {
+            local
+                .get(key)
+                .map(|inside| at.saturating_duration_since(*inside))
+        })
         .collect();
     added.sort();
     println!(
@@ -138,7 +146,11 @@ async fn idle_sessions() -> BenchResult {
     std::fs::write(&script, json!({"turns": []}).to_string())?;
     let data = dir.path().join("data");
     let mut daemon = std::process::Command::new(env!("CARGO_BIN_EXE_mnemo"))
-        .args(["--model", &format!("scripted:{}", script.display()), "serve"])
+        .args([
+            "--model",
+            &format!("scripted:{}", script.display()),
+            "serve",
+        ])
         .current_dir(dir.path())
         .env("MNEMO_CONFIG_DIR", dir.path().join("cfg"))
         .env("MNEMO_DATA_DIR", &data)

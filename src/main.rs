@@ -518,7 +518,11 @@ fn real_main(cli: Cli) -> anyhow::Result<ExitCode> {
                 _ => None,
             };
             let options = mnemo::serve::ServeOptions {
-                gateway: mnemo::gateway::GatewayOptions { listen, tls },
+                gateway: mnemo::gateway::GatewayOptions {
+                    listen,
+                    tls,
+                    jobs_changed: None,
+                },
                 cli: overrides.clone(),
             };
             let stop = block_on(mnemo::serve::serve(loaded, options))??;

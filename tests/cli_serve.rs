@@ -193,3 +193,33 @@ fn serve_runs_a_heartbeat_every_second_and_stops_with_nothing_lost() -> TestResu
     }
     Ok(())
 }
+
+#[test]
+fn a_schedule_made_in_another_process_wakes_the_daemon() -> TestResult {
+    let ws = Workspace::new();
+    let model = ws.script(serde_json::json!({"turns": [
+        {"when": "remind me", "tool_calls": [{"name": "schedule_create",
+            "arguments": {"when": "in 2s", "prompt": "time to stretch"}}]},
+        {"when": "remind me", "text": "I will remind you."},
+        {"when": "time to stretch", "text": "Stretch now."}
+    ]}));
+    let mut daemon = ws.command(&["--model", &model, "serve"]).spawn()?;
+    let socket = ws.path().join(".data/gateway.sock");
+    wait_for("the gateway socket", || socket.exists())?;
+    let made = ws.mnemo(&["--model", &model, "run", "remind me"], None);
+    assert!(made.status.success(), "{}", text(&made.stderr));
+    assert!(
+        !text(&made.stdout).contains("not running"),
+        "{}",
+        text(&made.stdout)
+    );
+
+    // The daemon sleeps until told; the schedule tool told it, so it runs in seconds.
+    let log = ws.path().join(".data/serve.log");
+    wait_for("the reminder's report", || {
+        std::fs::read_to_string(&log).is_ok_and(|l| l.contains("Stretch now."))
+    })?;
+    terminate(&daemon)?;
+    assert!(daemon.wait()?.success());
+    Ok(())
+}

@@ -57,6 +57,7 @@ async fn serve(script: Value, config: &str) -> AnyResult<Served> {
         &gateway::GatewayOptions {
             listen: vec![Listen::Unix(socket.clone())],
             tls: None,
+            jobs_changed: None,
         },
         cancel.clone(),
     )
@@ -201,6 +202,7 @@ async fn a_listener_off_the_loopback_needs_tls() -> TestResult {
         &gateway::GatewayOptions {
             listen: vec![listen],
             tls: None,
+            jobs_changed: None,
         },
         CancellationToken::new(),
     )

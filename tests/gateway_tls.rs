@@ -91,6 +91,7 @@ async fn mutual_tls_lets_in_only_clients_with_a_certificate() -> TestResult {
             "0.0.0.0:0".parse::<Listen>()?,
         ],
         tls: Some(pki.files.clone()),
+        jobs_changed: None,
     };
     let running = gateway::start(
         SessionHost::new(),

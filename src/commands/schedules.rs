@@ -34,7 +34,16 @@ pub fn remove(loaded: &Loaded, id: i64, out: &mut impl Write) -> Result<(), Comm
         .store()?
         .call_blocking(move |db| db.delete_schedule(id))?
     {
-        true => Ok(writeln!(out, "Deleted schedule #{id}.")?),
+        true => {
+            if let Some(data) = loaded.dirs.data.as_deref()
+                && let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+            {
+                runtime.block_on(crate::gateway::client::tell_jobs_changed(data));
+            }
+            Ok(writeln!(out, "Deleted schedule #{id}.")?)
+        }
         false => Err(CommandError::Usage(format!(
             "there is no schedule #{id} (`mnemo schedule list` shows them)"
         ))),

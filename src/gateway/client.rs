@@ -61,6 +61,25 @@ pub fn default_socket(data_dir: &Path) -> std::path::PathBuf {
     data_dir.join("gateway.sock")
 }
 
+/// How long telling the daemon about changed jobs may take.
+const TELL_WAIT: Duration = Duration::from_secs(2);
+
+/// Tells the daemon of `data_dir`, when one runs, to read its schedules and heartbeats again
+/// (it does not poll for them). Returns whether one was told.
+pub async fn tell_jobs_changed(data_dir: &Path) -> bool {
+    if !crate::serve::lock::serve_running(data_dir) {
+        return false;
+    }
+    let told = async {
+        let client = GatewayClient::connect(data_dir, None).await.ok()?;
+        client
+            .request(None, json!({"op": "jobs_changed"}))
+            .await
+            .ok()
+    };
+    matches!(tokio::time::timeout(TELL_WAIT, told).await, Ok(Some(_)))
+}
+
 impl GatewayClient {
     /// Connects to the daemon of `data_dir`: on its socket, or at `url` (HOST:PORT) when
     /// given; the token is read from the data directory either way.

@@ -183,6 +183,13 @@ impl Client {
         };
         let id = request.id.clone();
         let reply = match (request.op, request.session) {
+            (RequestOp::Host(HostOp::JobsChanged), _) => match &self.gateway.jobs_changed {
+                Some(scheduler) => {
+                    scheduler.jobs_changed();
+                    Reply::ok(id, json!("reloading"))
+                }
+                None => Reply::error(id, "this gateway runs no schedules"),
+            },
             (RequestOp::Host(HostOp::ListSessions), _) => {
                 let host = &self.gateway.host;
                 let sessions: Vec<Value> = host

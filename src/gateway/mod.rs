@@ -67,6 +67,7 @@ pub struct Gateway {
     pub token: String,
     pub failures: Failures,
     pub cancel: CancellationToken,
+    pub jobs_changed: Option<crate::jobs::scheduler::SchedulerHandle>,
     loaded: Arc<Loaded>,
     cli: CliOverrides,
 }
@@ -89,11 +90,13 @@ impl Drop for Running {
 }
 
 /// Where and how the gateway listens.
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 pub struct GatewayOptions {
     pub listen: Vec<Listen>,
     /// TLS for the TCP listeners (required off the loopback).
     pub tls: Option<tls::TlsFiles>,
+    /// Told when a client says the schedules or heartbeats changed.
+    pub jobs_changed: Option<crate::jobs::scheduler::SchedulerHandle>,
 }
 
 /// Starts listening on every address of `options`; connections are served until `cancel`.
@@ -125,6 +128,7 @@ pub async fn start(
         token: token.token().to_string(),
         failures: Failures::default(),
         cancel,
+        jobs_changed: options.jobs_changed.clone(),
         loaded,
         cli,
     });

@@ -56,6 +56,8 @@ pub enum HostOp {
     },
     /// Stops receiving `session`'s events; it goes on running.
     Detach,
+    /// Schedules or heartbeat files changed: the daemon reads them again now.
+    JobsChanged,
 }
 
 /// What a request asks.
@@ -108,7 +110,7 @@ pub fn parse_request(line: &str) -> Result<Request, BadRequest> {
     let op = object.get("op").ok_or_else(|| bad("missing `op`".into()))?;
     let name = op.get("op").and_then(Value::as_str).unwrap_or_default();
     let op = match name {
-        "create_session" | "list_sessions" | "attach" | "detach" => {
+        "create_session" | "list_sessions" | "attach" | "detach" | "jobs_changed" => {
             RequestOp::Host(serde_json::from_value(op.clone()).map_err(|e| bad(e.to_string()))?)
         }
         _ => RequestOp::Session(

@@ -13,10 +13,17 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use crate::host::SessionHost;
+use crate::jobs::book::StoreBook;
+use crate::jobs::runner::HeadlessRunner;
+use crate::jobs::scheduler::Scheduler;
 use crate::launch::{LaunchError, Loaded};
-use crate::signals::{Signals, Stop};
+use crate::signals::Stop;
 use lock::{LockError, ServeLock};
 use log::ServeLog;
+use tokio::signal::unix::{Signal, SignalKind, signal};
+
+/// The scheduler reads its jobs again when told; this only bounds a sleep.
+const NO_RELOAD: Duration = Duration::from_secs(7 * 24 * 3600);
 
 /// How long stopping waits for each running session.
 const STOP_WAIT: Duration = Duration::from_secs(5);
@@ -47,7 +54,7 @@ pub struct Daemon {
 }
 
 /// How the daemon was asked to run.
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 pub struct ServeOptions {
     /// Where the gateway listens besides the local socket, and with which TLS.
     pub gateway: crate::gateway::GatewayOptions,
@@ -60,8 +67,8 @@ pub async fn serve(loaded: Loaded, options: ServeOptions) -> Result<Stop, ServeE
     let data = loaded.dirs.data.clone().ok_or(ServeError::NoDataDir)?;
     let _lock = ServeLock::acquire(&data)?;
     let log = ServeLog::open(&data).map_err(ServeError::Log)?;
-    let mut signals = Signals::new().map_err(ServeError::Signals)?;
-    loaded.store()?;
+    let mut signals = DaemonSignals::new().map_err(ServeError::Signals)?;
+    let store = loaded.store()?;
     let daemon = Daemon {
         loaded: Arc::new(loaded),
         host: SessionHost::new(),
@@ -72,7 +79,10 @@ pub async fn serve(loaded: Loaded, options: ServeOptions) -> Result<Stop, ServeE
         .log
         .line(&format!("mnemo serve started (pid {})", std::process::id()));
     // The local socket is always there, for `mnemo attach` and `mnemo run --attach`.
+    let scheduler = scheduler(&daemon, store, options.cli.clone());
+    let jobs_changed = scheduler.handle();
     let mut listening = options.gateway.clone();
+    listening.jobs_changed = Some(jobs_changed.clone());
     let socket = crate::gateway::client::default_socket(&data);
     listening.listen.push(crate::gateway::Listen::Unix(socket));
     let gateway = crate::gateway::start(
@@ -91,9 +101,19 @@ pub async fn serve(loaded: Loaded, options: ServeOptions) -> Result<Stop, ServeE
         .log
         .line(&format!("gateway listening on {:?}{tls}", listening.listen));
     let backfill = tokio::spawn(backfill(daemon.clone()));
-    let jobs = tokio::spawn(run_jobs(daemon.clone(), options.cli.clone()));
+    let jobs = tokio::spawn(scheduler.run(daemon.cancel.clone()));
     let night = tokio::spawn(nightly::run(daemon.clone(), options.cli.clone()));
-    let stop = signals.recv().await;
+    let stop = loop {
+        match signals.recv().await {
+            Wake::Stop(stop) => break stop,
+            Wake::Reload => {
+                daemon
+                    .log
+                    .line("SIGHUP: reading schedules and heartbeat files again");
+                jobs_changed.jobs_changed();
+            }
+        }
+    };
     daemon.log.line(&format!("stopping on {}", stop.name()));
     daemon.cancel.cancel();
     // The scheduler interrupts its runs and records how they ended.
@@ -106,18 +126,51 @@ pub async fn serve(loaded: Loaded, options: ServeOptions) -> Result<Stop, ServeE
     Ok(stop)
 }
 
-/// Heartbeats and schedules, each run a session of the daemon's host, until cancelled.
-async fn run_jobs(daemon: Daemon, cli: crate::config::CliOverrides) {
-    let Ok(store) = daemon.loaded.store() else {
-        return;
-    };
+/// Heartbeats and schedules, each run a session of the daemon's host. It reads them again
+/// only when told (a schedule tool or `mnemo schedule rm` through the gateway, SIGHUP), so
+/// between deadlines the daemon sleeps.
+fn scheduler(
+    daemon: &Daemon,
+    store: crate::memory::Store,
+    cli: crate::config::CliOverrides,
+) -> Scheduler<HeadlessRunner, StoreBook> {
     let log = Arc::new(crate::jobs::delivery::Log::new(daemon.log.clone()));
     let dirs = daemon.loaded.dirs.clone();
     let workspaces = vec![daemon.loaded.workspace.clone()];
-    let book = crate::jobs::book::StoreBook::new(store, dirs.clone(), workspaces, log.clone());
-    let runner = crate::jobs::runner::HeadlessRunner::new(dirs, cli, daemon.host.clone());
-    let scheduler = crate::jobs::scheduler::Scheduler::new(runner, book, log);
-    scheduler.run(daemon.cancel.clone()).await;
+    let book = StoreBook::new(store, dirs.clone(), workspaces, log.clone());
+    let runner = HeadlessRunner::new(dirs, cli, daemon.host.clone());
+    Scheduler::new(runner, book, log).with_reload_every(NO_RELOAD)
+}
+
+/// Why the daemon woke from its signals.
+enum Wake {
+    Stop(Stop),
+    Reload,
+}
+
+/// SIGTERM and SIGINT stop the daemon; SIGHUP makes it read its jobs again, as daemons do.
+struct DaemonSignals {
+    terminate: Signal,
+    interrupt: Signal,
+    hangup: Signal,
+}
+
+impl DaemonSignals {
+    fn new() -> std::io::Result<Self> {
+        Ok(Self {
+            terminate: signal(SignalKind::terminate())?,
+            interrupt: signal(SignalKind::interrupt())?,
+            hangup: signal(SignalKind::hangup())?,
+        })
+    }
+
+    async fn recv(&mut self) -> Wake {
+        tokio::select! {
+            _ = self.terminate.recv() => Wake::Stop(Stop::Terminate),
+            _ = self.interrupt.recv() => Wake::Stop(Stop::Interrupt),
+            _ = self.hangup.recv() => Wake::Reload,
+        }
+    }
 }
 
 /// Embeds what has no vectors yet, with a model loaded for this round only (the daemon's

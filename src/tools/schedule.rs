@@ -23,12 +23,13 @@ use crate::serve::lock::serve_running;
 pub fn register(registry: &mut super::ToolRegistry, store: &Store, data_dir: Option<PathBuf>) {
     registry.register(ScheduleCreate {
         store: store.clone(),
-        data_dir,
+        data_dir: data_dir.clone(),
     });
     registry.register(ScheduleList {
         store: store.clone(),
     });
     registry.register(ScheduleDelete {
+        data_dir: data_dir.clone(),
         store: store.clone(),
     });
 }
@@ -112,7 +113,11 @@ impl TypedTool for ScheduleCreate {
             describe(&row.when),
             next_run_note(&row)
         );
-        if !self.data_dir.as_deref().is_some_and(serve_running) {
+        let told = match &self.data_dir {
+            Some(data) => crate::gateway::client::tell_jobs_changed(data).await,
+            None => false,
+        };
+        if !told && !self.data_dir.as_deref().is_some_and(serve_running) {
             text.push_str(
                 "\nmnemo serve is not running, so this schedule runs only once it is started \
                  (`mnemo serve`); tell the user.",
@@ -163,6 +168,7 @@ impl TypedTool for ScheduleList {
 
 pub struct ScheduleDelete {
     store: Store,
+    data_dir: Option<PathBuf>,
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -199,7 +205,12 @@ impl TypedTool for ScheduleDelete {
     async fn run(&self, args: ScheduleDeleteArgs, _ctx: &ToolContext) -> Result<String, ToolError> {
         let id = args.id;
         match self.store.call(move |db| db.delete_schedule(id)).await {
-            Ok(true) => Ok(format!("deleted schedule #{id}")),
+            Ok(true) => {
+                if let Some(data) = &self.data_dir {
+                    crate::gateway::client::tell_jobs_changed(data).await;
+                }
+                Ok(format!("deleted schedule #{id}"))
+            }
             Ok(false) => Err(ToolError::Failed(format!("there is no schedule #{id}"))),
             Err(e) => Err(failed(e)),
         }
