@@ -173,9 +173,9 @@ impl DaemonSignals {
     }
 }
 
-/// Embeds what has no vectors yet, with a model loaded for this round only (the daemon's
-/// idle memory stays small).
-async fn backfill(daemon: Daemon) {
+/// Embeds what has no vectors yet (at start and every night, what the day's runs said), with
+/// a model loaded for that round only (the daemon's idle memory stays small).
+pub(crate) async fn backfill(daemon: Daemon) {
     let Some(embedder) = daemon.loaded.new_embedder() else {
         return;
     };

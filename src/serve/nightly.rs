@@ -1,5 +1,6 @@
-//! The daemon's night: at `DREAM_HOUR` local time it dreams, when at least
-//! `dream.min_entries` archive entries are new since the last dream. Until then it sleeps.
+//! The daemon's night: at `DREAM_HOUR` local time it embeds what the day left without
+//! vectors, then dreams when at least `dream.min_entries` archive entries are new since the
+//! last dream. Until then it sleeps.
 
 use std::time::Duration;
 
@@ -36,6 +37,7 @@ pub async fn run(daemon: Daemon, cli: CliOverrides) {
             () = tokio::time::sleep(wait) => {}
             () = daemon.cancel.cancelled() => return,
         }
+        super::backfill(daemon.clone()).await;
         tokio::select! {
             () = dream(&daemon, &cli) => {}
             () = daemon.cancel.cancelled() => return,
