@@ -121,6 +121,25 @@ pub fn load_config_from(
 }
 
 impl Loaded {
+    /// Shares `other`'s open store (when it is the same database), embedder and model
+    /// cooldowns: a daemon opening sessions for many workspaces keeps one database connection
+    /// and one model, not one per session.
+    pub fn share_from(self, other: &Loaded) -> Loaded {
+        if self.db_path == other.db_path
+            && let Some(store) = other.store.get()
+        {
+            let _ = self.store.set(store.clone());
+        }
+        let same_embedder = self.config.memory.embedding == other.config.memory.embedding;
+        if same_embedder && let Some(embedder) = other.embedder.get() {
+            let _ = self.embedder.set(embedder.clone());
+        }
+        Loaded {
+            cooldowns: other.cooldowns.clone(),
+            ..self
+        }
+    }
+
     /// The session store, opened (and migrated) the first time it is needed.
     pub fn store(&self) -> Result<Store, LaunchError> {
         if let Some(store) = self.store.get() {

@@ -227,7 +227,9 @@ impl Gateway {
             cli.model = model;
         }
         let dir = workspace.map_or_else(|| self.loaded.workspace.clone(), PathBuf::from);
-        launch::load_config_from(&self.loaded.dirs, &dir, &cli).map_err(|e| e.to_string())
+        launch::load_config_from(&self.loaded.dirs, &dir, &cli)
+            .map(|loaded| loaded.share_from(&self.loaded))
+            .map_err(|e| e.to_string())
     }
 
     /// A new session, this client attached.

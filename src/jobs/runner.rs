@@ -23,11 +23,24 @@ pub struct HeadlessRunner {
     dirs: Dirs,
     cli: CliOverrides,
     host: SessionHost,
+    /// The daemon's launch, whose store and model runs share.
+    shared: Option<std::sync::Arc<launch::Loaded>>,
 }
 
 impl HeadlessRunner {
     pub fn new(dirs: Dirs, cli: CliOverrides, host: SessionHost) -> Self {
-        Self { dirs, cli, host }
+        Self {
+            dirs,
+            cli,
+            host,
+            shared: None,
+        }
+    }
+
+    /// Runs share `loaded`'s open store and model instead of opening their own.
+    pub fn sharing(mut self, loaded: std::sync::Arc<launch::Loaded>) -> Self {
+        self.shared = Some(loaded);
+        self
     }
 
     async fn run_job(self, job: Job, cancel: CancellationToken) -> RunOutcome {
@@ -40,7 +53,10 @@ impl HeadlessRunner {
             error,
         };
         let loaded = match launch::load_config_from(&self.dirs, &job.workspace, &cli) {
-            Ok(loaded) => loaded,
+            Ok(loaded) => match &self.shared {
+                Some(shared) => loaded.share_from(shared),
+                None => loaded,
+            },
             Err(e) => return failed(e.to_string()),
         };
         let session = match launch::prepare_session_with(&loaded, &cli, SessionChoice::New).await {

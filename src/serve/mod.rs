@@ -138,7 +138,7 @@ fn scheduler(
     let dirs = daemon.loaded.dirs.clone();
     let workspaces = vec![daemon.loaded.workspace.clone()];
     let book = StoreBook::new(store, dirs.clone(), workspaces, log.clone());
-    let runner = HeadlessRunner::new(dirs, cli, daemon.host.clone());
+    let runner = HeadlessRunner::new(dirs, cli, daemon.host.clone()).sharing(daemon.loaded.clone());
     Scheduler::new(runner, book, log).with_reload_every(NO_RELOAD)
 }
 
