@@ -287,7 +287,7 @@ impl Session {
         tools.register(super::checkpoint::UpdateWorkingCheckpoint);
         let cap_runner = Arc::new(CapabilityRunner::new(store.clone()));
         capabilities::tools::register(&mut tools, &store, None, cap_runner.clone());
-        let toolset = Arc::new(ToolSet::fixed(&tools.specs()));
+        let toolset = Arc::new(ToolSet::fixed(tools.specs()));
         let tool_tokens = super::tool_set::spec_tokens(&toolset.specs);
         let runs = Arc::new(AgentRuns::top_level(settings.max_agent_depth));
         Self {

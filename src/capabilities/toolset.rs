@@ -26,11 +26,12 @@ pub struct ToolSet {
 }
 
 impl ToolSet {
-    /// Only the static tools.
-    pub fn fixed(static_specs: &[ToolSpec]) -> Self {
+    /// Only the static tools (shared with the registry, not copied: a daemon holds many
+    /// sessions).
+    pub fn fixed(static_specs: Arc<[ToolSpec]>) -> Self {
         Self {
-            specs: static_specs.iter().cloned().collect(),
             static_count: static_specs.len(),
+            specs: static_specs,
             ..Self::default()
         }
     }
