@@ -10,7 +10,8 @@ use cli_support::{Workspace, text};
 use mnemo::llm::{ContentBlock, Message};
 use mnemo::memory::{Db, NewArchiveEntry, NewSession};
 
-fn archive(ws: &Workspace, id: &str, said: &str) -> Result<(), Box<dyn std::error::Error>> {
+/// The workspace's database with a new session `id` in it.
+fn with_session(ws: &Workspace, id: &str) -> Result<Db, Box<dyn std::error::Error>> {
     let mut db = Db::open(&ws.path().join(".data/mnemo.db"))?;
     db.create_session(NewSession {
         id: id.into(),
@@ -19,6 +20,11 @@ fn archive(ws: &Workspace, id: &str, said: &str) -> Result<(), Box<dyn std::erro
         model: "m".into(),
         title: String::new(),
     })?;
+    Ok(db)
+}
+
+fn archive(ws: &Workspace, id: &str, said: &str) -> Result<(), Box<dyn std::error::Error>> {
+    let mut db = with_session(ws, id)?;
     let messages = vec![
         Message::user_text(format!("Note for later: {said}")),
         Message::assistant(vec![ContentBlock::Text {
@@ -44,14 +50,7 @@ fn archive(ws: &Workspace, id: &str, said: &str) -> Result<(), Box<dyn std::erro
 /// A session whose one message is still in its working set (a first message is never
 /// archived).
 fn working(ws: &Workspace, id: &str, said: &str) -> Result<(), Box<dyn std::error::Error>> {
-    let mut db = Db::open(&ws.path().join(".data/mnemo.db"))?;
-    db.create_session(NewSession {
-        id: id.into(),
-        parent_id: None,
-        cwd: ws.path().display().to_string(),
-        model: "m".into(),
-        title: String::new(),
-    })?;
+    let mut db = with_session(ws, id)?;
     db.append_messages(id, &[(0, &Message::user_text(said), 20)])?;
     Ok(())
 }

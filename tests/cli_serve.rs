@@ -30,6 +30,24 @@ fn terminate(child: &std::process::Child) -> Result<(), std::io::Error> {
     }
 }
 
+/// SIGTERM, then a clean exit within a second.
+fn stops_within_a_second(daemon: &mut std::process::Child) -> TestResult {
+    terminate(daemon)?;
+    let stopping = Instant::now();
+    let exited = loop {
+        if let Some(code) = daemon.try_wait()? {
+            break code;
+        }
+        assert!(
+            stopping.elapsed() < Duration::from_secs(1),
+            "still running after SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    assert!(exited.success(), "{exited:?}");
+    Ok(())
+}
+
 #[test]
 fn serve_runs_once_per_data_directory_and_stops_on_sigterm() -> TestResult {
     let ws = Workspace::new();
@@ -58,19 +76,7 @@ fn serve_runs_once_per_data_directory_and_stops_on_sigterm() -> TestResult {
         "{status}"
     );
 
-    terminate(&daemon)?;
-    let stopping = Instant::now();
-    let exited = loop {
-        if let Some(code) = daemon.try_wait()? {
-            break code;
-        }
-        assert!(
-            stopping.elapsed() < Duration::from_secs(1),
-            "still running after SIGTERM"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    };
-    assert!(exited.success(), "{exited:?}");
+    stops_within_a_second(&mut daemon)?;
     let logged = std::fs::read_to_string(&log)?;
     assert!(
         logged.contains("stopping on SIGTERM") && logged.contains("stopped"),
@@ -162,19 +168,7 @@ fn serve_runs_a_heartbeat_every_second_and_stops_with_nothing_lost() -> TestResu
     };
     wait_for("two heartbeat runs", || runs().is_ok_and(|n| n >= 2))?;
 
-    terminate(&daemon)?;
-    let stopping = Instant::now();
-    let exited = loop {
-        if let Some(code) = daemon.try_wait()? {
-            break code;
-        }
-        assert!(
-            stopping.elapsed() < Duration::from_secs(1),
-            "still running after SIGTERM"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    };
-    assert!(exited.success(), "{exited:?}");
+    stops_within_a_second(&mut daemon)?;
     let logged = std::fs::read_to_string(&log)?;
     assert!(
         logged.contains("disk at 91 percent"),

@@ -208,7 +208,10 @@ impl Session {
             }
             _ => text,
         };
-        let (key, stored_summary) = (summary_key(&self.id), summary.clone());
+        let (key, stored_summary) = (
+            crate::memory::sessions::summary_key(&self.id),
+            summary.clone(),
+        );
         let remember: Vec<String> = written.map(|s| s.remember).unwrap_or_default();
         let project = Scope::Project(self.settings.workspace.display().to_string());
         let archive_id = self
@@ -425,10 +428,6 @@ fn cut_message(message: &Message, chars: usize, tokens: u32) -> Message {
         role: message.role,
         content,
     }
-}
-
-pub(super) fn summary_key(session_id: &str) -> String {
-    format!("summary:{session_id}")
 }
 
 /// The JSON object in the compressor's answer, tolerating prose or fences around it.

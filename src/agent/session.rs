@@ -236,7 +236,7 @@ impl Session {
                 let active = db.active_messages(&row.id)?;
                 let totals = db.session_totals(&row.id)?;
                 let max_seq = db.max_seq(&row.id)?;
-                let summary = db.kv_get(&super::compaction::summary_key(&row.id))?;
+                let summary = db.kv_get(&crate::memory::sessions::summary_key(&row.id))?;
                 Ok((row, active, totals, max_seq, summary))
             })
             .await?;

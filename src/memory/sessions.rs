@@ -33,6 +33,11 @@ fn session_row(row: &Row<'_>) -> rusqlite::Result<SessionRow> {
     })
 }
 
+/// The settings key of a session's compaction summary.
+pub fn summary_key(session_id: &str) -> String {
+    format!("summary:{session_id}")
+}
+
 impl Db {
     pub fn create_session(&mut self, new: NewSession) -> Result<SessionRow, StoreError> {
         let now = now_ms();
@@ -90,11 +95,8 @@ impl Db {
              WHERE session_id = ?1 AND active = 1",
         )?
         .execute(params![id, new_id])?;
-        tx.prepare_cached(
-            "INSERT INTO kv(key, value) SELECT 'summary:' || ?2, value FROM kv
-             WHERE key = 'summary:' || ?1",
-        )?
-        .execute(params![id, new_id])?;
+        tx.prepare_cached("INSERT INTO kv(key, value) SELECT ?2, value FROM kv WHERE key = ?1")?
+            .execute(params![summary_key(id), summary_key(new_id)])?;
         tx.commit()?;
         self.session(new_id)
     }

@@ -60,18 +60,8 @@ impl Workspace {
 
     /// Like [`Workspace::mnemo`], with `env` added to its environment.
     pub fn mnemo_with(&self, args: &[&str], stdin: Option<&str>, env: &[(&str, &str)]) -> Output {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_mnemo"));
-        cmd.args(args)
-            .current_dir(self.path())
-            .env("MNEMO_CONFIG_DIR", self.path().join(".cfg"))
-            .env("MNEMO_DATA_DIR", self.path().join(".data"))
-            .env_remove("ANTHROPIC_API_KEY")
-            .env_remove("OPENAI_API_KEY")
-            .env_remove("MNEMO_MODEL")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .envs(env.iter().copied());
+        let mut cmd = self.command(args);
+        cmd.stdin(Stdio::piped()).envs(env.iter().copied());
         let mut child = cmd.spawn().unwrap_or_else(|e| panic!("{e}"));
         if let Some(mut pipe) = child.stdin.take()
             && let Some(text) = stdin
