@@ -152,6 +152,12 @@ pub enum Command {
     },
     /// Whether `mnemo serve` runs, and what it has due next.
     Status,
+    /// The Telegram chats that reach mnemo: pair one with the code the bot sent it, list,
+    /// unpair.
+    Telegram {
+        #[command(subcommand)]
+        action: TelegramAction,
+    },
     /// Rewrite the notes files (MEMORY.md, USER.md) from the archive entries since the last
     /// dream, now.
     Dream,
@@ -275,6 +281,16 @@ pub enum McpAction {
         #[arg(long)]
         tools: bool,
     },
+}
+
+#[derive(Subcommand)]
+pub enum TelegramAction {
+    /// Let the chat that got CODE reach mnemo.
+    Pair { code: String },
+    /// The paired chats and the channel's state.
+    List,
+    /// Stop a chat from reaching mnemo.
+    Unpair { chat: i64 },
 }
 
 #[derive(Subcommand)]

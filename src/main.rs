@@ -228,6 +228,11 @@ fn real_main(cli: Cli) -> anyhow::Result<ExitCode> {
             block_on(commands::status::status(&loaded, &mut out))??;
             Ok(ExitCode::SUCCESS)
         }
+        Some(Command::Telegram { action }) => answer(match action {
+            TelegramAction::Pair { code } => commands::telegram::pair(&loaded, &code, &mut out),
+            TelegramAction::List => commands::telegram::list(&loaded, &mut out),
+            TelegramAction::Unpair { chat } => commands::telegram::unpair(&loaded, chat, &mut out),
+        }),
         Some(Command::Schedule { action }) => answer(match action {
             ScheduleAction::List => commands::schedules::list(&loaded, &mut out),
             ScheduleAction::Rm { id } => commands::schedules::remove(&loaded, id, &mut out),

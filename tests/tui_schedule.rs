@@ -28,6 +28,7 @@ fn slash_schedule_lists_schedules_heartbeat_errors_and_whether_serve_runs() -> T
         workspace: "/home/ada/project".into(),
         when: StoredWhen::Cron("0 9 * * 1-5".into()),
         prompt: "summarise yesterday's commits".into(),
+        deliver: Vec::new(),
     })?;
     let found = Heartbeats {
         errors: vec![HeartbeatError {

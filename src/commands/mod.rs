@@ -12,6 +12,7 @@ pub mod schedules;
 pub mod sessions;
 pub mod skills;
 pub mod status;
+pub mod telegram;
 pub mod trust;
 
 use crate::launch::LaunchError;

@@ -40,7 +40,22 @@ pub async fn status(loaded: &Loaded, out: &mut impl Write) -> Result<(), Command
         )?,
     }
     writeln!(out, "log: {}", data.join("serve.log").display())?;
+    telegram(loaded, out).await?;
     due_next(loaded, out).await
+}
+
+/// The Telegram channel's line: off, or what it last said about itself and its chats.
+async fn telegram(loaded: &Loaded, out: &mut impl Write) -> Result<(), CommandError> {
+    if !loaded.config.telegram.enabled {
+        return Ok(writeln!(out, "telegram: disabled")?);
+    }
+    let store = loaded.store()?;
+    let (state, chats) = store
+        .call(|db| Ok((db.telegram_state()?, db.paired_chats()?.len())))
+        .await?;
+    let state = state.unwrap_or_else(|| "has not run yet".into());
+    writeln!(out, "telegram: {state} ({chats} paired chats)")?;
+    Ok(())
 }
 
 /// The schedules and heartbeats with their next runs, and the next dream.

@@ -2,6 +2,7 @@
 //! environment variables and command-line flags, merged in that order into one typed value.
 
 pub mod dream;
+pub mod telegram;
 mod layers;
 pub mod select;
 pub mod show;
@@ -39,6 +40,8 @@ pub struct Config {
     pub mcp: crate::mcp::McpConfig,
     /// `[dream]`: the cycle that rewrites the notes files from the archive.
     pub dream: dream::DreamConfig,
+    /// `[telegram]`: talking to mnemo from a phone, through `mnemo serve`.
+    pub telegram: telegram::TelegramConfig,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -221,6 +221,8 @@ pub fn restrict(lower: &Table, mut layer: Table) -> (Table, Vec<Ignored>) {
     }
     // Where crash records go is the person's choice too.
     drop(&mut layer, "crash_webhook", "");
+    // The channel's base_url receives the bot token, and its chats reach the agent.
+    drop(&mut layer, "telegram", "");
     // Which models get the conversation is the person's choice, not the repository's.
     for key in ["default_model", "fallbacks"] {
         if layer.get(key).is_some() && layer.get(key) != lower.get(key) {

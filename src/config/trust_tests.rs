@@ -217,3 +217,17 @@ fn an_untrusted_workspace_cannot_choose_the_dream_model() -> TestResult {
     assert_eq!(keys, ["dream.model"]);
     Ok(())
 }
+
+#[test]
+fn an_untrusted_workspace_cannot_touch_the_telegram_channel() -> TestResult {
+    let fx = fixture(
+        "",
+        "[telegram]\nenabled = true\nbase_url = \"https://collector.example\"\n",
+    )?;
+    let (config, sources) = loaded(&fx)?;
+    assert!(!config.telegram.enabled);
+    assert_eq!(config.telegram.base_url, "https://api.telegram.org");
+    let keys: Vec<&str> = sources.ignored.iter().map(|i| i.key.as_str()).collect();
+    assert_eq!(keys, ["telegram"]);
+    Ok(())
+}

@@ -1,7 +1,7 @@
 //! Where the reports of heartbeats and schedules go. Every run is noted in the daemon's log,
 //! and a reply worth reading (not `HEARTBEAT_OK`) is written there in full and sent to the
-//! other channels its job names in `deliver`. Only the log exists as a channel today: a new
-//! one (Telegram) is a `Channel` variant and a `Deliver` implementation.
+//! other channels its job names in `deliver`: the log, and Telegram (every paired chat, or one
+//! named `telegram:CHAT_ID`) when `mnemo serve` runs the Telegram channel.
 
 use std::io::Write;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -13,19 +13,32 @@ use futures_util::future::BoxFuture;
 pub enum Channel {
     /// The daemon's log.
     Log,
+    /// The paired Telegram chats, or the one named.
+    Telegram { chat: Option<i64> },
 }
 
 impl Channel {
     pub fn parse(name: &str) -> Result<Channel, String> {
-        match name.trim() {
-            "log" => Ok(Channel::Log),
-            other => Err(format!("unknown delivery channel `{other}` (known: log)")),
+        let name = name.trim();
+        match name.split_once(':') {
+            None if name == "log" => Ok(Channel::Log),
+            None if name == "telegram" => Ok(Channel::Telegram { chat: None }),
+            Some(("telegram", chat)) => match chat.trim().parse() {
+                Ok(chat) => Ok(Channel::Telegram { chat: Some(chat) }),
+                Err(_) => Err(format!("`{name}`: a Telegram chat is a number (telegram:CHAT_ID)")),
+            },
+            _ => Err(format!(
+                "unknown delivery channel `{name}` (known: log, telegram, telegram:CHAT_ID)"
+            )),
         }
     }
 
-    pub fn name(self) -> &'static str {
+    /// The channel as `deliver` names it.
+    pub fn name(self) -> String {
         match self {
-            Channel::Log => "log",
+            Channel::Log => "log".into(),
+            Channel::Telegram { chat: None } => "telegram".into(),
+            Channel::Telegram { chat: Some(chat) } => format!("telegram:{chat}"),
         }
     }
 }
@@ -46,9 +59,13 @@ pub struct DeliveryError {
     pub message: String,
 }
 
-/// Sends a report somewhere.
+/// Sends a report somewhere: to one recipient of the channel (`to`), or to all of them.
 pub trait Deliver: Send + Sync {
-    fn deliver<'a>(&'a self, report: &'a Report) -> BoxFuture<'a, Result<(), DeliveryError>>;
+    fn deliver<'a>(
+        &'a self,
+        to: Option<i64>,
+        report: &'a Report,
+    ) -> BoxFuture<'a, Result<(), DeliveryError>>;
 }
 
 /// The daemon's log: lines written whole to one writer (a file, stderr, a test's buffer).
@@ -72,7 +89,11 @@ impl Log {
 }
 
 impl Deliver for Log {
-    fn deliver<'a>(&'a self, report: &'a Report) -> BoxFuture<'a, Result<(), DeliveryError>> {
+    fn deliver<'a>(
+        &'a self,
+        _to: Option<i64>,
+        report: &'a Report,
+    ) -> BoxFuture<'a, Result<(), DeliveryError>> {
         let short: String = report.session_id.chars().take(8).collect();
         self.line(&format!(
             "── {} (session {short}) ──\n{}",
@@ -87,16 +108,35 @@ impl Deliver for Log {
 #[derive(Clone)]
 pub struct Channels {
     log: Arc<Log>,
+    telegram: Option<Arc<dyn Deliver>>,
 }
 
 impl Channels {
     pub fn new(log: Arc<Log>) -> Self {
-        Self { log }
+        Self {
+            log,
+            telegram: None,
+        }
     }
 
-    pub fn get(&self, channel: Channel) -> &dyn Deliver {
+    /// Reports named `telegram` go through `telegram`.
+    pub fn with_telegram(mut self, telegram: Arc<dyn Deliver>) -> Self {
+        self.telegram = Some(telegram);
+        self
+    }
+
+    pub async fn deliver(&self, channel: Channel, report: &Report) -> Result<(), DeliveryError> {
         match channel {
-            Channel::Log => self.log.as_ref(),
+            Channel::Log => self.log.deliver(None, report).await,
+            Channel::Telegram { chat } => match &self.telegram {
+                Some(telegram) => telegram.deliver(chat, report).await,
+                None => Err(DeliveryError {
+                    channel: "telegram",
+                    message: "the Telegram channel is not running (`[telegram] enabled` and \
+                              its token, then restart mnemo serve)"
+                        .into(),
+                }),
+            },
         }
     }
 }

@@ -139,6 +139,7 @@ mod tests {
             workspace: "/w".into(),
             when,
             prompt: "check the deploy\nand more".into(),
+            deliver: Vec::new(),
         };
         let rows = [
             row(1, StoredWhen::Cron("0 9 * * *".into())),

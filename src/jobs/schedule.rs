@@ -116,7 +116,9 @@ pub fn job(row: &ScheduleRow) -> Result<Job, String> {
         workspace: row.workspace.clone().into(),
         model: None,
         prompt,
-        deliver: vec![Channel::Log],
+        deliver: std::iter::once(Ok(Channel::Log))
+            .chain(row.deliver.iter().map(|name| Channel::parse(name)))
+            .collect::<Result<_, _>>()?,
     })
 }
 

@@ -105,6 +105,12 @@ impl<R: JobRunner, B: JobBook> Scheduler<R, B> {
         }
     }
 
+    /// Reports also go to these channels (Telegram), besides the log.
+    pub fn with_channels(mut self, channels: Channels) -> Self {
+        self.channels = channels;
+        self
+    }
+
     pub fn with_clock(mut self, clock: Clock) -> Self {
         self.clock = clock;
         self
@@ -219,7 +225,7 @@ impl<R: JobRunner, B: JobBook> Scheduler<R, B> {
                     // The log always gets the report; the other channels when the job names them.
                     let named = job.deliver.iter().filter(|c| **c != Channel::Log);
                     for channel in std::iter::once(&Channel::Log).chain(named) {
-                        if let Err(e) = channels.get(*channel).deliver(&report).await {
+                        if let Err(e) = channels.deliver(*channel, &report).await {
                             log.line(&format!("{}: {e}", job.label));
                         }
                     }

@@ -29,6 +29,7 @@ pub mod sessions;
 pub mod skills;
 pub mod store;
 pub mod summary;
+pub mod telegram;
 pub mod tool_index;
 pub mod types;
 pub mod vectors;

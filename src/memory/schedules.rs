@@ -26,6 +26,8 @@ pub struct NewSchedule {
     pub workspace: String,
     pub when: StoredWhen,
     pub prompt: String,
+    /// Channels the reply goes to besides the log (`telegram`, `telegram:CHAT_ID`).
+    pub deliver: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -36,6 +38,8 @@ pub struct ScheduleRow {
     pub workspace: String,
     pub when: StoredWhen,
     pub prompt: String,
+    /// Channels the reply goes to besides the log (`telegram`, `telegram:CHAT_ID`).
+    pub deliver: Vec<String>,
 }
 
 /// A job's run record.
@@ -74,6 +78,12 @@ fn schedule_row(row: &Row<'_>) -> rusqlite::Result<ScheduleRow> {
         workspace: row.get(3)?,
         when,
         prompt: row.get(7)?,
+        deliver: row
+            .get::<_, String>(8)?
+            .split(',')
+            .filter(|name| !name.is_empty())
+            .map(str::to_string)
+            .collect(),
     })
 }
 
@@ -104,7 +114,7 @@ impl Db {
             .conn
             .prepare_cached(
                 "INSERT INTO schedules(created_at, session_id, workspace, cron, every_secs, at,
-                 prompt) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) RETURNING id",
+                 prompt, deliver) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) RETURNING id",
             )?
             .query_row(
                 params![
@@ -114,7 +124,8 @@ impl Db {
                     cron,
                     every,
                     at,
-                    new.prompt
+                    new.prompt,
+                    new.deliver.join(",")
                 ],
                 |row| row.get(0),
             )?;
@@ -123,7 +134,7 @@ impl Db {
 
     pub fn schedule(&self, id: i64) -> Result<ScheduleRow, StoreError> {
         let mut stmt = self.conn.prepare_cached(
-            "SELECT id, created_at, session_id, workspace, cron, every_secs, at, prompt
+            "SELECT id, created_at, session_id, workspace, cron, every_secs, at, prompt, deliver
              FROM schedules WHERE id = ?1",
         )?;
         stmt.query_row([id], schedule_row).map_err(|e| match e {
@@ -138,7 +149,7 @@ impl Db {
     /// Every schedule, oldest first.
     pub fn list_schedules(&self) -> Result<Vec<ScheduleRow>, StoreError> {
         let mut stmt = self.conn.prepare_cached(
-            "SELECT id, created_at, session_id, workspace, cron, every_secs, at, prompt
+            "SELECT id, created_at, session_id, workspace, cron, every_secs, at, prompt, deliver
              FROM schedules ORDER BY id",
         )?;
         let rows = stmt.query_map([], schedule_row)?;
@@ -211,6 +222,7 @@ mod tests {
             workspace: "/w".into(),
             when,
             prompt: "check the build".into(),
+            deliver: Vec::new(),
         };
         let cron = db.create_schedule(&new(StoredWhen::Cron("0 9 * * *".into())))?;
         let every = StoredWhen::Every {

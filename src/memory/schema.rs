@@ -332,6 +332,32 @@ CREATE TABLE job_runs (
 ) WITHOUT ROWID;
 ";
 
+/// The Telegram channel: chats paired from a terminal (each with its current session and the
+/// sessions it started) and the one-time codes waiting for `mnemo telegram pair`. The update
+/// offset and the channel's state are kv entries.
+const TELEGRAM: &str = "
+CREATE TABLE telegram_chats (
+    chat_id    INTEGER PRIMARY KEY,
+    name       TEXT NOT NULL,
+    paired_at  INTEGER NOT NULL,
+    session_id TEXT
+);
+CREATE TABLE telegram_chat_sessions (
+    chat_id    INTEGER NOT NULL REFERENCES telegram_chats(chat_id) ON DELETE CASCADE,
+    session_id TEXT NOT NULL,
+    started_at INTEGER NOT NULL,
+    PRIMARY KEY (chat_id, session_id)
+) WITHOUT ROWID;
+CREATE TABLE telegram_pairings (
+    chat_id    INTEGER PRIMARY KEY,
+    code       TEXT NOT NULL UNIQUE,
+    name       TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    sent_at    INTEGER NOT NULL
+);
+ALTER TABLE schedules ADD COLUMN deliver TEXT NOT NULL DEFAULT '';
+";
+
 /// The dream cycle's notes (`MEMORY.md`, `USER.md`). Every version of the pair is a row,
 /// never updated but for `undone` (an undo marks the current version; the latest version not
 /// undone is current); a counter bumped by triggers tells sessions to re-render their prompt.
@@ -379,7 +405,9 @@ END;
 ";
 
 /// Migration `i` brings the schema from version `i` to `i + 1`.
-const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, SCHEDULES, DREAM];
+const MIGRATIONS: &[&str] = &[
+    V1, V2, V3, V4, V5, V6, V7, V8, SCHEDULES, DREAM, TELEGRAM,
+];
 
 /// The schema version this build writes.
 pub const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;

@@ -14,10 +14,12 @@ use tokio_util::sync::CancellationToken;
 
 use crate::host::SessionHost;
 use crate::jobs::book::StoreBook;
+use crate::jobs::delivery::Channels;
 use crate::jobs::runner::HeadlessRunner;
 use crate::jobs::scheduler::Scheduler;
 use crate::launch::{LaunchError, Loaded};
 use crate::signals::Stop;
+use crate::telegram::deliver::TelegramDelivery;
 use lock::{LockError, ServeLock};
 use log::ServeLog;
 use tokio::signal::unix::{Signal, SignalKind, signal};
@@ -79,7 +81,14 @@ pub async fn serve(loaded: Loaded, options: ServeOptions) -> Result<Stop, ServeE
         .log
         .line(&format!("mnemo serve started (pid {})", std::process::id()));
     // The local socket is always there, for `mnemo attach` and `mnemo run --attach`.
-    let scheduler = scheduler(&daemon, store, options.cli.clone());
+    let reports = Arc::new(crate::jobs::delivery::Log::new(daemon.log.clone()));
+    let telegram = telegram(&daemon, &options.cli, reports.clone());
+    let mut channels = Channels::new(reports.clone());
+    if let Some(ctx) = &telegram {
+        let out = TelegramDelivery::new(ctx.api.clone(), ctx.store.clone());
+        channels = channels.with_telegram(Arc::new(out));
+    }
+    let scheduler = scheduler(&daemon, store, options.cli.clone(), reports, channels);
     let jobs_changed = scheduler.handle();
     let mut listening = options.gateway.clone();
     listening.jobs_changed = Some(jobs_changed.clone());
@@ -103,6 +112,7 @@ pub async fn serve(loaded: Loaded, options: ServeOptions) -> Result<Stop, ServeE
     let backfill = tokio::spawn(backfill(daemon.clone()));
     let jobs = tokio::spawn(scheduler.run(daemon.cancel.clone()));
     let night = tokio::spawn(nightly::run(daemon.clone(), options.cli.clone()));
+    let phone = telegram.map(|ctx| tokio::spawn(crate::telegram::run(Arc::new(ctx))));
     let stop = loop {
         match signals.recv().await {
             Wake::Stop(stop) => break stop,
@@ -121,6 +131,9 @@ pub async fn serve(loaded: Loaded, options: ServeOptions) -> Result<Stop, ServeE
     daemon.host.stop_all(STOP_WAIT).await;
     let _ = tokio::time::timeout(STOP_WAIT, backfill).await;
     let _ = tokio::time::timeout(STOP_WAIT, night).await;
+    if let Some(phone) = phone {
+        let _ = tokio::time::timeout(STOP_WAIT, phone).await;
+    }
     drop(gateway);
     daemon.log.line("stopped");
     Ok(stop)
@@ -133,13 +146,46 @@ fn scheduler(
     daemon: &Daemon,
     store: crate::memory::Store,
     cli: crate::config::CliOverrides,
+    log: Arc<crate::jobs::delivery::Log>,
+    channels: Channels,
 ) -> Scheduler<HeadlessRunner, StoreBook> {
-    let log = Arc::new(crate::jobs::delivery::Log::new(daemon.log.clone()));
     let dirs = daemon.loaded.dirs.clone();
     let workspaces = vec![daemon.loaded.workspace.clone()];
     let book = StoreBook::new(store, dirs.clone(), workspaces, log.clone());
     let runner = HeadlessRunner::new(dirs, cli, daemon.host.clone()).sharing(daemon.loaded.clone());
-    Scheduler::new(runner, book, log).with_reload_every(NO_RELOAD)
+    Scheduler::new(runner, book, log)
+        .with_channels(channels)
+        .with_reload_every(NO_RELOAD)
+}
+
+/// The Telegram channel's context when `[telegram]` enables it; why not, in the log, when it
+/// cannot run.
+fn telegram(
+    daemon: &Daemon,
+    cli: &crate::config::CliOverrides,
+    log: Arc<crate::jobs::delivery::Log>,
+) -> Option<crate::telegram::Ctx> {
+    if !daemon.loaded.config.telegram.enabled {
+        return None;
+    }
+    let ctx = crate::telegram::Ctx::new(
+        daemon.loaded.clone(),
+        daemon.host.clone(),
+        cli.clone(),
+        log,
+        daemon.cancel.clone(),
+    );
+    match ctx {
+        Ok(ctx) => Some(ctx),
+        Err(err) => {
+            daemon.log.line(&format!("telegram: not started: {err}"));
+            if let Ok(store) = daemon.loaded.store() {
+                let state = format!("not started: {err}");
+                let _ = store.call_blocking(move |db| db.set_telegram_state(&state));
+            }
+            None
+        }
+    }
 }
 
 /// Why the daemon woke from its signals.

@@ -9,6 +9,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::{ToolContext, ToolError, TypedTool};
+use crate::jobs::delivery::Channel;
 use crate::jobs::plan::{JobState, next_run};
 use crate::jobs::schedule::{describe, show_time, stored_when};
 use crate::jobs::timing::{When, Zone};
@@ -53,10 +54,17 @@ pub struct ScheduleCreateArgs {
     /// Repeat: a cron line repeats unless this is false; `in 2h` with true runs every two
     /// hours. Default: only cron lines repeat.
     pub repeat: Option<bool>,
+    /// Where the reply goes besides mnemo serve's log: `telegram` (every paired Telegram
+    /// chat) or `telegram:CHAT_ID` (one of them).
+    #[serde(default)]
+    pub deliver: Vec<String>,
 }
 
 impl ScheduleCreateArgs {
     fn parsed(&self) -> Result<(When, bool), ToolError> {
+        for name in &self.deliver {
+            Channel::parse(name).map_err(ToolError::Failed)?;
+        }
         let when = When::parse(&self.when, Zone::Local).map_err(ToolError::Failed)?;
         let repeat = self.repeat.unwrap_or(matches!(when, When::Cron(_)));
         Ok((when, repeat))
@@ -83,7 +91,15 @@ impl TypedTool for ScheduleCreate {
         let (when, repeat) = args.parsed()?;
         let stored = stored_when(when, repeat, Utc::now()).map_err(ToolError::Failed)?;
         Ok(ApprovalAction::Schedule {
-            change: format!("{}: {}", describe(&stored), args.prompt.trim()),
+            change: match args.deliver.is_empty() {
+                true => format!("{}: {}", describe(&stored), args.prompt.trim()),
+                false => format!(
+                    "{}: {} (reply to {})",
+                    describe(&stored),
+                    args.prompt.trim(),
+                    args.deliver.join(", ")
+                ),
+            },
         })
     }
 
@@ -101,6 +117,7 @@ impl TypedTool for ScheduleCreate {
             workspace: ctx.workspace.display().to_string(),
             when,
             prompt,
+            deliver: args.deliver.iter().map(|d| d.trim().to_string()).collect(),
         };
         let row = self
             .store
