@@ -19,5 +19,6 @@ pub mod sandbox;
 pub mod serve;
 pub mod signals;
 pub mod skills;
+pub mod telegram;
 pub mod tools;
 pub mod tui;
