@@ -53,6 +53,7 @@ fn write_jobs(config: &Path, data: &Path, workspace: &Path) -> BenchResult {
             workspace: workspace.display().to_string(),
             when,
             prompt: format!("reminder {i}"),
+            deliver: Vec::new(),
         })?;
     }
     for i in 0..JOBS / 2 {

@@ -172,7 +172,11 @@ impl Daemon {
         std::fs::create_dir_all(&cfg)?;
         std::fs::write(cfg.join("config.toml"), config)?;
         let child = std::process::Command::new(env!("CARGO_BIN_EXE_mnemo"))
-            .args(["--model", &format!("scripted:{}", script.display()), "serve"])
+            .args([
+                "--model",
+                &format!("scripted:{}", script.display()),
+                "serve",
+            ])
             .current_dir(dir)
             .env("MNEMO_CONFIG_DIR", &cfg)
             .env("MNEMO_DATA_DIR", &data)
@@ -223,7 +227,10 @@ async fn memory() -> BenchResult {
     for chat in &chats {
         server
             .wait_until(WAIT, |s| {
-                s.messages(*chat).into_iter().find(|m| m.text == "ok").map(drop)
+                s.messages(*chat)
+                    .into_iter()
+                    .find(|m| m.text == "ok")
+                    .map(drop)
             })
             .await
             .ok_or("a chat got no reply")?;

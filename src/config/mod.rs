@@ -2,10 +2,10 @@
 //! environment variables and command-line flags, merged in that order into one typed value.
 
 pub mod dream;
-pub mod telegram;
 mod layers;
 pub mod select;
 pub mod show;
+pub mod telegram;
 pub mod trust;
 
 use std::collections::BTreeMap;

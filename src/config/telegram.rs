@@ -47,7 +47,7 @@ impl Default for TelegramConfig {
 
 impl TelegramConfig {
     pub fn approval_timeout(&self) -> Duration {
-        Duration::from_secs(self.approval_timeout_secs)
+        Duration::from_secs(self.approval_timeout_secs.max(1))
     }
 
     pub fn poll_timeout(&self) -> Duration {

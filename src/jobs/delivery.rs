@@ -25,7 +25,9 @@ impl Channel {
             None if name == "telegram" => Ok(Channel::Telegram { chat: None }),
             Some(("telegram", chat)) => match chat.trim().parse() {
                 Ok(chat) => Ok(Channel::Telegram { chat: Some(chat) }),
-                Err(_) => Err(format!("`{name}`: a Telegram chat is a number (telegram:CHAT_ID)")),
+                Err(_) => Err(format!(
+                    "`{name}`: a Telegram chat is a number (telegram:CHAT_ID)"
+                )),
             },
             _ => Err(format!(
                 "unknown delivery channel `{name}` (known: log, telegram, telegram:CHAT_ID)"

@@ -145,7 +145,12 @@ impl BotApi {
     }
 
     /// Sends `chunk` as a new message; its id.
-    pub async fn send(&self, chat: i64, chunk: &Chunk, markup: Option<&Value>) -> Result<i64, ApiError> {
+    pub async fn send(
+        &self,
+        chat: i64,
+        chunk: &Chunk,
+        markup: Option<&Value>,
+    ) -> Result<i64, ApiError> {
         let sent = self
             .with_fallback("sendMessage", json!({"chat_id": chat}), chunk, markup)
             .await?;
@@ -193,7 +198,8 @@ impl BotApi {
 
     /// Takes the buttons off message `id`.
     pub async fn remove_buttons(&self, chat: i64, id: i64) -> Result<(), ApiError> {
-        let body = json!({"chat_id": chat, "message_id": id, "reply_markup": {"inline_keyboard": []}});
+        let body =
+            json!({"chat_id": chat, "message_id": id, "reply_markup": {"inline_keyboard": []}});
         self.call("editMessageReplyMarkup", body, CALL_TIMEOUT)
             .await
             .map(drop)

@@ -2,7 +2,6 @@
 //! messages, tool calls as short lines, and approval questions with buttons. A task per chat
 //! that talked recently; an idle one ends (its session stops, resumed on the next message).
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -13,6 +12,7 @@ use tokio::time::Instant;
 use super::Ctx;
 use super::api::ApiError;
 use super::format::{self, Chunk, MESSAGE_LIMIT};
+use super::questions::Questions;
 use super::reply::{Change, Reply};
 use super::text::{
     approval_question, decision_label, escape_html, escape_markdown, plain_of, short_id, tool_line,
@@ -35,17 +35,10 @@ const MAX_RETRY_WAIT: Duration = Duration::from_secs(60);
 pub enum Input {
     Text(String),
     /// A pressed button: the callback query's id and its data.
-    Button { query: String, data: String },
-}
-
-/// An approval question shown in the chat.
-struct Question {
-    /// The session's id for it.
-    approval: String,
-    message: i64,
-    html: String,
-    deadline: Instant,
-    timed_out: bool,
+    Button {
+        query: String,
+        data: String,
+    },
 }
 
 pub struct Chat {
@@ -57,14 +50,13 @@ pub struct Chat {
     busy: bool,
     /// The reply being streamed last; earlier ones wait for their final edit.
     replies: Vec<Reply>,
-    /// Open questions by their key in the buttons' data.
-    questions: HashMap<u64, Question>,
-    next_question: u64,
+    questions: Questions,
 }
 
 /// Starts chat `id`'s task; its inbox.
 pub fn spawn(ctx: Arc<Ctx>, id: i64, session: Option<String>) -> mpsc::Sender<Input> {
     let (inbox, rx) = mpsc::channel(INBOX);
+    let ctx_timeout = ctx.config.approval_timeout();
     let chat = Chat {
         ctx,
         id,
@@ -72,8 +64,7 @@ pub fn spawn(ctx: Arc<Ctx>, id: i64, session: Option<String>) -> mpsc::Sender<In
         attachment: None,
         busy: false,
         replies: Vec::new(),
-        questions: HashMap::new(),
-        next_question: 0,
+        questions: Questions::new(ctx_timeout),
     };
     tokio::spawn(chat.run(rx));
     inbox
@@ -118,12 +109,7 @@ impl Chat {
 
     fn next_due(&self) -> Option<Instant> {
         let replies = self.replies.iter().filter_map(Reply::due);
-        let questions = self
-            .questions
-            .values()
-            .filter(|q| !q.timed_out)
-            .map(|q| q.deadline);
-        replies.chain(questions).min()
+        replies.chain(self.questions.next_deadline()).min()
     }
 
     async fn input(&mut self, input: Input) {
@@ -204,7 +190,8 @@ impl Chat {
             .call(move |db| db.set_chat_session(chat, &session))
             .await
         {
-            self.ctx.log(&format!("chat {chat}: cannot store its session: {err}"));
+            self.ctx
+                .log(&format!("chat {chat}: cannot store its session: {err}"));
         }
         Ok(id)
     }
@@ -240,7 +227,9 @@ impl Chat {
             Err(err) => return self.say(&format!("Cannot read the sessions: {err}")).await,
         };
         if rows.is_empty() {
-            return self.say("No sessions yet: send a message to start one.").await;
+            return self
+                .say("No sessions yet: send a message to start one.")
+                .await;
         }
         let mut text = String::from("Sessions of this chat (newest first):\n\n");
         for row in rows {
@@ -249,7 +238,11 @@ impl Chat {
                 false => "",
             };
             let when = chrono::DateTime::from_timestamp_millis(row.updated_at)
-                .map(|t| t.with_timezone(&chrono::Local).format("%b %d %H:%M").to_string())
+                .map(|t| {
+                    t.with_timezone(&chrono::Local)
+                        .format("%b %d %H:%M")
+                        .to_string()
+                })
                 .unwrap_or_default();
             text.push_str(&format!(
                 "- `{}` {} · {}{current}\n",
@@ -264,14 +257,12 @@ impl Chat {
 
     async fn resume(&mut self, wanted: &str) {
         if wanted.is_empty() {
-            return self.say("Which one? /sessions lists them: /resume ID").await;
+            return self
+                .say("Which one? /sessions lists them: /resume ID")
+                .await;
         }
         let wanted_id = wanted.to_string();
-        let found = self
-            .ctx
-            .store
-            .call(move |db| db.session(&wanted_id))
-            .await;
+        let found = self.ctx.store.call(move |db| db.session(&wanted_id)).await;
         let row = match found {
             Ok(row) => row,
             Err(_) => {
@@ -308,8 +299,7 @@ impl Chat {
             Some((decision, key.parse::<u64>().ok()?))
         });
         let open = parsed.and_then(|(decision, key)| {
-            let question = self.questions.get(&key).filter(|q| !q.timed_out)?;
-            Some((decision, question.approval.clone()))
+            Some((decision, self.questions.answerable(key)?.to_string()))
         });
         let notice = match (open, &self.attachment) {
             (Some((decision, id)), Some(attached)) => {
@@ -319,7 +309,8 @@ impl Chat {
             _ => "This question is closed.",
         };
         if let Err(err) = self.ctx.api.answer_callback(query, notice).await {
-            self.ctx.log(&format!("chat {}: answering a button: {err}", self.id));
+            self.ctx
+                .log(&format!("chat {}: answering a button: {err}", self.id));
         }
     }
 
@@ -373,31 +364,26 @@ impl Chat {
     }
 
     async fn ask(&mut self, approval: String, html: String, session_grant: bool) {
-        self.next_question += 1;
-        let key = self.next_question;
+        let key = self.questions.next_key();
         let mut row = vec![json!({"text": "Allow once", "callback_data": format!("o:{key}")})];
         if session_grant {
-            row.push(json!({"text": "Allow for this session", "callback_data": format!("s:{key}")}));
+            row.push(
+                json!({"text": "Allow for this session", "callback_data": format!("s:{key}")}),
+            );
         }
         let buttons = json!({"inline_keyboard": [row, [{"text": "Deny", "callback_data": format!("d:{key}")}]]});
         let chunk = Chunk {
             html: html.clone(),
             plain: plain_of(&html),
         };
-        let deadline = Instant::now() + self.ctx.config.approval_timeout();
         let (chunk, buttons) = (&chunk, &buttons);
-        match self.call(|api, chat| async move { api.send(chat, chunk, Some(buttons)).await }).await {
+        match self
+            .call(|api, chat| async move { api.send(chat, chunk, Some(buttons)).await })
+            .await
+        {
             Some(message) => {
-                self.questions.insert(
-                    key,
-                    Question {
-                        approval,
-                        message,
-                        html,
-                        deadline,
-                        timed_out: false,
-                    },
-                );
+                let now = Instant::now();
+                self.questions.open(key, approval, message, html, now);
             }
             // A question nobody can see is not left waiting.
             None => self.answer(approval, ApprovalDecision::Deny).await,
@@ -417,20 +403,15 @@ impl Chat {
     }
 
     async fn resolved(&mut self, approval: &str, decision: ApprovalDecision) {
-        let Some(key) = self
-            .questions
-            .iter()
-            .find_map(|(key, q)| (q.approval == approval).then_some(*key))
-        else {
-            return;
-        };
-        let Some(question) = self.questions.remove(&key) else {
+        let Some(question) = self.questions.resolve(approval) else {
             return;
         };
         let outcome = match (question.timed_out, decision) {
             (true, ApprovalDecision::Deny) => {
-                let minutes = self.ctx.config.approval_timeout_secs.div_ceil(60);
-                format!("Denied: no answer within {minutes} min.")
+                format!(
+                    "Denied: no answer within {}.",
+                    self.questions.timeout_text()
+                )
             }
             _ => decision_label(decision).to_string(),
         };
@@ -447,17 +428,7 @@ impl Chat {
 
     /// Denies every question whose time ran out.
     async fn expire_questions(&mut self) {
-        let now = Instant::now();
-        let expired: Vec<String> = self
-            .questions
-            .values_mut()
-            .filter(|q| !q.timed_out && q.deadline <= now)
-            .map(|q| {
-                q.timed_out = true;
-                q.approval.clone()
-            })
-            .collect();
-        for approval in expired {
+        for approval in self.questions.expire(Instant::now()) {
             self.answer(approval, ApprovalDecision::Deny).await;
         }
     }

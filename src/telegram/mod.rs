@@ -7,6 +7,7 @@ pub mod chat;
 pub mod deliver;
 pub mod format;
 pub mod pairing;
+pub mod questions;
 pub mod reply;
 pub mod text;
 pub mod types;
@@ -159,7 +160,9 @@ pub async fn run(ctx: Arc<Ctx>) {
     let mut offset = match ctx.store.call(|db| db.telegram_offset()).await {
         Ok(offset) => offset,
         Err(err) => {
-            ctx.log(&format!("cannot read the update offset, not polling: {err}"));
+            ctx.log(&format!(
+                "cannot read the update offset, not polling: {err}"
+            ));
             return;
         }
     };
@@ -257,7 +260,10 @@ async fn handle(ctx: &Arc<Ctx>, chats: &mut HashMap<i64, mpsc::Sender<Input>>, u
     let Some(paired) = paired else {
         chats.remove(&chat_id);
         if let Some(Input::Button { query, .. }) = &input {
-            let _ = ctx.api.answer_callback(query, "This chat is not paired.").await;
+            let _ = ctx
+                .api
+                .answer_callback(query, "This chat is not paired.")
+                .await;
             return;
         }
         return pair(ctx, &message).await;
@@ -289,7 +295,8 @@ async fn pair(ctx: &Ctx, message: &Message) {
         .store
         .call(move |db| {
             let existing = db.telegram_pairing(chat_id)?;
-            let Some(code) = pairing::answer(existing.as_ref(), chat_id, &name, now, pairing::new_code)
+            let Some(code) =
+                pairing::answer(existing.as_ref(), chat_id, &name, now, pairing::new_code)
             else {
                 return Ok(None);
             };
@@ -308,7 +315,10 @@ async fn pair(ctx: &Ctx, message: &Message) {
             if let Err(err) = ctx.api.send(chat_id, &chunk, None).await {
                 ctx.log(&format!("cannot send a pairing code: {err}"));
             } else {
-                ctx.log(&format!("sent a pairing code to chat {chat_id} ({})", code.name));
+                ctx.log(&format!(
+                    "sent a pairing code to chat {chat_id} ({})",
+                    code.name
+                ));
             }
         }
         Ok(None) => {}

@@ -80,7 +80,10 @@ mod tests {
             panic!("a new chat gets a code")
         };
         assert_eq!(first.code, "AAAA2222");
-        assert_eq!(answer(Some(&first), 7, "Ada", 9 * MINUTE, || "X".into()), None);
+        assert_eq!(
+            answer(Some(&first), 7, "Ada", 9 * MINUTE, || "X".into()),
+            None
+        );
         let again = answer(Some(&first), 7, "Ada", 11 * MINUTE, || "X".into());
         assert_eq!(again.as_ref().map(|p| p.code.as_str()), Some("AAAA2222"));
         let again = again.unwrap_or(first);

@@ -58,7 +58,11 @@ impl Reply {
         if trimmed.is_empty() || trimmed.ends_with("\n\n") {
             return;
         }
-        let missing = if trimmed.ends_with('\n') { "\n" } else { "\n\n" };
+        let missing = if trimmed.ends_with('\n') {
+            "\n"
+        } else {
+            "\n\n"
+        };
         self.markdown.truncate(trimmed.len());
         self.markdown.push_str(missing);
     }
@@ -166,6 +170,9 @@ mod tests {
         reply.push_text("Let me look.");
         reply.push_line("🔧 read_file · src/main.rs");
         reply.push_text("Found it.");
-        assert_eq!(reply.markdown, "Let me look.\n\n🔧 read_file · src/main.rs\n\nFound it.");
+        assert_eq!(
+            reply.markdown,
+            "Let me look.\n\n🔧 read_file · src/main.rs\n\nFound it."
+        );
     }
 }

@@ -2,22 +2,8 @@
 
 use serde_json::Value;
 
+pub use super::format::escape_html;
 use crate::protocol::{ApprovalAction, ApprovalDecision};
-
-/// Escapes text for Telegram's HTML.
-pub fn escape_html(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
 
 /// The visible text of HTML this module wrote (tags dropped, entities read).
 pub fn plain_of(html: &str) -> String {
@@ -69,7 +55,14 @@ fn one_line(text: &str, max: usize) -> String {
 
 /// Arguments that say best what a tool call does, in order of preference.
 const KEY_ARGUMENTS: &[&str] = &[
-    "command", "path", "file_path", "pattern", "query", "url", "name", "when",
+    "command",
+    "path",
+    "file_path",
+    "pattern",
+    "query",
+    "url",
+    "name",
+    "when",
 ];
 
 /// A tool call as one markdown line: the tool and its key argument.
@@ -136,7 +129,10 @@ mod tests {
 
     #[test]
     fn a_tool_line_names_the_tool_and_its_key_argument_literally() {
-        let line = tool_line("shell", &json!({"command": "ls *.rs | wc -l", "timeout": 5}));
+        let line = tool_line(
+            "shell",
+            &json!({"command": "ls *.rs | wc -l", "timeout": 5}),
+        );
         assert_eq!(line, "🔧 _shell_ · ls \\*\\.rs \\| wc \\-l");
         assert_eq!(tool_line("status", &json!({})), "🔧 _status_");
     }
@@ -149,7 +145,10 @@ mod tests {
             sandbox: "workspace-write".into(),
         };
         let html = approval_question("shell", &action, "asks <always>");
-        assert!(html.contains("echo '&lt;b&gt;' &amp;&amp; rm -rf x"), "{html}");
+        assert!(
+            html.contains("echo '&lt;b&gt;' &amp;&amp; rm -rf x"),
+            "{html}"
+        );
         assert_eq!(
             plain_of(&html),
             "❓ shell wants to run a command (workspace-write):\necho '<b>' && rm -rf x\nasks <always>"
