@@ -16,6 +16,7 @@ pub(super) async fn accept(listener: TcpListener, shared: Arc<Shared>) {
     while let Ok((socket, _)) = listener.accept().await {
         while connections.try_join_next().is_some() {}
         shared.state().connections += 1;
+        let _ = socket.set_nodelay(true);
         // A broken connection shows up as a client error in the test itself.
         connections.spawn(serve(socket, Arc::clone(&shared)));
     }
@@ -38,9 +39,9 @@ async fn serve(socket: TcpStream, shared: Arc<Shared>) -> std::io::Result<()> {
             body.len(),
             if request.close { "close" } else { "keep-alive" },
         );
+        // One write: a head and a body in two would wait on the client's delayed ACK (Nagle).
         let stream = socket.get_mut();
-        stream.write_all(head.as_bytes()).await?;
-        stream.write_all(body.as_bytes()).await?;
+        stream.write_all((head + &body).as_bytes()).await?;
         stream.flush().await?;
         if request.close {
             break;
