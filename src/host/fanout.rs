@@ -191,6 +191,9 @@ impl Fanout {
             self.deliver(event).await;
         }
         self.detach_all();
+        if let Some(journal) = &self.journal {
+            journal.ended(&self.session);
+        }
         task.await.ok()
     }
 

@@ -34,6 +34,8 @@ const FLUSH_WAIT: Duration = Duration::from_secs(5);
 enum Entry {
     /// Boxed: the queue's slots are allocated up front, at the size of the largest entry.
     Event(Box<SessionEvent>),
+    /// The session ended: its events go unless it was stored (it never got a message).
+    Ended(String),
     /// Answered once everything queued before it is written.
     Flush(oneshot::Sender<()>),
 }
@@ -71,6 +73,12 @@ impl Journal {
         match self.queue.try_send(Entry::Event(Box::new(event.clone()))) {
             Ok(()) | Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => {}
         }
+    }
+
+    /// Session `session` ended: when it was never stored, its events are dropped after those
+    /// queued. Skipped when the queue is full; its few events then stay.
+    pub(super) fn ended(&self, session: &str) {
+        let _ = self.queue.try_send(Entry::Ended(session.to_string()));
     }
 
     /// Waits (up to `FLUSH_WAIT`) until every event queued so far is in the store.
@@ -135,11 +143,13 @@ impl Writer {
         while let Ok(first) = entries.recv() {
             let deadline = Instant::now() + BATCH_WAIT;
             let mut rows = Vec::new();
+            let mut ended = Vec::new();
             let mut flushes = Vec::new();
             let mut next = Some(first);
             while let Some(entry) = next.take() {
                 match entry {
                     Entry::Event(event) => rows.push(row(*event)),
+                    Entry::Ended(session) => ended.push(session),
                     Entry::Flush(done) => flushes.push(done),
                 }
                 if rows.len() >= BATCH_EVENTS || !flushes.is_empty() {
@@ -149,7 +159,7 @@ impl Writer {
                 // Timed out (the batch is due) or every handle is gone (write what there is).
                 next = entries.recv_timeout(wait).ok();
             }
-            self.write(rows);
+            self.write(rows, ended);
             for done in flushes {
                 let _ = done.send(());
             }
@@ -158,15 +168,16 @@ impl Writer {
 
     /// Writes one batch. A failed batch is lost to the journal only (the sessions' histories
     /// are written separately); a replay that needs it is refused as a gap.
-    fn write(&self, rows: Vec<Option<JournalRow>>) {
+    fn write(&self, rows: Vec<Option<JournalRow>>, ended: Vec<String>) {
         let rows: Vec<JournalRow> = rows.into_iter().flatten().collect();
-        if rows.is_empty() {
+        if rows.is_empty() && ended.is_empty() {
             return;
         }
         let prune = self.to_prune(&rows);
-        let _ = self
-            .store
-            .call_blocking(move |db| db.append_session_events(&rows, &prune));
+        let _ = self.store.call_blocking(move |db| {
+            db.append_session_events(&rows, &prune)?;
+            db.forget_unstored_session_events(&ended)
+        });
     }
 
     /// The sessions whose numbering passed a multiple of `PRUNE_EVERY` in `rows`, with the
@@ -232,6 +243,10 @@ mod tests {
         assert_eq!(seqs, (first..=3_200).collect::<Vec<_>>());
         assert_eq!(kept.last(), Some(&event("a", 3_200)));
         assert_eq!(journal.events("b", 0, u64::MAX).await?, vec![event("b", 1)]);
+        // Neither session was stored (no message): once ended, their events go.
+        journal.ended("b");
+        assert_eq!(journal.last_seq("b").await?, 0);
+        assert_eq!(journal.last_seq("a").await?, 3_200);
         assert_eq!(journal.events("a", 3_100, 3_102).await?.len(), 2);
         Ok(())
     }

@@ -47,6 +47,22 @@ impl Db {
         Ok(())
     }
 
+    /// Drops the events of those of `sessions` that were never stored (ended without a
+    /// message): nothing can resume them, and no session row's deletion would remove them.
+    pub fn forget_unstored_session_events(
+        &mut self,
+        sessions: &[String],
+    ) -> Result<(), StoreError> {
+        let mut delete = self.conn.prepare_cached(
+            "DELETE FROM session_events WHERE session_id = ?1
+             AND NOT EXISTS (SELECT 1 FROM sessions WHERE id = ?1)",
+        )?;
+        for session in sessions {
+            delete.execute([session])?;
+        }
+        Ok(())
+    }
+
     /// Session `session`'s journaled events after `after` up to `through`, oldest first.
     pub fn session_events(
         &self,
