@@ -1,7 +1,7 @@
 //! The gateway as programs meet it, over a real Unix socket: the token, two clients on one
 //! session seeing the same stream, an approval answered by one and seen resolved by the
 //! other, reattaching from a sequence number, bad lines, and a slow client detached with a
-//! lag notice while the others go on.
+//! lag notice while the others go on, which then goes on from its last event.
 
 mod gateway_support;
 
@@ -237,7 +237,8 @@ async fn bad_lines_get_error_replies_and_the_connection_stays_usable() -> TestRe
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_slow_client_is_told_it_lagged_and_disconnected_while_the_other_goes_on() -> TestResult {
+async fn a_slow_client_is_told_it_lagged_disconnected_and_goes_on_from_its_last_event() -> TestResult
+{
     // Big events, paced, so the reading client keeps up and the other's buffers fill.
     let chunks: Vec<String> = (0..4_000)
         .map(|i| format!("{i:>6} {}", "x".repeat(1000)))
@@ -293,5 +294,22 @@ async fn a_slow_client_is_told_it_lagged_and_disconnected_while_the_other_goes_o
         slow.lines.next_line().await?.is_none(),
         "disconnected after the notice"
     );
+
+    // It reconnects and goes on from its last event: the rest, exactly.
+    let (mut again, _) = Client::connect(&served, Some(&token)).await?;
+    let mut rest = Vec::new();
+    again
+        .request(
+            1,
+            json!({"session": session, "op": {"op": "attach", "from_seq": last_seq}}),
+            &mut rest,
+        )
+        .await?;
+    let rest = again.until_turn_finished(rest).await?;
+    let expected: Vec<_> = all
+        .iter()
+        .filter(|e| e["seq"].as_u64() > Some(last_seq))
+        .collect();
+    assert_eq!(rest.iter().collect::<Vec<_>>(), expected);
     Ok(())
 }
