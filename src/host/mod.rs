@@ -124,8 +124,9 @@ impl SessionHost {
         let journal = self.journal_for(session.store());
         let last_seq = match &journal {
             // Unreadable: numbering restarts, and the journal's rows are overwritten.
-            Some(journal) => journal.last_seq(&id).await.unwrap_or(0),
-            None => 0,
+            Some(journal) if session.is_stored() => journal.last_seq(&id).await.unwrap_or(0),
+            // A new session has no events yet: no need to wait for the journal.
+            Some(_) | None => 0,
         };
         let handle = agent::spawn(session);
         let fanout = Arc::new(Fanout::new(id.clone(), last_seq, journal));
