@@ -7,7 +7,7 @@
 //! (`fanout::Fanout::subscribe` checks that what it replays is contiguous).
 
 use std::collections::HashMap;
-use std::sync::mpsc::{self, SyncSender, TrySendError};
+use std::sync::mpsc::{self, SyncSender};
 use std::time::{Duration, Instant};
 
 use tokio::sync::oneshot;
@@ -70,9 +70,7 @@ impl Journal {
     /// Queues `event` without waiting. When the queue is full (or the writer is gone) the
     /// event is not journaled; replays check for such gaps.
     pub(super) fn record(&self, event: &SessionEvent) {
-        match self.queue.try_send(Entry::Event(Box::new(event.clone()))) {
-            Ok(()) | Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => {}
-        }
+        let _ = self.queue.try_send(Entry::Event(Box::new(event.clone())));
     }
 
     /// Session `session` ended: when it was never stored, its events are dropped after those
