@@ -199,7 +199,12 @@ impl SessionHost {
                         .map_err(|e| ReplayError::Store(e.to_string()))?,
                     through,
                 },
-                (Some(through), None) => return Err(ReplayError::Gone { oldest: through }),
+                // No journal (its thread could not start): nothing older than the kept
+                // window, which `subscribe` then says.
+                (Some(_), None) => Stored {
+                    events: Vec::new(),
+                    through: u64::MAX,
+                },
             };
             let subscriber = Subscriber::new(delivery, ATTACH_QUEUE);
             match fanout.subscribe(subscriber, Some(after), stored) {
