@@ -166,7 +166,7 @@ async fn idle_sessions() -> BenchResult {
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    let client = GatewayClient::connect(&data, None).await?;
+    let client = GatewayClient::connect(&data, Default::default()).await?;
     let before = rss_mib(daemon.id())?;
     let started = Instant::now();
     let mut held = Vec::new();

@@ -264,7 +264,8 @@ async fn memory() -> BenchResult {
     }
     let talking = daemon.settled_rss().await?;
     // What 100 more sessions cost without the channel, through the gateway.
-    let client = mnemo::gateway::client::GatewayClient::connect(&daemon.data, None).await?;
+    let client =
+        mnemo::gateway::client::GatewayClient::connect(&daemon.data, Default::default()).await?;
     let mut held = Vec::new();
     for _ in 0..CHATS {
         held.push(client.create(dir.path(), None).await?);

@@ -82,6 +82,8 @@ pub enum Command {
         /// With --attach: the daemon's gateway at HOST:PORT instead of its local socket.
         #[arg(long, requires = "attach")]
         url: Option<String>,
+        #[command(flatten)]
+        tls: ClientTls,
     },
     /// Open a session of the running `mnemo serve` in the terminal (the latest of this
     /// directory when no SESSION is named); leaving detaches and it goes on.
@@ -90,6 +92,8 @@ pub enum Command {
         /// The daemon's gateway at HOST:PORT instead of its local socket.
         #[arg(long)]
         url: Option<String>,
+        #[command(flatten)]
+        tls: ClientTls,
     },
     /// Print the resolved configuration and which models have a key.
     Config,
@@ -327,4 +331,35 @@ pub enum SkillAction {
     },
     /// Move a skill's folder to the archive (<config dir>/skills-archive/) and forget its stats.
     Rm { name: String },
+}
+
+/// TLS for a client's `--url` (needed off the loopback).
+#[derive(Args, Clone, Default)]
+pub struct ClientTls {
+    /// With --url: speak TLS, trusting the server's certificate when this CA (PEM) signed it.
+    #[arg(long, requires = "url")]
+    pub tls_ca: Option<PathBuf>,
+    /// With --tls-ca: this client's certificate (PEM), for a server that asks for one.
+    #[arg(long, requires_all = ["tls_ca", "tls_key"])]
+    pub tls_cert: Option<PathBuf>,
+    /// The client certificate's private key (PEM).
+    #[arg(long, requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+}
+
+impl ClientTls {
+    /// The TLS files, when --tls-ca asks for TLS.
+    pub fn files(&self) -> Option<mnemo::gateway::tls::ClientTlsFiles> {
+        let identity = match (&self.tls_cert, &self.tls_key) {
+            (Some(cert), Some(key)) => Some(mnemo::gateway::tls::ClientIdentity {
+                cert: cert.clone(),
+                key: key.clone(),
+            }),
+            _ => None,
+        };
+        Some(mnemo::gateway::tls::ClientTlsFiles {
+            ca: self.tls_ca.clone()?,
+            identity,
+        })
+    }
 }

@@ -48,6 +48,20 @@ fn block_on<F: std::future::Future>(future: F) -> anyhow::Result<F::Output> {
 }
 
 /// The exit code of a command that names things (capabilities, skills).
+/// Where `--url` and the TLS flags say the gateway is (its local socket without `--url`).
+fn target<'a>(
+    url: &'a Option<String>,
+    tls: &'a Option<mnemo::gateway::tls::ClientTlsFiles>,
+) -> mnemo::gateway::client::Target<'a> {
+    match url {
+        Some(url) => mnemo::gateway::client::Target::Tcp {
+            url,
+            tls: tls.as_ref(),
+        },
+        None => mnemo::gateway::client::Target::Socket,
+    }
+}
+
 fn answer(done: Result<(), commands::CommandError>) -> anyhow::Result<ExitCode> {
     match done {
         Ok(()) => Ok(ExitCode::SUCCESS),
@@ -260,7 +274,7 @@ fn real_main(cli: Cli) -> anyhow::Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        Some(Command::Attach { session, url }) => {
+        Some(Command::Attach { session, url, tls }) => {
             let data = loaded
                 .dirs
                 .data
@@ -272,8 +286,10 @@ fn real_main(cli: Cli) -> anyhow::Result<ExitCode> {
             });
             // The connection's tasks live on the runtime the TUI runs on.
             let stopped = block_on(async {
+                let files = tls.files();
                 let client =
-                    mnemo::gateway::client::GatewayClient::connect(&data, url.as_deref()).await?;
+                    mnemo::gateway::client::GatewayClient::connect(&data, target(&url, &files))
+                        .await?;
                 let backend = mnemo::tui::Backend::Served(client);
                 anyhow::Ok(mnemo::tui::run(loaded, overrides, start, backend).await?)
             })??;
@@ -284,6 +300,7 @@ fn real_main(cli: Cli) -> anyhow::Result<ExitCode> {
             json,
             attach,
             url,
+            tls,
         }) => {
             let prompt = match prompt {
                 Some(prompt) => prompt,
@@ -310,8 +327,9 @@ fn real_main(cli: Cli) -> anyhow::Result<ExitCode> {
                         .data
                         .clone()
                         .context("mnemo has no data directory")?;
+                    let files = tls.files();
                     let client =
-                        mnemo::gateway::client::GatewayClient::connect(&data, url.as_deref())
+                        mnemo::gateway::client::GatewayClient::connect(&data, target(&url, &files))
                             .await?;
                     let attached = match choice {
                         SessionChoice::Resume(id) => client.attach(&id).await?,

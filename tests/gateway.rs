@@ -1,137 +1,20 @@
 //! The gateway as programs meet it, over a real Unix socket: the token, two clients on one
 //! session seeing the same stream, an approval answered by one and seen resolved by the
 //! other, reattaching from a sequence number, bad lines, and a slow client detached with a
-//! lag notice while the others go on.
+//! lag notice while the others go on, which then goes on from its last event.
+
+mod gateway_support;
 
 use std::sync::Arc;
-use std::time::Duration;
 
+use gateway_support::{Client, serve};
 use mnemo::config::{CliOverrides, Dirs};
 use mnemo::gateway::{self, Listen};
 use mnemo::host::SessionHost;
-use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-use tokio::net::UnixStream;
-use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
+use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;
-type AnyResult<T> = Result<T, Box<dyn std::error::Error>>;
-
-struct Served {
-    dir: tempfile::TempDir,
-    socket: std::path::PathBuf,
-    token: String,
-    running: Option<gateway::Running>,
-    cancel: CancellationToken,
-}
-
-async fn serve(script: Value, config: &str) -> AnyResult<Served> {
-    let dir = tempfile::tempdir()?;
-    let (cfg, data, ws) = (
-        dir.path().join("cfg"),
-        dir.path().join("data"),
-        dir.path().join("ws"),
-    );
-    for d in [&cfg, &data, &ws] {
-        std::fs::create_dir_all(d)?;
-    }
-    std::fs::write(cfg.join("config.toml"), config)?;
-    let script_path = dir.path().join("script.json");
-    std::fs::write(&script_path, script.to_string())?;
-    let cli = CliOverrides {
-        model: Some(format!("scripted:{}", script_path.display())),
-        ..Default::default()
-    };
-    let dirs = Dirs {
-        config: Some(cfg),
-        data: Some(data.clone()),
-    };
-    let loaded = mnemo::launch::load_config_from(&dirs, &ws, &cli)?;
-    let socket = dir.path().join("gw.sock");
-    let cancel = CancellationToken::new();
-    let running = gateway::start(
-        SessionHost::new(),
-        Arc::new(loaded),
-        cli,
-        &gateway::GatewayOptions {
-            listen: vec![Listen::Unix(socket.clone())],
-            tls: None,
-            jobs_changed: None,
-        },
-        cancel.clone(),
-    )
-    .await?;
-    let token = std::fs::read_to_string(data.join("gateway-token"))?;
-    Ok(Served {
-        dir,
-        socket,
-        token,
-        running: Some(running),
-        cancel,
-    })
-}
-
-struct Client {
-    lines: tokio::io::Lines<BufReader<OwnedReadHalf>>,
-    write: OwnedWriteHalf,
-}
-
-impl Client {
-    async fn connect(served: &Served, token: Option<&str>) -> AnyResult<(Client, Value)> {
-        let stream = UnixStream::connect(&served.socket).await?;
-        let (read, write) = stream.into_split();
-        let mut client = Client {
-            lines: BufReader::new(read).lines(),
-            write,
-        };
-        let hello = client.next().await?;
-        assert_eq!(hello, json!({"gateway": "mnemo", "version": 1}));
-        let Some(token) = token else {
-            return Ok((client, Value::Null));
-        };
-        client
-            .send_raw(&json!({ "token": token }).to_string())
-            .await?;
-        let answer = client.next().await?;
-        Ok((client, answer))
-    }
-
-    async fn send_raw(&mut self, line: &str) -> AnyResult<()> {
-        self.write.write_all(line.as_bytes()).await?;
-        self.write.write_all(b"\n").await?;
-        Ok(())
-    }
-
-    async fn next(&mut self) -> AnyResult<Value> {
-        let line = tokio::time::timeout(Duration::from_secs(20), self.lines.next_line())
-            .await??
-            .ok_or("connection closed")?;
-        Ok(serde_json::from_str(&line)?)
-    }
-
-    /// Sends a request and returns its reply, keeping events that arrive first.
-    async fn request(&mut self, id: u64, body: Value, events: &mut Vec<Value>) -> AnyResult<Value> {
-        let mut line = body;
-        line["id"] = json!(id);
-        self.send_raw(&line.to_string()).await?;
-        loop {
-            let got = self.next().await?;
-            if got.get("id") == Some(&json!(id)) {
-                return Ok(got);
-            }
-            events.push(got);
-        }
-    }
-
-    /// Events until the turn ends, after `seen`.
-    async fn until_turn_finished(&mut self, mut seen: Vec<Value>) -> AnyResult<Vec<Value>> {
-        while !seen.iter().any(|e| e["event"]["type"] == "turn_finished") {
-            seen.push(self.next().await?);
-        }
-        Ok(seen)
-    }
-}
 
 #[tokio::test]
 async fn only_the_token_lets_a_client_in_and_the_token_file_is_private() -> TestResult {
@@ -354,7 +237,8 @@ async fn bad_lines_get_error_replies_and_the_connection_stays_usable() -> TestRe
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_slow_client_is_told_it_lagged_and_disconnected_while_the_other_goes_on() -> TestResult {
+async fn a_slow_client_is_told_it_lagged_disconnected_and_goes_on_from_its_last_event() -> TestResult
+{
     // Big events, paced, so the reading client keeps up and the other's buffers fill.
     let chunks: Vec<String> = (0..4_000)
         .map(|i| format!("{i:>6} {}", "x".repeat(1000)))
@@ -410,5 +294,22 @@ async fn a_slow_client_is_told_it_lagged_and_disconnected_while_the_other_goes_o
         slow.lines.next_line().await?.is_none(),
         "disconnected after the notice"
     );
+
+    // It reconnects and goes on from its last event: the rest, exactly.
+    let (mut again, _) = Client::connect(&served, Some(&token)).await?;
+    let mut rest = Vec::new();
+    again
+        .request(
+            1,
+            json!({"session": session, "op": {"op": "attach", "from_seq": last_seq}}),
+            &mut rest,
+        )
+        .await?;
+    let rest = again.until_turn_finished(rest).await?;
+    let expected: Vec<_> = all
+        .iter()
+        .filter(|e| e["seq"].as_u64() > Some(last_seq))
+        .collect();
+    assert_eq!(rest.iter().collect::<Vec<_>>(), expected);
     Ok(())
 }

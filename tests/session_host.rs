@@ -60,7 +60,7 @@ async fn attached_front_ends_share_one_numbered_stream_and_detaching_leaves_the_
     ]}))
     .await?;
     let host = SessionHost::new();
-    let mut first = host.start(session, Delivery::Wait);
+    let mut first = host.start(session, Delivery::Wait).await;
     let id = first.session.clone();
     let mut second = host
         .attach(&id, Delivery::DropWhenBehind)
@@ -99,7 +99,7 @@ async fn a_remote_front_end_that_falls_behind_is_detached_while_the_session_goes
     let chunks: Vec<String> = (0..3000).map(|i| format!("w{i} ")).collect();
     let (session, _ws) = session(json!({"turns": [{"chunks": chunks}]})).await?;
     let host = SessionHost::new();
-    let mut reader = host.start(session, Delivery::Wait);
+    let mut reader = host.start(session, Delivery::Wait).await;
     let mut slow = host
         .attach(&reader.session, Delivery::DropWhenBehind)
         .ok_or("not live")?;

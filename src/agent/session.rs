@@ -380,6 +380,11 @@ impl Session {
         &self.store
     }
 
+    /// Whether the session has a row in the store (a new one gets it with its first message).
+    pub fn is_stored(&self) -> bool {
+        self.unstored.is_none()
+    }
+
     pub(super) fn attach(&mut self, events: mpsc::Sender<Event>) {
         self.events = Some(events);
     }

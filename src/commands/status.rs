@@ -14,7 +14,7 @@ pub async fn status(loaded: &Loaded, out: &mut impl Write) -> Result<(), Command
     match lock::running(data) {
         Some(pid) => {
             writeln!(out, "mnemo serve: running (pid {pid})")?;
-            let listed = match GatewayClient::connect(data, None).await {
+            let listed = match GatewayClient::connect(data, Default::default()).await {
                 Ok(client) => client
                     .request(None, serde_json::json!({"op": "list_sessions"}))
                     .await

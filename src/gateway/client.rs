@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::{mpsc, oneshot};
 
+use super::tls::{self, ClientTlsFiles, TlsError};
 use super::wire::{Hello, Reply, ServerLine, VERSION};
 use crate::host::Attachment;
 use crate::protocol::{Op, SessionEvent};
@@ -34,12 +35,26 @@ pub enum ClientError {
         path: String,
         source: std::io::Error,
     },
+    #[error(
+        "refusing to send the gateway token to {url} in clear: only a loopback address may be \
+         reached without TLS; pass --tls-ca with the CA that signed the server's certificate"
+    )]
+    Insecure { url: String },
+    // Not a `source`: the message already says it, and would be printed twice.
+    #[error("{error}{hint}")]
+    Tls {
+        error: TlsError,
+        /// What the person may be missing.
+        hint: &'static str,
+    },
     #[error("the gateway said: {0}")]
     Refused(String),
     #[error("the gateway speaks version {0}, this mnemo {VERSION}")]
     Version(u32),
     #[error("the connection to mnemo serve closed")]
     Closed,
+    #[error("cannot read from mnemo serve: {0}")]
+    Unreadable(std::io::Error),
     #[error("mnemo serve did not answer in time")]
     Timeout,
 }
@@ -61,6 +76,33 @@ pub fn default_socket(data_dir: &Path) -> std::path::PathBuf {
     data_dir.join("gateway.sock")
 }
 
+/// Where a client finds the gateway.
+#[derive(Debug, Clone, Copy, Default)]
+pub enum Target<'a> {
+    /// The daemon's socket in its data directory.
+    #[default]
+    Socket,
+    /// HOST:PORT, with TLS when given (required off the loopback).
+    Tcp {
+        url: &'a str,
+        tls: Option<&'a ClientTlsFiles>,
+    },
+}
+
+/// The host part of HOST:PORT (an IPv6 address in brackets keeps them).
+fn host_of(url: &str) -> &str {
+    url.rsplit_once(':').map_or(url, |(host, _)| host)
+}
+
+/// Whether `url` names this machine: a loopback address, or `localhost`.
+fn is_loopback(url: &str) -> bool {
+    let host = host_of(url).trim_start_matches('[').trim_end_matches(']');
+    match host.parse::<std::net::IpAddr>() {
+        Ok(ip) => ip.is_loopback(),
+        Err(_) => host.eq_ignore_ascii_case("localhost"),
+    }
+}
+
 /// How long telling the daemon about changed jobs may take.
 const TELL_WAIT: Duration = Duration::from_secs(2);
 
@@ -71,7 +113,9 @@ pub async fn tell_jobs_changed(data_dir: &Path) -> bool {
         return false;
     }
     let told = async {
-        let client = GatewayClient::connect(data_dir, None).await.ok()?;
+        let client = GatewayClient::connect(data_dir, Target::Socket)
+            .await
+            .ok()?;
         client
             .request(None, json!({"op": "jobs_changed"}))
             .await
@@ -81,13 +125,20 @@ pub async fn tell_jobs_changed(data_dir: &Path) -> bool {
 }
 
 impl GatewayClient {
-    /// Connects to the daemon of `data_dir`: on its socket, or at `url` (HOST:PORT) when
-    /// given; the token is read from the data directory either way.
-    pub async fn connect(data_dir: &Path, url: Option<&str>) -> Result<Self, ClientError> {
+    /// Connects to the daemon of `data_dir` at `target`; the token is read from the data
+    /// directory either way. Off the loopback only with TLS: the token would travel in clear.
+    pub async fn connect(data_dir: &Path, target: Target<'_>) -> Result<Self, ClientError> {
         let token = super::token::token_path(data_dir);
-        match url {
-            Some(url) => Self::connect_tcp(url, &token).await,
-            None => Self::connect_unix(&default_socket(data_dir), &token).await,
+        match target {
+            Target::Socket => Self::connect_unix(&default_socket(data_dir), &token).await,
+            Target::Tcp { url, tls: None } if !is_loopback(url) => Err(ClientError::Insecure {
+                url: url.to_string(),
+            }),
+            Target::Tcp { url, tls: None } => Self::connect_tcp(url, &token).await,
+            Target::Tcp {
+                url,
+                tls: Some(files),
+            } => Self::connect_tls(url, files, &token).await,
         }
     }
 
@@ -113,6 +164,49 @@ impl GatewayClient {
         Self::handshake(stream, token_file).await
     }
 
+    /// Connects to `address` (HOST:PORT) over TLS as `files` say, with the token in
+    /// `token_file`.
+    pub async fn connect_tls(
+        address: &str,
+        files: &ClientTlsFiles,
+        token_file: &Path,
+    ) -> Result<Self, ClientError> {
+        let stream = tokio::net::TcpStream::connect(address)
+            .await
+            .map_err(|source| ClientError::Connect {
+                target: address.to_string(),
+                source,
+            })?;
+        let _ = stream.set_nodelay(true);
+        // Without a certificate of its own, a refusal most likely means the server wants one.
+        let hint = match files.identity {
+            Some(_) => "",
+            None => " (if the server asks for client certificates: pass --tls-cert and --tls-key)",
+        };
+        let failed = |message: String| ClientError::Tls {
+            error: TlsError::Handshake {
+                target: address.to_string(),
+                message,
+            },
+            hint,
+        };
+        let stream = tls::connect(files, host_of(address), stream)
+            .await
+            .map_err(|error| match error {
+                TlsError::Handshake { message, .. } => failed(message),
+                error => ClientError::Tls { error, hint: "" },
+            })?;
+        // With TLS 1.3 the server checks the client's certificate after the client finished
+        // its handshake: a refusal shows up as the first read failing.
+        Self::handshake(stream, token_file)
+            .await
+            .map_err(|error| match error {
+                ClientError::Unreadable(io) => failed(io.to_string()),
+                ClientError::Closed => failed("the server closed the connection".into()),
+                other => other,
+            })
+    }
+
     async fn handshake(
         stream: impl AsyncRead + AsyncWrite + Send + 'static,
         token_file: &Path,
@@ -126,7 +220,8 @@ impl GatewayClient {
         let mut next = async || -> Result<String, ClientError> {
             match tokio::time::timeout(REPLY_WAIT, lines.next_line()).await {
                 Ok(Ok(Some(line))) => Ok(line),
-                Ok(_) => Err(ClientError::Closed),
+                Ok(Ok(None)) => Err(ClientError::Closed),
+                Ok(Err(io)) => Err(ClientError::Unreadable(io)),
                 Err(_) => Err(ClientError::Timeout),
             }
         };

@@ -8,7 +8,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::io::{
+    AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, BufWriter,
+};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -68,13 +70,15 @@ async fn read_line(reader: &mut (impl AsyncBufRead + Unpin)) -> std::io::Result<
     }
 }
 
+/// Writes the queued lines, buffered: lines that queued up while the socket was busy go out
+/// in one write, and nothing waits once the queue is empty.
 async fn write_lines(
-    mut writer: impl AsyncWrite + Unpin,
+    writer: impl AsyncWrite + Unpin,
     mut lines: mpsc::Receiver<String>,
 ) -> std::io::Result<()> {
+    let mut writer = BufWriter::new(writer);
     while let Some(line) = lines.recv().await {
         writer.write_all(line.as_bytes()).await?;
-        writer.write_all(b"\n").await?;
         if lines.is_empty() {
             writer.flush().await?;
         }
@@ -82,8 +86,11 @@ async fn write_lines(
     writer.shutdown().await
 }
 
+/// One line, its newline included.
 fn encode(line: &impl serde::Serialize) -> String {
-    serde_json::to_string(line).unwrap_or_else(|e| format!(r#"{{"error": "{e}"}}"#))
+    let mut text = serde_json::to_string(line).unwrap_or_else(|e| format!(r#"{{"error": "{e}"}}"#));
+    text.push('\n');
+    text
 }
 
 struct Client {

@@ -227,6 +227,8 @@ impl Gateway {
             cli.model = model;
         }
         let dir = workspace.map_or_else(|| self.loaded.workspace.clone(), PathBuf::from);
+        // Opened here so every session shares it (`share_from`), and with it one journal.
+        let _ = self.loaded.store();
         launch::load_config_from(&self.loaded.dirs, &dir, &cli)
             .map(|loaded| loaded.share_from(&self.loaded))
             .map_err(|e| e.to_string())
@@ -246,20 +248,17 @@ impl Gateway {
             .map_err(|e| e.to_string())
     }
 
-    /// Attaches to a session, resuming it from the store when it is not live.
+    /// Attaches to a session, resuming it from the store when it is not live; going on after
+    /// event `from_seq` when given (a resumed session's numbering continues, so a client
+    /// reattaching after a daemon restart misses nothing).
     pub async fn attach(&self, wanted: &str, from_seq: Option<u64>) -> Result<Attachment, String> {
         // A live session may not be stored yet (a new one is, with its first message).
         let live = self.host.live();
         let mut matching = live.iter().filter(|id| id.starts_with(wanted));
-        if let (Some(id), None) = (matching.next(), matching.next()) {
-            match self
-                .host
-                .attach_after(id, Delivery::DropWhenBehind, from_seq)
-            {
-                Ok(Some(attached)) => return Ok(attached),
-                Ok(None) => {}
-                Err(replay) => return Err(replay.to_string()),
-            }
+        if let (Some(id), None) = (matching.next(), matching.next())
+            && let Some(attached) = self.attach_live(id, from_seq).await?
+        {
+            return Ok(attached);
         }
         let store = self.loaded.store().map_err(|e| e.to_string())?;
         let wanted_id = wanted.to_string();
@@ -267,30 +266,38 @@ impl Gateway {
             .call(move |db| db.session(&wanted_id))
             .await
             .map_err(|_| format!("unknown session {wanted}"))?;
-        match self
-            .host
-            .attach_after(&row.id, Delivery::DropWhenBehind, from_seq)
-        {
-            Ok(Some(attached)) => return Ok(attached),
-            Ok(None) => {}
-            Err(replay) => return Err(replay.to_string()),
-        }
-        if from_seq.is_some_and(|seq| seq > 0) {
-            return Err(format!(
-                "session {} is not running; attach without from_seq to resume it",
-                row.id
-            ));
+        if let Some(attached) = self.attach_live(&row.id, from_seq).await? {
+            return Ok(attached);
         }
         let loaded = self.loaded_for(Some(&row.cwd), None)?;
         let cli = self.cli.clone();
-        self.host
+        let resumed = self
+            .host
             .open(
                 &loaded,
                 &cli,
-                SessionChoice::Resume(row.id),
+                SessionChoice::Resume(row.id.clone()),
                 Self::options(),
             )
             .await
-            .map_err(|e| e.to_string())
+            .map_err(|e| e.to_string())?;
+        if from_seq.is_none() {
+            return Ok(resumed);
+        }
+        // Attached again from the asked event; the first attachment lets go when dropped.
+        self.attach_live(&row.id, from_seq)
+            .await?
+            .ok_or_else(|| format!("session {} ended as it was resumed", row.id))
+    }
+
+    async fn attach_live(
+        &self,
+        id: &str,
+        from_seq: Option<u64>,
+    ) -> Result<Option<Attachment>, String> {
+        self.host
+            .attach_after(id, Delivery::DropWhenBehind, from_seq)
+            .await
+            .map_err(|replay| replay.to_string())
     }
 }

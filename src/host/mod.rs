@@ -1,9 +1,10 @@
 //! The session host: the one owner of a process's live sessions, keyed by session id. It
 //! starts and resumes them, lets front ends attach and detach, and stops them. Each session's
-//! events leave it numbered (`SessionEvent`), fanned out to whoever is attached; a session
-//! lives on while nobody is attached, its events then only in the store.
+//! events leave it numbered (`SessionEvent`), fanned out to whoever is attached and written
+//! to the store's event journal; a session lives on while nobody is attached.
 
 mod fanout;
+mod journal;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -14,12 +15,16 @@ use tokio::sync::mpsc;
 use crate::agent::{self, Session};
 use crate::config::CliOverrides;
 use crate::launch::{self, LaunchError, Loaded, SessionChoice};
+use crate::memory::Store;
 use crate::protocol::{Op, SessionEvent};
 pub use fanout::ReplayError;
-use fanout::{Fanout, Subscriber};
+use fanout::{Fanout, Refused, Stored, Subscriber};
+use journal::{Journal, KEEP_PER_SESSION};
 
 /// Events an attached front end may have waiting before delivery stops or waits.
 const ATTACH_QUEUE: usize = 1024;
+/// How often a replay reads the journal again when the session outran the first read.
+const REPLAY_TRIES: usize = 4;
 
 /// How an attached front end takes events.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,6 +53,8 @@ struct Live {
 #[derive(Clone, Default)]
 pub struct SessionHost {
     live: Arc<Mutex<HashMap<String, Live>>>,
+    /// One journal writer per store the sessions use (in practice one).
+    journals: Arc<Mutex<Vec<Journal>>>,
 }
 
 /// Options for a session the host opens.
@@ -92,15 +99,39 @@ impl SessionHost {
         if options.questions {
             session.settings.approvals.enable_questions();
         }
-        Ok(self.start(session, options.delivery))
+        Ok(self.start(session, options.delivery).await)
     }
 
-    /// Runs `session` in this host and attaches to it.
-    pub fn start(&self, session: Session, delivery: Delivery) -> Attachment {
+    /// The journal writer of `store`, started the first time it is needed; `None` when its
+    /// thread could not be started (events are then kept in memory only).
+    fn journal_for(&self, store: &Store) -> Option<Journal> {
+        let mut journals = self
+            .journals
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some(journal) = journals.iter().find(|j| j.writes_to(store)) {
+            return Some(journal.clone());
+        }
+        let journal = Journal::spawn(store.clone(), KEEP_PER_SESSION).ok()?;
+        journals.push(journal.clone());
+        Some(journal)
+    }
+
+    /// Runs `session` in this host and attaches to it. Its events are numbered on from the
+    /// last one journaled (a resumed session continues where it stopped).
+    pub async fn start(&self, session: Session, delivery: Delivery) -> Attachment {
         let id = session.id.clone();
+        let journal = self.journal_for(session.store());
+        let last_seq = match &journal {
+            // Unreadable: numbering restarts, and the journal's rows are overwritten.
+            Some(journal) if session.is_stored() => journal.last_seq(&id).await.unwrap_or(0),
+            // A new session has no events yet: no need to wait for the journal.
+            Some(_) | None => 0,
+        };
         let handle = agent::spawn(session);
-        let fanout = Arc::new(Fanout::new(id.clone()));
-        let events = fanout.subscribe(Subscriber::new(delivery, ATTACH_QUEUE), None);
+        let fanout = Arc::new(Fanout::new(id.clone(), last_seq, journal));
+        let subscriber = Subscriber::new(delivery, ATTACH_QUEUE);
+        let events = fanout.subscribe(subscriber, None, Stored::default());
         let events = events.unwrap_or_else(|_| mpsc::channel(1).1);
         let ops = handle.ops.clone();
         let host = self.clone();
@@ -128,29 +159,67 @@ impl SessionHost {
 
     /// Attaches to a live session; its events from now on.
     pub fn attach(&self, id: &str, delivery: Delivery) -> Option<Attachment> {
-        self.attach_after(id, delivery, None).ok().flatten()
+        let sessions = self.sessions();
+        let live = sessions.get(id)?;
+        let subscriber = Subscriber::new(delivery, ATTACH_QUEUE);
+        let events = live.fanout.subscribe(subscriber, None, Stored::default());
+        Some(Attachment {
+            session: id.to_string(),
+            ops: live.ops.clone(),
+            events: events.ok()?,
+        })
     }
 
     /// Attaches to a live session (`None` when it is not live), going on after event `after`
-    /// when given: the kept events after it come first, then the live ones.
-    pub fn attach_after(
+    /// when given: the journaled events the host no longer keeps in memory come first, then
+    /// the kept ones, then the live ones.
+    pub async fn attach_after(
         &self,
         id: &str,
         delivery: Delivery,
         after: Option<u64>,
     ) -> Result<Option<Attachment>, ReplayError> {
-        let sessions = self.sessions();
-        let Some(live) = sessions.get(id) else {
-            return Ok(None);
+        let Some(after) = after else {
+            return Ok(self.attach(id, delivery));
         };
-        let events = live
-            .fanout
-            .subscribe(Subscriber::new(delivery, ATTACH_QUEUE), after)?;
-        Ok(Some(Attachment {
-            session: id.to_string(),
-            ops: live.ops.clone(),
-            events,
-        }))
+        for _ in 0..REPLAY_TRIES {
+            let Some((fanout, ops)) = self
+                .sessions()
+                .get(id)
+                .map(|live| (live.fanout.clone(), live.ops.clone()))
+            else {
+                return Ok(None);
+            };
+            let stored = match (fanout.older_than_kept(after)?, fanout.journal()) {
+                (None, _) => Stored::default(),
+                (Some(through), Some(journal)) => Stored {
+                    events: journal
+                        .events(id, after, through)
+                        .await
+                        .map_err(|e| ReplayError::Store(e.to_string()))?,
+                    through,
+                },
+                // No journal (its thread could not start): nothing older than the kept
+                // window, which `subscribe` then says.
+                (Some(_), None) => Stored {
+                    events: Vec::new(),
+                    through: u64::MAX,
+                },
+            };
+            let subscriber = Subscriber::new(delivery, ATTACH_QUEUE);
+            match fanout.subscribe(subscriber, Some(after), stored) {
+                Ok(events) => {
+                    return Ok(Some(Attachment {
+                        session: id.to_string(),
+                        ops,
+                        events,
+                    }));
+                }
+                Err(Refused::Replay(refused)) => return Err(refused),
+                Err(Refused::Moved) => {}
+            }
+        }
+        Err(ReplayError::Busy { asked: after })
     }
 
     /// Where to send session `id`'s ops, when it is live.
@@ -186,20 +255,36 @@ impl SessionHost {
         live.fanout.detach_all();
         let _ = tokio::time::timeout(wait, live.ops.send(Op::Shutdown)).await;
         drop(live.ops);
-        let Live { mut task, .. } = live;
-        match tokio::time::timeout(wait, &mut task).await {
+        let Live {
+            mut task, fanout, ..
+        } = live;
+        let session = match tokio::time::timeout(wait, &mut task).await {
             Ok(Ok(session)) => session,
             _ => {
                 task.abort();
                 None
             }
+        };
+        // A front end may reattach from its last event after this process is gone.
+        if let Some(journal) = fanout.journal() {
+            journal.flush().await;
         }
+        session
     }
 
-    /// Ends every live session, each given up to `wait`.
+    /// Ends every live session, each given up to `wait`, and waits until their events are
+    /// journaled.
     pub async fn stop_all(&self, wait: Duration) {
         let ids = self.live();
         let stops = ids.iter().map(|id| self.stop(id, wait));
         futures_util::future::join_all(stops).await;
+        let journals = self
+            .journals
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone();
+        for journal in journals {
+            journal.flush().await;
+        }
     }
 }

@@ -69,7 +69,7 @@ impl HeadlessRunner {
         ));
         let session_id = session.id.clone();
         let store = session.store().clone();
-        let handle = self.host.start(session, Delivery::Wait);
+        let handle = self.host.start(session, Delivery::Wait).await;
         let outcome = drive(handle, job.prompt.clone(), session_id.clone(), cancel).await;
         self.host.stop(&session_id, STOP_WAIT).await;
         let (id, title) = (session_id, job.label.clone());

@@ -24,6 +24,7 @@ mod recall_hits;
 pub mod recall_store;
 pub mod schedules;
 pub mod schema;
+pub mod session_events;
 pub mod session_lease;
 pub mod sessions;
 pub mod skills;

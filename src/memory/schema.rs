@@ -404,8 +404,37 @@ CREATE TRIGGER dream_paragraphs_fts_delete AFTER DELETE ON dream_paragraphs BEGI
 END;
 ";
 
+/// The session hosts' event journal: each session's numbered events as JSON, so a front end
+/// can go on from an old sequence number and a resumed session continues its numbering. No
+/// foreign key: a new session's first events come before its row is written (with its first
+/// message); a trigger removes a deleted session's events instead.
+const SESSION_EVENTS: &str = "
+CREATE TABLE session_events (
+    session_id TEXT NOT NULL,
+    seq        INTEGER NOT NULL,
+    event      TEXT NOT NULL,
+    PRIMARY KEY (session_id, seq)
+) WITHOUT ROWID;
+CREATE TRIGGER session_events_on_session_delete AFTER DELETE ON sessions BEGIN
+    DELETE FROM session_events WHERE session_id = old.id;
+END;
+";
+
 /// Migration `i` brings the schema from version `i` to `i + 1`.
-const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, SCHEDULES, DREAM, TELEGRAM];
+const MIGRATIONS: &[&str] = &[
+    V1,
+    V2,
+    V3,
+    V4,
+    V5,
+    V6,
+    V7,
+    V8,
+    SCHEDULES,
+    DREAM,
+    TELEGRAM,
+    SESSION_EVENTS,
+];
 
 /// The schema version this build writes.
 pub const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;

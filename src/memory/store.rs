@@ -48,6 +48,11 @@ impl Store {
         Ok(Store { jobs })
     }
 
+    /// Whether `other` is a handle on the same store thread.
+    pub fn same_store(&self, other: &Store) -> bool {
+        self.jobs.same_channel(&other.jobs)
+    }
+
     /// Runs `job` on the store thread without waiting for it (releases from `Drop`); dropped
     /// when the queue is full, so only for what is safe to lose.
     pub fn call_detached(&self, job: impl FnOnce(&mut Db) + Send + 'static) {

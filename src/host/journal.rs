@@ -1,0 +1,251 @@
+//! The event journal: every numbered event a host hands out is also written to the store, so
+//! a front end can go on from a sequence number older than the fan-out keeps in memory, and a
+//! resumed session continues its numbering. One writer thread per store batches the events
+//! (a transaction per `BATCH_WAIT` or `BATCH_EVENTS`) and serializes them there, off the
+//! agents' path. Its queue is bounded and the fan-out never waits for it: an event that finds
+//! it full is not journaled, and a replay that would need it is refused rather than gapped
+//! (`fanout::Fanout::subscribe` checks that what it replays is contiguous).
+
+use std::collections::HashMap;
+use std::sync::mpsc::{self, SyncSender};
+use std::time::{Duration, Instant};
+
+use tokio::sync::oneshot;
+
+use crate::memory::session_events::JournalRow;
+use crate::memory::{Store, StoreError};
+use crate::protocol::{Event, SessionEvent};
+
+/// Events waiting for the writer. Several thousand events per second at full load (100
+/// sessions streaming) fill this in a few seconds of a stalled disk, not in one slow batch.
+const QUEUE: usize = 16_384;
+/// The longest an event waits before its batch is written.
+const BATCH_WAIT: Duration = Duration::from_millis(50);
+/// The most events one transaction writes.
+const BATCH_EVENTS: usize = 500;
+/// How many events of each session are kept; older ones are pruned.
+pub(super) const KEEP_PER_SESSION: u64 = 20_000;
+/// A session is pruned each time its numbering passes a multiple of this, so the table holds
+/// at most `KEEP_PER_SESSION + PRUNE_EVERY` events of it.
+const PRUNE_EVERY: u64 = 1_000;
+/// How long a replay waits for the writer to catch up before reading what is there.
+const FLUSH_WAIT: Duration = Duration::from_secs(5);
+
+enum Entry {
+    /// Boxed: the queue's slots are allocated up front, at the size of the largest entry.
+    Event(Box<SessionEvent>),
+    /// The session ended: its events go unless it was stored (it never got a message).
+    Ended(String),
+    /// Answered once everything queued before it is written.
+    Flush(oneshot::Sender<()>),
+}
+
+/// A handle on one store's journal writer; cheap to clone. The writer ends when the last
+/// handle is dropped, after writing what was queued.
+#[derive(Clone)]
+pub(super) struct Journal {
+    store: Store,
+    queue: SyncSender<Entry>,
+}
+
+impl Journal {
+    /// Starts the writer for `store`, keeping `keep` events per session.
+    pub(super) fn spawn(store: Store, keep: u64) -> std::io::Result<Journal> {
+        let (queue, entries) = mpsc::sync_channel(QUEUE);
+        let writer = Writer {
+            store: store.clone(),
+            keep,
+        };
+        std::thread::Builder::new()
+            .name("mnemo-journal".to_owned())
+            .spawn(move || writer.run(&entries))?;
+        Ok(Journal { store, queue })
+    }
+
+    /// Whether this journal writes to `store`.
+    pub(super) fn writes_to(&self, store: &Store) -> bool {
+        self.store.same_store(store)
+    }
+
+    /// Queues `event` without waiting. When the queue is full (or the writer is gone) the
+    /// event is not journaled; replays check for such gaps.
+    pub(super) fn record(&self, event: &SessionEvent) {
+        let _ = self.queue.try_send(Entry::Event(Box::new(event.clone())));
+    }
+
+    /// Session `session` ended: when it was never stored, its events are dropped after those
+    /// queued. Skipped when the queue is full; its few events then stay.
+    pub(super) fn ended(&self, session: &str) {
+        let _ = self.queue.try_send(Entry::Ended(session.to_string()));
+    }
+
+    /// Waits (up to `FLUSH_WAIT`) until every event queued so far is in the store.
+    pub(super) async fn flush(&self) {
+        let (done, written) = oneshot::channel();
+        let queue = self.queue.clone();
+        // The queue may be full: the blocking send waits for room off the runtime.
+        let queued = tokio::task::spawn_blocking(move || queue.send(Entry::Flush(done)));
+        let _ = tokio::time::timeout(FLUSH_WAIT, async {
+            let _ = queued.await;
+            let _ = written.await;
+        })
+        .await;
+    }
+
+    /// The sequence number of `session`'s last journaled event (0 when none), everything
+    /// queued before counted.
+    pub(super) async fn last_seq(&self, session: &str) -> Result<u64, StoreError> {
+        self.flush().await;
+        let session = session.to_string();
+        self.store
+            .call(move |db| db.last_session_event(&session))
+            .await
+    }
+
+    /// `session`'s journaled events after `after` through `through`, everything queued before
+    /// counted; an event whose JSON no longer reads as an event is left out (the caller sees
+    /// the gap).
+    pub(super) async fn events(
+        &self,
+        session: &str,
+        after: u64,
+        through: u64,
+    ) -> Result<Vec<SessionEvent>, StoreError> {
+        self.flush().await;
+        let id = session.to_string();
+        let rows = self
+            .store
+            .call(move |db| db.session_events(&id, after, through))
+            .await?;
+        Ok(rows
+            .into_iter()
+            .filter_map(|(seq, json)| {
+                let event: Event = serde_json::from_str(&json).ok()?;
+                Some(SessionEvent {
+                    session: session.to_string(),
+                    seq,
+                    event,
+                })
+            })
+            .collect())
+    }
+}
+
+struct Writer {
+    store: Store,
+    keep: u64,
+}
+
+impl Writer {
+    fn run(self, entries: &mpsc::Receiver<Entry>) {
+        while let Ok(first) = entries.recv() {
+            let deadline = Instant::now() + BATCH_WAIT;
+            let mut rows = Vec::new();
+            let mut ended = Vec::new();
+            let mut flushes = Vec::new();
+            let mut next = Some(first);
+            while let Some(entry) = next.take() {
+                match entry {
+                    Entry::Event(event) => rows.push(row(*event)),
+                    Entry::Ended(session) => ended.push(session),
+                    Entry::Flush(done) => flushes.push(done),
+                }
+                if rows.len() >= BATCH_EVENTS || !flushes.is_empty() {
+                    break;
+                }
+                let wait = deadline.saturating_duration_since(Instant::now());
+                // Timed out (the batch is due) or every handle is gone (write what there is).
+                next = entries.recv_timeout(wait).ok();
+            }
+            self.write(rows, ended);
+            for done in flushes {
+                let _ = done.send(());
+            }
+        }
+    }
+
+    /// Writes one batch. A failed batch is lost to the journal only (the sessions' histories
+    /// are written separately); a replay that needs it is refused as a gap.
+    fn write(&self, rows: Vec<Option<JournalRow>>, ended: Vec<String>) {
+        let rows: Vec<JournalRow> = rows.into_iter().flatten().collect();
+        if rows.is_empty() && ended.is_empty() {
+            return;
+        }
+        let prune = self.to_prune(&rows);
+        let _ = self.store.call_blocking(move |db| {
+            db.append_session_events(&rows, &prune)?;
+            db.forget_unstored_session_events(&ended)
+        });
+    }
+
+    /// The sessions whose numbering passed a multiple of `PRUNE_EVERY` in `rows`, with the
+    /// last sequence number of theirs to drop.
+    fn to_prune(&self, rows: &[JournalRow]) -> Vec<(String, u64)> {
+        let mut spans: HashMap<&str, (u64, u64)> = HashMap::new();
+        for row in rows {
+            let span = spans.entry(&row.session).or_insert((row.seq, row.seq));
+            span.0 = span.0.min(row.seq);
+            span.1 = span.1.max(row.seq);
+        }
+        spans
+            .into_iter()
+            .filter(|(_, (low, high))| high / PRUNE_EVERY > low.saturating_sub(1) / PRUNE_EVERY)
+            .filter(|(_, (_, high))| *high > self.keep)
+            .map(|(session, (_, high))| (session.to_string(), high - self.keep))
+            .collect()
+    }
+}
+
+fn row(event: SessionEvent) -> Option<JournalRow> {
+    let json = serde_json::to_string(&event.event).ok()?;
+    Some(JournalRow {
+        session: event.session,
+        seq: event.seq,
+        event: json,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    type TestResult = Result<(), Box<dyn std::error::Error>>;
+
+    fn event(session: &str, seq: u64) -> SessionEvent {
+        SessionEvent {
+            session: session.into(),
+            seq,
+            event: Event::TextDelta {
+                text: format!("t{seq}"),
+            },
+        }
+    }
+
+    #[tokio::test]
+    async fn a_flush_makes_every_queued_event_readable_and_retention_keeps_the_latest() -> TestResult
+    {
+        let store = Store::open_in_memory()?;
+        let journal = Journal::spawn(store, 1_500)?;
+        for seq in 1..=3_200 {
+            journal.record(&event("a", seq));
+        }
+        journal.record(&event("b", 1));
+        assert_eq!(journal.last_seq("a").await?, 3_200);
+        assert_eq!(journal.last_seq("b").await?, 1);
+        // Pruned in the batch that passed 3,000 (batches hold up to 500 events): the latest
+        // 1,500 events or a few more are kept, whole and in order.
+        let kept = journal.events("a", 0, u64::MAX).await?;
+        let first = kept.first().map_or(0, |e| e.seq);
+        assert!((1_501..=1_701).contains(&first), "first kept {first}");
+        let seqs: Vec<u64> = kept.iter().map(|e| e.seq).collect();
+        assert_eq!(seqs, (first..=3_200).collect::<Vec<_>>());
+        assert_eq!(kept.last(), Some(&event("a", 3_200)));
+        assert_eq!(journal.events("b", 0, u64::MAX).await?, vec![event("b", 1)]);
+        // Neither session was stored (no message): once ended, their events go.
+        journal.ended("b");
+        assert_eq!(journal.last_seq("b").await?, 0);
+        assert_eq!(journal.last_seq("a").await?, 3_200);
+        assert_eq!(journal.events("a", 3_100, 3_102).await?.len(), 2);
+        Ok(())
+    }
+}
