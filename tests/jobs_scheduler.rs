@@ -15,7 +15,7 @@ use futures_util::future::BoxFuture;
 use jobs_support::SharedBuffer;
 use mnemo::jobs::book::JobBook;
 use mnemo::jobs::cron::CronLine;
-use mnemo::jobs::delivery::{Channel, Log};
+use mnemo::jobs::delivery::{Channel, Channels, Deliver, DeliveryError, Log, Report};
 use mnemo::jobs::job::{Job, Record, RunOutcome, Source};
 use mnemo::jobs::plan::{Rule, Timing};
 use mnemo::jobs::scheduler::{Clock, JobRunner, Scheduler, SchedulerHandle};
@@ -438,4 +438,85 @@ async fn shutdown_interrupts_runs_in_progress_and_records_them() {
         [("heartbeat long".to_string(), "interrupted".to_string())]
     );
     assert!(log.contains("heartbeat long: interrupted"), "{log}");
+}
+
+/// A channel that keeps what it was given.
+#[derive(Default)]
+struct Recorded(Mutex<Vec<(Option<i64>, String)>>);
+
+impl Deliver for Recorded {
+    fn deliver<'a>(
+        &'a self,
+        to: Option<i64>,
+        report: &'a Report,
+    ) -> BoxFuture<'a, Result<(), DeliveryError>> {
+        let mut got = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        got.push((to, format!("{}: {}", report.job, report.text)));
+        Box::pin(async { Ok(()) })
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_report_goes_to_the_telegram_chats_its_job_names_and_a_missing_channel_is_logged()
+-> Result<(), String> {
+    let clock = Clock::following_tokio(base());
+    let mut runner = Runner::new(clock, MINUTE);
+    for name in ["all", "ada", "log"] {
+        runner
+            .replies
+            .insert(format!("heartbeat:{name}"), format!("news for {name}"));
+    }
+    let mut all = every("all", 60);
+    all.deliver = vec![Channel::Log, Channel::parse("telegram")?];
+    let mut ada = every("ada", 60);
+    ada.deliver = vec![Channel::parse("telegram:42")?];
+    let book = Book::with([
+        (all, Record::default()),
+        (ada, Record::default()),
+        (every("log", 60), Record::default()),
+    ]);
+    let telegram = Arc::new(Recorded::default());
+    let log = SharedBuffer::default();
+    let reports = Arc::new(Log::new(log.clone()));
+    let scheduler = Scheduler::new(runner.clone(), book.clone(), reports.clone())
+        .with_channels(Channels::new(reports).with_telegram(telegram.clone()))
+        .with_clock(clock);
+    let cancel = CancellationToken::new();
+    let task = tokio::spawn(scheduler.run(cancel.clone()));
+    wait(5).await;
+    cancel.cancel();
+    let _ = task.await;
+    let mut got = telegram
+        .0
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .clone();
+    got.sort();
+    assert_eq!(
+        got,
+        [
+            (None, "heartbeat all: news for all".to_string()),
+            (Some(42), "heartbeat ada: news for ada".to_string())
+        ],
+        "only the jobs naming Telegram went there"
+    );
+    let text = log.text();
+    assert!(
+        text.contains("── heartbeat log"),
+        "the log gets every report: {text}"
+    );
+
+    // Without the channel running, the report still reaches the log and the failure is said.
+    let mut named = every("ada", 60);
+    named.deliver = vec![Channel::parse("telegram")?];
+    let failing = Book::with([(named, Record::default())]);
+    let running = start(&runner, &failing, Duration::from_secs(86_400));
+    wait(5).await;
+    let text = running.stop().await;
+    assert!(text.contains("── heartbeat ada"), "{text}");
+    assert!(
+        text.contains("cannot deliver to telegram: the Telegram channel is not running"),
+        "{text}"
+    );
+    Ok(())
 }

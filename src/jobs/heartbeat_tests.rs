@@ -7,7 +7,7 @@ name: inbox
 every: 30m
 active_hours: 09:00-18:00
 timezone: Europe/Berlin
-deliver: [log]
+deliver: [log, telegram]
 ---
 - [ ] anything new in ./inbox?
 ";
@@ -42,7 +42,10 @@ fn a_heartbeat_file_gives_its_timing_workspace_channels_and_checklist() -> TestR
     assert_eq!(beat.name, "inbox");
     assert!(beat.enabled);
     assert_eq!(beat.workspace, fx.workspace);
-    assert_eq!(beat.deliver, [Channel::Log]);
+    assert_eq!(
+        beat.deliver,
+        [Channel::Log, Channel::Telegram { chat: None }]
+    );
     assert_eq!(beat.checklist, "- [ ] anything new in ./inbox?");
     assert_eq!(beat.timing.zone, Zone::parse("Europe/Berlin")?);
     assert!(beat.timing.hours.is_some());

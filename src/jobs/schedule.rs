@@ -164,4 +164,25 @@ mod tests {
         assert!(stored_when(iso, true, now).is_err_and(|e| e.contains("happens once")));
         Ok(())
     }
+
+    #[test]
+    fn a_schedule_reports_to_the_log_and_the_channels_it_names() -> Result<(), String> {
+        let row = |deliver: &[&str]| ScheduleRow {
+            id: 3,
+            created_at: 0,
+            session_id: None,
+            workspace: "/w".into(),
+            when: StoredWhen::Cron("0 9 * * *".into()),
+            prompt: "check the deploy".into(),
+            deliver: deliver.iter().map(|d| d.to_string()).collect(),
+        };
+        assert_eq!(job(&row(&[]))?.deliver, [Channel::Log]);
+        assert_eq!(
+            job(&row(&["telegram:42"]))?.deliver,
+            [Channel::Log, Channel::Telegram { chat: Some(42) }]
+        );
+        let pigeon = job(&row(&["pigeon"])).map(|j| j.deliver);
+        assert!(pigeon.is_err_and(|e| e.contains("unknown delivery channel `pigeon`")));
+        Ok(())
+    }
 }
