@@ -594,3 +594,28 @@ async fn reports_go_to_every_paired_chat_or_the_one_named() -> TestResult {
     assert!(unpaired.is_err_and(|e| e.to_string().contains("not paired")));
     running.stop().await
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reply_telegram_cannot_parse_goes_out_as_plain_text() -> TestResult {
+    let server = BotServer::start(TOKEN).await?;
+    let script = json!({"turns": [{"when": "quote", "chunks": ["> **quoted** `code` & more"]}]});
+    let setup = Setup::new(&server, script, "", "")?;
+    let running = setup.start()?;
+    paired(&server, &setup, ADA).await?;
+    server.fail_next(
+        "sendMessage",
+        400,
+        "Bad Request: can't parse entities: unsupported start tag \"pre\"",
+        None,
+    );
+    server.send_text(ADA, "quote me");
+    let reply = shown(&server, ADA, "quoted code & more").await?;
+    assert_eq!(reply.parse_mode, None, "sent again without formatting");
+    let refused = server
+        .calls_of("sendMessage")
+        .into_iter()
+        .filter(|c| c.status == Some(400))
+        .count();
+    assert_eq!(refused, 1);
+    running.stop().await
+}
