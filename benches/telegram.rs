@@ -61,7 +61,7 @@ async fn latency() -> BenchResult {
     let loaded = Arc::new(mnemo::launch::load_config_from(&dirs, dir.path(), &cli)?);
     let host = SessionHost::new();
     let cancel = CancellationToken::new();
-    let ctx = mnemo::telegram::Ctx::with_token(
+    let ctx = mnemo::channels::telegram::Ctx::with_token(
         loaded.clone(),
         host.clone(),
         cli,
@@ -69,7 +69,7 @@ async fn latency() -> BenchResult {
         cancel.clone(),
         TOKEN,
     )?;
-    tokio::spawn(mnemo::telegram::run(Arc::new(ctx)));
+    tokio::spawn(mnemo::channels::telegram::run(Arc::new(ctx)));
     pair(&server, &loaded, &[1]).await?;
 
     server.send_text(1, "warm up");

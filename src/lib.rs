@@ -3,6 +3,7 @@
 
 pub mod agent;
 pub mod capabilities;
+pub mod channels;
 pub mod commands;
 pub mod config;
 pub mod crash;
@@ -19,6 +20,5 @@ pub mod sandbox;
 pub mod serve;
 pub mod signals;
 pub mod skills;
-pub mod telegram;
 pub mod tools;
 pub mod tui;

@@ -103,7 +103,7 @@ impl Setup {
         let host = SessionHost::new();
         let cancel = CancellationToken::new();
         let log = SharedLog::default();
-        let ctx = mnemo::telegram::Ctx::with_token(
+        let ctx = mnemo::channels::telegram::Ctx::with_token(
             loaded.clone(),
             host.clone(),
             self.cli.clone(),
@@ -111,7 +111,7 @@ impl Setup {
             cancel.clone(),
             TOKEN,
         )?;
-        let task = tokio::spawn(mnemo::telegram::run(Arc::new(ctx)));
+        let task = tokio::spawn(mnemo::channels::telegram::run(Arc::new(ctx)));
         Ok(Running {
             loaded,
             host,
@@ -558,8 +558,8 @@ async fn reports_go_to_every_paired_chat_or_the_one_named() -> TestResult {
     paired(&server, &setup, ADA).await?;
     paired(&server, &setup, 77).await?;
     let loaded = setup.loaded()?;
-    let out = mnemo::telegram::deliver::TelegramDelivery::new(
-        mnemo::telegram::api::BotApi::new(&server.base_url(), TOKEN),
+    let out = mnemo::channels::telegram::deliver::TelegramDelivery::new(
+        mnemo::channels::telegram::api::BotApi::new(&server.base_url(), TOKEN),
         loaded.store()?,
     );
     let channels =

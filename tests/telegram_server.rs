@@ -5,7 +5,7 @@ mod telegram_support;
 
 use std::time::{Duration, Instant};
 
-use mnemo::telegram::format::{MESSAGE_LIMIT, render};
+use mnemo::channels::telegram::format::{MESSAGE_LIMIT, render};
 use serde_json::{Value, json};
 use telegram_support::BotServer;
 

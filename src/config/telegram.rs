@@ -1,5 +1,5 @@
 //! `[telegram]`: the channel `mnemo serve` runs so a person can talk to mnemo from a phone
-//! (`src/telegram/`). An untrusted workspace file cannot set it: `base_url` decides where the
+//! (`src/channels/telegram/`). An untrusted workspace file cannot set it: `base_url` decides where the
 //! bot token goes.
 
 use std::path::PathBuf;

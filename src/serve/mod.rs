@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
+use crate::channels::telegram::deliver::TelegramDelivery;
 use crate::host::SessionHost;
 use crate::jobs::book::StoreBook;
 use crate::jobs::delivery::Channels;
@@ -19,7 +20,6 @@ use crate::jobs::runner::HeadlessRunner;
 use crate::jobs::scheduler::Scheduler;
 use crate::launch::{LaunchError, Loaded};
 use crate::signals::Stop;
-use crate::telegram::deliver::TelegramDelivery;
 use lock::{LockError, ServeLock};
 use log::ServeLog;
 use tokio::signal::unix::{Signal, SignalKind, signal};
@@ -112,7 +112,7 @@ pub async fn serve(loaded: Loaded, options: ServeOptions) -> Result<Stop, ServeE
     let backfill = tokio::spawn(backfill(daemon.clone()));
     let jobs = tokio::spawn(scheduler.run(daemon.cancel.clone()));
     let night = tokio::spawn(nightly::run(daemon.clone(), options.cli.clone()));
-    let phone = telegram.map(|ctx| tokio::spawn(crate::telegram::run(Arc::new(ctx))));
+    let phone = telegram.map(|ctx| tokio::spawn(crate::channels::telegram::run(Arc::new(ctx))));
     let stop = loop {
         match signals.recv().await {
             Wake::Stop(stop) => break stop,
@@ -164,11 +164,11 @@ fn telegram(
     daemon: &Daemon,
     cli: &crate::config::CliOverrides,
     log: Arc<crate::jobs::delivery::Log>,
-) -> Option<crate::telegram::Ctx> {
+) -> Option<crate::channels::telegram::Ctx> {
     if !daemon.loaded.config.telegram.enabled {
         return None;
     }
-    let ctx = crate::telegram::Ctx::new(
+    let ctx = crate::channels::telegram::Ctx::new(
         daemon.loaded.clone(),
         daemon.host.clone(),
         cli.clone(),
