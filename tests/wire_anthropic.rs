@@ -334,19 +334,25 @@ fn tool_loop_request() -> ModelRequest {
                 ],
             },
             Message::user_text("Only touch the tests, please."),
-        ].into_iter().map(std::sync::Arc::new).collect(),
+        ]
+        .into_iter()
+        .map(std::sync::Arc::new)
+        .collect(),
         tools: vec![
             ToolSpec {
                 name: "shell".into(),
                 description: "Runs a shell command.".into(),
-                input_schema: json!({"type": "object", "properties": {"command": {"type": "string"}}}),
+                input_schema:
+                    json!({"type": "object", "properties": {"command": {"type": "string"}}}).into(),
             },
             ToolSpec {
                 name: "read_file".into(),
                 description: "Reads a file.".into(),
-                input_schema: json!({"type": "object", "properties": {"path": {"type": "string"}}}),
+                input_schema: json!({"type": "object", "properties": {"path": {"type": "string"}}})
+                    .into(),
             },
-        ].into(),
+        ]
+        .into(),
         static_tools: usize::MAX,
         max_output_tokens: 8192,
     }

@@ -358,7 +358,8 @@ fn tool_loop_request() -> ModelRequest {
         tools: vec![ToolSpec {
             name: "shell".into(),
             description: "Runs a shell command.".into(),
-            input_schema: json!({"type": "object", "properties": {"command": {"type": "string"}}}),
+            input_schema: json!({"type": "object", "properties": {"command": {"type": "string"}}})
+                .into(),
         }]
         .into(),
         static_tools: usize::MAX,

@@ -124,7 +124,8 @@ async fn drive(
                 Some(Op::Interrupt) => runs.cancel_all(),
                 // Nothing waits between turns: a queued message has already started.
                 Some(Op::Withdraw { .. }) => {}
-                Some(Op::Compact) => session.compact_now().await,
+                // Boxed like a turn below: compaction calls the model.
+                Some(Op::Compact) => Box::pin(session.compact_now()).await,
                 Some(Op::Approval { id, decision }) => control.answer(&id, decision),
                 Some(Op::SetApprovalMode { mode }) => control.set_mode(mode).await,
                 Some(Op::ListMcpServers) => {
@@ -136,8 +137,10 @@ async fn drive(
             continue;
         };
         let cancel = CancellationToken::new();
-        let turn = session.run_turn(text, kind, cancel.clone(), mailbox.inbox.clone());
-        tokio::pin!(turn);
+        // Boxed: a turn's state (model stream, tool calls) is large, and an idle session's
+        // task should not hold room for it (a daemon holds many idle sessions).
+        let mut turn =
+            Box::pin(session.run_turn(text, kind, cancel.clone(), mailbox.inbox.clone()));
         let mut shutting_down = false;
         loop {
             tokio::select! {

@@ -57,8 +57,8 @@ impl CapSpec {
     pub fn new(name: &str, version: u32, description: &str, input_schema: Value) -> Self {
         let tool = ToolSpec {
             name: tool_name(name),
-            description: format!("[capability] {description}"),
-            input_schema,
+            description: format!("[capability] {description}").into(),
+            input_schema: input_schema.into(),
         };
         let tokens =
             crate::llm::tokens::estimate_text(&serde_json::to_string(&tool).unwrap_or_default());

@@ -9,8 +9,8 @@ fn statics() -> Vec<ToolSpec> {
         .iter()
         .map(|name| ToolSpec {
             name: name.to_string(),
-            description: format!("{name} does things"),
-            input_schema: json!({"type": "object", "properties": {}}),
+            description: format!("{name} does things").into(),
+            input_schema: json!({"type": "object", "properties": {}}).into(),
         })
         .collect()
 }

@@ -1,6 +1,9 @@
 //! The canonical conversation model. Every provider maps its wire format to and from these
 //! types, so the agent, the store and the front ends never see a provider's JSON.
 
+use std::borrow::Cow;
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -101,12 +104,13 @@ pub enum StopReason {
     Other(String),
 }
 
-/// A tool as the model sees it.
+/// A tool as the model sees it. Cheap to clone: a built-in tool's description is static and
+/// its schema shared by every registry (a daemon holds many sessions, each with its tools).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ToolSpec {
     pub name: String,
-    pub description: String,
-    pub input_schema: Value,
+    pub description: Cow<'static, str>,
+    pub input_schema: Arc<Value>,
 }
 
 /// Everything a provider needs for one model call.

@@ -19,9 +19,11 @@ pub mod skills;
 pub mod truncate;
 pub mod turn_report;
 
+use std::any::TypeId;
+use std::collections::HashMap;
 use std::future::Future;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
@@ -31,6 +33,7 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use crate::llm::ToolSpec;
 use crate::protocol::{ApprovalAction, Event};
 use crate::sandbox::approval::Action;
 use crate::sandbox::path_guard;
@@ -153,6 +156,14 @@ pub trait Tool: Send + Sync {
     fn name(&self) -> &str;
     fn description(&self) -> &str;
     fn input_schema(&self) -> Value;
+    /// The tool as the model is shown it.
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: self.name().to_string(),
+            description: self.description().to_string().into(),
+            input_schema: Arc::new(self.input_schema()),
+        }
+    }
     /// Whether the tool changes anything outside the conversation.
     fn mutates(&self) -> bool;
     /// What approval the call with `input` needs, if any (invalid input needs none: it fails).
@@ -172,7 +183,7 @@ pub trait Tool: Send + Sync {
 
 /// The way to write a tool: typed arguments, typed run.
 pub trait TypedTool: Send + Sync + 'static {
-    type Args: DeserializeOwned + JsonSchema + Send;
+    type Args: DeserializeOwned + JsonSchema + Send + 'static;
     const NAME: &'static str;
     const DESCRIPTION: &'static str;
     const MUTATES: bool;
@@ -215,6 +226,16 @@ impl<T: TypedTool> Tool for T {
 
     fn input_schema(&self) -> Value {
         schema_of::<T::Args>()
+    }
+
+    // Every session has its own registry: their specs share the static description and one
+    // schema per argument type instead of copying them (some 100 KB a session otherwise).
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: T::NAME.to_string(),
+            description: T::DESCRIPTION.into(),
+            input_schema: shared_schema_of::<T::Args>(),
+        }
     }
 
     fn mutates(&self) -> bool {
@@ -264,6 +285,19 @@ pub(crate) fn schema_of<A: JsonSchema>() -> Value {
             .or_insert_with(|| Value::Object(Default::default()));
     }
     schema
+}
+
+/// [`schema_of`] generated once per type and shared.
+fn shared_schema_of<A: JsonSchema + 'static>() -> Arc<Value> {
+    static SCHEMAS: OnceLock<Mutex<HashMap<TypeId, Arc<Value>>>> = OnceLock::new();
+    let mut schemas = SCHEMAS
+        .get_or_init(Mutex::default)
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    schemas
+        .entry(TypeId::of::<A>())
+        .or_insert_with(|| Arc::new(schema_of::<A>()))
+        .clone()
 }
 
 /// Decodes a call's arguments, with a message the model can act on when they do not fit.

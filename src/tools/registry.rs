@@ -22,11 +22,7 @@ impl ToolRegistry {
 
     /// Adds `tool`, replacing one of the same name.
     pub fn register(&mut self, tool: impl Tool + 'static) {
-        let spec = ToolSpec {
-            name: tool.name().to_string(),
-            description: tool.description().to_string(),
-            input_schema: tool.input_schema(),
-        };
+        let spec = tool.spec();
         let name = spec.name.clone();
         self.tools.retain(|t| t.name() != name);
         self.tools.push(Arc::new(tool));

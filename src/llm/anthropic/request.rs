@@ -267,12 +267,12 @@ mod tests {
                 ToolSpec {
                     name: "read_file".into(),
                     description: "Reads a file".into(),
-                    input_schema: json!({"type": "object"}),
+                    input_schema: json!({"type": "object"}).into(),
                 },
                 ToolSpec {
                     name: "shell".into(),
                     description: "Runs a command".into(),
-                    input_schema: json!({"type": "object"}),
+                    input_schema: json!({"type": "object"}).into(),
                 },
             ]
             .into(),

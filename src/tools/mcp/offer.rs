@@ -133,8 +133,8 @@ fn by_server(tools: &[McpTool]) -> Vec<(&str, Vec<&McpTool>)> {
 fn spec(tool: &McpTool) -> ToolSpec {
     ToolSpec {
         name: tool.name.clone(),
-        description: clip(&tool.description, MAX_DESCRIPTION_CHARS),
-        input_schema: tool.input_schema.clone(),
+        description: clip(&tool.description, MAX_DESCRIPTION_CHARS).into(),
+        input_schema: tool.input_schema.clone().into(),
     }
 }
 

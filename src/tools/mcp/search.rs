@@ -29,7 +29,8 @@ pub(super) fn spec(deferred: &[(String, usize)]) -> ToolSpec {
              you need in a few words; the tools found join your tool list from your next \
              step.",
             servers.join(", ")
-        ),
+        )
+        .into(),
         input_schema: json!({
             "type": "object",
             "properties": {
@@ -40,7 +41,8 @@ pub(super) fn spec(deferred: &[(String, usize)]) -> ToolSpec {
             },
             "required": ["query"],
             "additionalProperties": false
-        }),
+        })
+        .into(),
     }
 }
 
