@@ -5,6 +5,8 @@
 //! 2. 1,000 idle sessions held by one `mnemo serve`: its resident memory.
 //!    Prints figures with their targets.
 
+mod support;
+
 use std::collections::HashMap;
 use std::error::Error;
 use std::sync::{Arc, Mutex};
@@ -16,6 +18,7 @@ use mnemo::gateway::{self, GatewayOptions, Listen};
 use mnemo::host::{Delivery, SessionHost};
 use mnemo::protocol::{Event, Op};
 use serde_json::json;
+use support::{percentile, rss_mib};
 use tokio_util::sync::CancellationToken;
 
 type BenchResult<T = ()> = Result<T, Box<dyn Error>>;
@@ -25,11 +28,6 @@ const CHUNKS: usize = 50;
 const IDLE_SESSIONS: usize = 1000;
 
 type Seen = Arc<Mutex<HashMap<(String, u64), Instant>>>;
-
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    let index = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted.get(index).copied().unwrap_or_default()
-}
 
 async fn latency() -> BenchResult {
     let dir = tempfile::tempdir()?;
@@ -127,17 +125,6 @@ async fn latency() -> BenchResult {
     );
     cancel.cancel();
     Ok(())
-}
-
-fn rss_mib(pid: u32) -> BenchResult<f64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
-    let kib: f64 = status
-        .lines()
-        .find(|l| l.starts_with("VmRSS:"))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .ok_or("no VmRSS")?
-        .parse()?;
-    Ok(kib / 1024.0)
 }
 
 async fn idle_sessions() -> BenchResult {

@@ -6,6 +6,8 @@
 //!    talked (each then holds a live session; the sessions' share is measured apart).
 //!    Prints figures with their targets.
 
+mod support;
+
 #[path = "../tests/telegram_support/mod.rs"]
 mod telegram_support;
 
@@ -18,6 +20,7 @@ use mnemo::host::{Delivery, SessionHost};
 use mnemo::jobs::delivery::Log;
 use mnemo::protocol::Event;
 use serde_json::json;
+use support::{percentile, rss_mib};
 use telegram_support::BotServer;
 use tokio_util::sync::CancellationToken;
 
@@ -27,11 +30,6 @@ const TOKEN: &str = "123456:bench-token";
 const MESSAGES: usize = 200;
 const CHATS: i64 = 100;
 const WAIT: Duration = Duration::from_secs(30);
-
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    let index = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted.get(index).copied().unwrap_or_default()
-}
 
 fn config(server: &BotServer) -> String {
     format!(
@@ -161,17 +159,6 @@ async fn pair(server: &BotServer, loaded: &mnemo::launch::Loaded, chats: &[i64])
         }
     }
     Ok(())
-}
-
-fn rss_mib(pid: u32) -> BenchResult<f64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
-    let kib: f64 = status
-        .lines()
-        .find(|l| l.starts_with("VmRSS:"))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .ok_or("no VmRSS")?
-        .parse()?;
-    Ok(kib / 1024.0)
 }
 
 /// A `mnemo serve` on `dir`, with or without the channel; its resident memory once settled.

@@ -3,12 +3,13 @@
 //! in place, long replies, approvals with buttons, /stop and injected messages, a restart
 //! between two updates, a 429 and a revoked token.
 
+mod jobs_support;
 mod telegram_support;
 
-use std::io::Write;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
+use jobs_support::SharedBuffer;
 use mnemo::config::{CliOverrides, Dirs};
 use mnemo::host::SessionHost;
 use mnemo::jobs::delivery::Log;
@@ -24,29 +25,6 @@ type AnyResult<T> = Result<T, Box<dyn std::error::Error>>;
 const TOKEN: &str = "123456:test-token";
 const ADA: i64 = 4242;
 const WAIT: Duration = Duration::from_secs(20);
-
-/// The daemon's log, readable by the test.
-#[derive(Clone, Default)]
-struct SharedLog(Arc<Mutex<Vec<u8>>>);
-
-impl Write for SharedLog {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        let mut log = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        log.extend_from_slice(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl SharedLog {
-    fn text(&self) -> String {
-        let log = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        String::from_utf8_lossy(&log).into_owned()
-    }
-}
 
 /// A data directory, config and script that outlive channel restarts.
 struct Setup {
@@ -102,7 +80,7 @@ impl Setup {
         let loaded = Arc::new(self.loaded()?);
         let host = SessionHost::new();
         let cancel = CancellationToken::new();
-        let log = SharedLog::default();
+        let log = SharedBuffer::default();
         let ctx = mnemo::channels::telegram::Ctx::with_token(
             loaded.clone(),
             host.clone(),
@@ -141,7 +119,7 @@ struct Running {
     loaded: Arc<Loaded>,
     host: SessionHost,
     cancel: CancellationToken,
-    log: SharedLog,
+    log: SharedBuffer,
     task: Option<JoinHandle<()>>,
 }
 
@@ -563,7 +541,7 @@ async fn reports_go_to_every_paired_chat_or_the_one_named() -> TestResult {
         loaded.store()?,
     );
     let channels =
-        Channels::new(Arc::new(Log::new(SharedLog::default()))).with_telegram(Arc::new(out));
+        Channels::new(Arc::new(Log::new(SharedBuffer::default()))).with_telegram(Arc::new(out));
     let report = |text: &str| Report {
         job: "heartbeat inbox".into(),
         session_id: "s1".into(),
