@@ -2,24 +2,24 @@
 //! messages, tool calls as short lines, and approval questions with buttons. A task per chat
 //! that talked recently; an idle one ends (its session stops, resumed on the next message).
 
+mod approvals;
+mod commands;
+
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::json;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use super::Ctx;
 use super::api::ApiError;
-use super::format::{self, Chunk, MESSAGE_LIMIT};
+use super::format::{self, MESSAGE_LIMIT};
 use super::questions::Questions;
 use super::reply::{Change, Reply};
-use super::text::{
-    approval_question, decision_label, escape_html, escape_markdown, plain_of, short_id, tool_line,
-};
+use super::text::{approval_question, escape_markdown, tool_line};
 use crate::host::Attachment;
 use crate::launch::SessionChoice;
-use crate::protocol::{ApprovalDecision, Event, Op, TurnStatus};
+use crate::protocol::{Event, Op, TurnStatus};
 
 /// A chat with nothing going on for this long lets its session go.
 const IDLE: Duration = Duration::from_secs(30 * 60);
@@ -122,32 +122,6 @@ impl Chat {
         }
     }
 
-    async fn command(&mut self, line: &str) {
-        let (name, argument) = line.split_once(' ').unwrap_or((line, ""));
-        // `/stop@my_bot` in a group names the bot.
-        let name = name.split('@').next().unwrap_or(name);
-        match name {
-            "start" | "help" => self.say(HELP).await,
-            "stop" => match (&self.attachment, self.busy) {
-                (Some(attached), true) => {
-                    let _ = attached.ops.send(Op::Interrupt).await;
-                }
-                _ => self.say("Nothing is running.").await,
-            },
-            "new" => {
-                self.leave().await;
-                self.session = None;
-                match self.attach().await {
-                    Ok(id) => self.say(&format!("New session `{}`.", short_id(&id))).await,
-                    Err(err) => self.say(&err).await,
-                }
-            }
-            "sessions" => self.list_sessions().await,
-            "resume" => self.resume(argument.trim()).await,
-            _ => self.say("Unknown command. /help lists them.").await,
-        }
-    }
-
     async fn tell_agent(&mut self, text: String) {
         if let Err(err) = self.attach().await {
             return self.say(&err).await;
@@ -207,113 +181,6 @@ impl Chat {
         self.questions.clear();
     }
 
-    async fn list_sessions(&mut self) {
-        let chat = self.id;
-        let listed = self
-            .ctx
-            .store
-            .call(move |db| {
-                let mut rows = Vec::new();
-                for (id, _) in db.chat_sessions(chat)?.into_iter().take(10) {
-                    if let Ok(row) = db.session(&id) {
-                        rows.push(row);
-                    }
-                }
-                Ok(rows)
-            })
-            .await;
-        let rows = match listed {
-            Ok(rows) => rows,
-            Err(err) => return self.say(&format!("Cannot read the sessions: {err}")).await,
-        };
-        if rows.is_empty() {
-            return self
-                .say("No sessions yet: send a message to start one.")
-                .await;
-        }
-        let mut text = String::from("Sessions of this chat (newest first):\n\n");
-        for row in rows {
-            let current = match self.session.as_deref() == Some(row.id.as_str()) {
-                true => " ← current",
-                false => "",
-            };
-            let when = chrono::DateTime::from_timestamp_millis(row.updated_at)
-                .map(|t| {
-                    t.with_timezone(&chrono::Local)
-                        .format("%b %d %H:%M")
-                        .to_string()
-                })
-                .unwrap_or_default();
-            text.push_str(&format!(
-                "- `{}` {} · {}{current}\n",
-                short_id(&row.id),
-                when,
-                escape_markdown(&row.title)
-            ));
-        }
-        text.push_str("\n/resume ID switches to one.");
-        self.say(&text).await;
-    }
-
-    async fn resume(&mut self, wanted: &str) {
-        if wanted.is_empty() {
-            return self
-                .say("Which one? /sessions lists them: /resume ID")
-                .await;
-        }
-        let wanted_id = wanted.to_string();
-        let found = self.ctx.store.call(move |db| db.session(&wanted_id)).await;
-        let row = match found {
-            Ok(row) => row,
-            Err(_) => {
-                let text = format!("No session `{}`. /sessions lists them.", wanted);
-                return self.say(&text).await;
-            }
-        };
-        if self.session.as_deref() == Some(row.id.as_str()) && self.attachment.is_some() {
-            return self.say("That is the current session.").await;
-        }
-        self.leave().await;
-        self.session = Some(row.id.clone());
-        match self.attach().await {
-            Ok(id) => {
-                let text = format!(
-                    "Resumed session `{}`: {}",
-                    short_id(&id),
-                    escape_markdown(&row.title)
-                );
-                self.say(&text).await;
-            }
-            Err(err) => self.say(&err).await,
-        }
-    }
-
-    async fn button(&mut self, query: &str, data: &str) {
-        let parsed = data.split_once(':').and_then(|(choice, key)| {
-            let decision = match choice {
-                "o" => ApprovalDecision::AllowOnce,
-                "s" => ApprovalDecision::AllowSession,
-                "d" => ApprovalDecision::Deny,
-                _ => return None,
-            };
-            Some((decision, key.parse::<u64>().ok()?))
-        });
-        let open = parsed.and_then(|(decision, key)| {
-            Some((decision, self.questions.answerable(key)?.to_string()))
-        });
-        let notice = match (open, &self.attachment) {
-            (Some((decision, id)), Some(attached)) => {
-                let _ = attached.ops.send(Op::Approval { id, decision }).await;
-                decision_label(decision)
-            }
-            _ => "This question is closed.",
-        };
-        if let Err(err) = self.ctx.api.answer_callback(query, notice).await {
-            self.ctx
-                .log(&format!("chat {}: answering a button: {err}", self.id));
-        }
-    }
-
     async fn event(&mut self, event: Event) {
         match event {
             Event::TurnStarted { .. } => {
@@ -361,76 +228,6 @@ impl Chat {
         }
         let last = self.replies.len() - 1;
         &mut self.replies[last]
-    }
-
-    async fn ask(&mut self, approval: String, html: String, session_grant: bool) {
-        let key = self.questions.next_key();
-        let mut row = vec![json!({"text": "Allow once", "callback_data": format!("o:{key}")})];
-        if session_grant {
-            row.push(
-                json!({"text": "Allow for this session", "callback_data": format!("s:{key}")}),
-            );
-        }
-        let buttons = json!({"inline_keyboard": [row, [{"text": "Deny", "callback_data": format!("d:{key}")}]]});
-        let chunk = Chunk {
-            html: html.clone(),
-            plain: plain_of(&html),
-        };
-        let (chunk, buttons) = (&chunk, &buttons);
-        match self
-            .call(|api, chat| async move { api.send(chat, chunk, Some(buttons)).await })
-            .await
-        {
-            Some(message) => {
-                let now = Instant::now();
-                self.questions.open(key, approval, message, html, now);
-            }
-            // A question nobody can see is not left waiting.
-            None => self.answer(approval, ApprovalDecision::Deny).await,
-        }
-    }
-
-    async fn answer(&self, approval: String, decision: ApprovalDecision) {
-        if let Some(attached) = &self.attachment {
-            let _ = attached
-                .ops
-                .send(Op::Approval {
-                    id: approval,
-                    decision,
-                })
-                .await;
-        }
-    }
-
-    async fn resolved(&mut self, approval: &str, decision: ApprovalDecision) {
-        let Some(question) = self.questions.resolve(approval) else {
-            return;
-        };
-        let outcome = match (question.timed_out, decision) {
-            (true, ApprovalDecision::Deny) => {
-                format!(
-                    "Denied: no answer within {}.",
-                    self.questions.timeout_text()
-                )
-            }
-            _ => decision_label(decision).to_string(),
-        };
-        let html = format!("{}\n\n<b>→ {}</b>", question.html, escape_html(&outcome));
-        let chunk = Chunk {
-            plain: plain_of(&html),
-            html,
-        };
-        let none = json!({"inline_keyboard": []});
-        let (message, chunk, none) = (question.message, &chunk, &none);
-        self.call(|api, chat| async move { api.edit(chat, message, chunk, Some(none)).await })
-            .await;
-    }
-
-    /// Denies every question whose time ran out.
-    async fn expire_questions(&mut self) {
-        for approval in self.questions.expire(Instant::now()) {
-            self.answer(approval, ApprovalDecision::Deny).await;
-        }
     }
 
     /// Sends and edits what the replies have due.
@@ -525,11 +322,3 @@ fn ending_line(status: TurnStatus, message: Option<&str>) -> Option<String> {
     };
     Some(format!("_{}_", escape_markdown(&line)))
 }
-
-const HELP: &str = "Talk to mnemo here as in its terminal. A message sent while it works joins \
-the running turn.\n\n\
-- /stop interrupts the running turn\n\
-- /new starts a new session\n\
-- /sessions lists this chat's sessions\n\
-- /resume ID continues one of them\n\n\
-Questions about tool calls come with buttons; one left unanswered is a denial.";
