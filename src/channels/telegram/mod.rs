@@ -170,11 +170,11 @@ pub async fn run(ctx: Arc<Ctx>) {
     ctx.log("polling for messages");
     let mut chats: HashMap<i64, mpsc::Sender<Input>> = HashMap::new();
     let mut backoff = Duration::ZERO;
-    let mut commands_set = false;
+    // The menu is a nicety: one try per start (a refused token shows in the poll below).
+    if let Err(err) = ctx.api.set_commands(COMMANDS).await {
+        ctx.log(&format!("cannot set the command menu: {err}"));
+    }
     loop {
-        if !commands_set {
-            commands_set = ctx.api.set_commands(COMMANDS).await.is_ok();
-        }
         let wait = ctx.config.poll_timeout();
         let polled = tokio::select! {
             polled = ctx.api.get_updates(offset, wait) => polled,
