@@ -18,7 +18,7 @@ use mnemo::gateway::{self, GatewayOptions, Listen};
 use mnemo::host::{Delivery, SessionHost};
 use mnemo::protocol::{Event, Op};
 use serde_json::json;
-use support::{percentile, rss_mib};
+use support::{Daemon, percentile};
 use tokio_util::sync::CancellationToken;
 
 type BenchResult<T = ()> = Result<T, Box<dyn Error>>;
@@ -129,32 +129,10 @@ async fn latency() -> BenchResult {
 
 async fn idle_sessions() -> BenchResult {
     let dir = tempfile::tempdir()?;
-    let script = dir.path().join("script.json");
-    std::fs::write(&script, json!({"turns": []}).to_string())?;
-    let data = dir.path().join("data");
-    let mut daemon = std::process::Command::new(env!("CARGO_BIN_EXE_mnemo"))
-        .args([
-            "--model",
-            &format!("scripted:{}", script.display()),
-            "serve",
-        ])
-        .current_dir(dir.path())
-        .env("MNEMO_CONFIG_DIR", dir.path().join("cfg"))
-        .env("MNEMO_DATA_DIR", &data)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()?;
-    let socket = data.join("gateway.sock");
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !socket.exists() {
-        if Instant::now() > deadline {
-            return Err("mnemo serve did not start".into());
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let daemon = Daemon::start(dir.path(), "", &json!({"turns": []}), &[]).await?;
+    let data = daemon.data.clone();
     let client = GatewayClient::connect(&data, Default::default()).await?;
-    let before = rss_mib(daemon.id())?;
+    let before = daemon.rss_mib()?;
     let started = Instant::now();
     let mut held = Vec::new();
     for _ in 0..IDLE_SESSIONS {
@@ -162,15 +140,12 @@ async fn idle_sessions() -> BenchResult {
     }
     let took = started.elapsed();
     tokio::time::sleep(Duration::from_secs(1)).await;
-    let after = rss_mib(daemon.id())?;
+    let after = daemon.rss_mib()?;
     println!(
         "mnemo serve holding {IDLE_SESSIONS} idle sessions: resident {after:.1} MiB (target < 200; {before:.1} MiB before), created in {:.1} s",
         took.as_secs_f64()
     );
-    // SAFETY: stops the daemon this bench started.
-    unsafe { libc::kill(daemon.id() as libc::pid_t, libc::SIGTERM) };
-    daemon.wait()?;
-    Ok(())
+    daemon.stop()
 }
 
 fn main() -> BenchResult {

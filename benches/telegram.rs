@@ -20,7 +20,7 @@ use mnemo::host::{Delivery, SessionHost};
 use mnemo::jobs::delivery::Log;
 use mnemo::protocol::Event;
 use serde_json::json;
-use support::{percentile, rss_mib};
+use support::{Daemon, percentile};
 use telegram_support::BotServer;
 use tokio_util::sync::CancellationToken;
 
@@ -161,62 +161,28 @@ async fn pair(server: &BotServer, loaded: &mnemo::launch::Loaded, chats: &[i64])
     Ok(())
 }
 
-/// A `mnemo serve` on `dir`, with or without the channel; its resident memory once settled.
-struct Daemon {
-    child: std::process::Child,
-    data: std::path::PathBuf,
+/// A `mnemo serve` on `dir` with `config`, given the bot token; its memory once settled.
+async fn daemon(dir: &std::path::Path, config: &str) -> BenchResult<Daemon> {
+    let turns: Vec<_> = (0..10).map(|_| json!({"text": "ok"})).collect();
+    let env = [("MNEMO_BENCH_BOT_TOKEN", TOKEN)];
+    Daemon::start(dir, config, &json!({ "turns": turns }), &env).await
 }
 
-impl Daemon {
-    async fn start(dir: &std::path::Path, config: &str) -> BenchResult<Daemon> {
-        let script = dir.join("script.json");
-        let turns: Vec<_> = (0..10).map(|_| json!({"text": "ok"})).collect();
-        std::fs::write(&script, json!({ "turns": turns }).to_string())?;
-        let (cfg, data) = (dir.join("cfg"), dir.join("data"));
-        std::fs::create_dir_all(&cfg)?;
-        std::fs::write(cfg.join("config.toml"), config)?;
-        let child = std::process::Command::new(env!("CARGO_BIN_EXE_mnemo"))
-            .args([
-                "--model",
-                &format!("scripted:{}", script.display()),
-                "serve",
-            ])
-            .current_dir(dir)
-            .env("MNEMO_CONFIG_DIR", &cfg)
-            .env("MNEMO_DATA_DIR", &data)
-            .env("MNEMO_BENCH_BOT_TOKEN", TOKEN)
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()?;
-        let socket = data.join("gateway.sock");
-        wait_for(|| socket.exists().then_some(())).await?;
-        Ok(Daemon { child, data })
-    }
-
-    async fn settled_rss(&self) -> BenchResult<f64> {
-        tokio::time::sleep(Duration::from_secs(2)).await;
-        rss_mib(self.child.id())
-    }
-
-    fn stop(mut self) -> BenchResult {
-        // SAFETY: stops the daemon this bench started.
-        unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM) };
-        self.child.wait()?;
-        Ok(())
-    }
+async fn settled_rss(daemon: &Daemon) -> BenchResult<f64> {
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    daemon.rss_mib()
 }
 
 async fn memory() -> BenchResult {
     let server = BotServer::start(TOKEN).await?;
     let plain_dir = tempfile::tempdir()?;
-    let plain = Daemon::start(plain_dir.path(), "").await?;
-    let without = plain.settled_rss().await?;
+    let plain = daemon(plain_dir.path(), "").await?;
+    let without = settled_rss(&plain).await?;
     plain.stop()?;
 
     let dir = tempfile::tempdir()?;
-    let daemon = Daemon::start(dir.path(), &config(&server)).await?;
-    let polling = daemon.settled_rss().await?;
+    let daemon = self::daemon(dir.path(), &config(&server)).await?;
+    let polling = settled_rss(&daemon).await?;
     let dirs = Dirs {
         config: Some(dir.path().join("cfg")),
         data: Some(daemon.data.clone()),
@@ -224,7 +190,7 @@ async fn memory() -> BenchResult {
     let loaded = mnemo::launch::load_config_from(&dirs, dir.path(), &CliOverrides::default())?;
     let chats: Vec<i64> = (1..=CHATS).collect();
     pair(&server, &loaded, &chats).await?;
-    let paired = daemon.settled_rss().await?;
+    let paired = settled_rss(&daemon).await?;
     for chat in &chats {
         server.send_text(*chat, "hello");
     }
@@ -239,7 +205,7 @@ async fn memory() -> BenchResult {
             .await
             .ok_or("a chat got no reply")?;
     }
-    let talking = daemon.settled_rss().await?;
+    let talking = settled_rss(&daemon).await?;
     // What 100 more sessions cost without the channel, through the gateway.
     let client =
         mnemo::gateway::client::GatewayClient::connect(&daemon.data, Default::default()).await?;
@@ -247,7 +213,7 @@ async fn memory() -> BenchResult {
     for _ in 0..CHATS {
         held.push(client.create(dir.path(), None).await?);
     }
-    let with_sessions = daemon.settled_rss().await?;
+    let with_sessions = settled_rss(&daemon).await?;
     let sessions = with_sessions - talking;
     println!(
         "mnemo serve without the channel {without:.1} MiB; with it, polling {polling:.1} MiB, \

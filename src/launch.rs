@@ -124,7 +124,7 @@ impl Loaded {
     /// Shares `other`'s open store (when it is the same database), embedder and model
     /// cooldowns: a daemon opening sessions for many workspaces keeps one database connection
     /// and one model, not one per session.
-    pub fn share_from(self, other: &Loaded) -> Loaded {
+    fn share_from(self, other: &Loaded) -> Loaded {
         if self.db_path == other.db_path
             && let Some(store) = other.store.get()
         {
@@ -138,6 +138,18 @@ impl Loaded {
             cooldowns: other.cooldowns.clone(),
             ..self
         }
+    }
+
+    /// The configuration of another workspace for a session this process hosts (the
+    /// daemon's front ends), sharing this one's store, embedder and cooldowns. The store is
+    /// opened first so that every such session shares it, and with it one event journal.
+    pub fn for_workspace(
+        &self,
+        workspace: &Path,
+        cli: &CliOverrides,
+    ) -> Result<Loaded, LaunchError> {
+        let _ = self.store();
+        load_config_from(&self.dirs, workspace, cli).map(|loaded| loaded.share_from(self))
     }
 
     /// The session store, opened (and migrated) the first time it is needed.

@@ -155,13 +155,7 @@ impl GatewayClient {
 
     /// Connects to `address` (HOST:PORT) with the token in `token_file`.
     pub async fn connect_tcp(address: &str, token_file: &Path) -> Result<Self, ClientError> {
-        let stream = tokio::net::TcpStream::connect(address)
-            .await
-            .map_err(|source| ClientError::Connect {
-                target: address.to_string(),
-                source,
-            })?;
-        Self::handshake(stream, token_file).await
+        Self::handshake(tcp(address).await?, token_file).await
     }
 
     /// Connects to `address` (HOST:PORT) over TLS as `files` say, with the token in
@@ -171,13 +165,7 @@ impl GatewayClient {
         files: &ClientTlsFiles,
         token_file: &Path,
     ) -> Result<Self, ClientError> {
-        let stream = tokio::net::TcpStream::connect(address)
-            .await
-            .map_err(|source| ClientError::Connect {
-                target: address.to_string(),
-                source,
-            })?;
-        let _ = stream.set_nodelay(true);
+        let stream = tcp(address).await?;
         // Without a certificate of its own, a refusal most likely means the server wants one.
         let hint = match files.identity {
             Some(_) => "",
@@ -411,4 +399,16 @@ async fn read_lines(
     if let Ok(mut routes) = routes.lock() {
         routes.clear();
     }
+}
+
+/// A TCP connection to `address` (HOST:PORT), without Nagle's delay (lines are small).
+async fn tcp(address: &str) -> Result<tokio::net::TcpStream, ClientError> {
+    let stream = tokio::net::TcpStream::connect(address)
+        .await
+        .map_err(|source| ClientError::Connect {
+            target: address.to_string(),
+            source,
+        })?;
+    let _ = stream.set_nodelay(true);
+    Ok(stream)
 }

@@ -18,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::CliOverrides;
 use crate::host::{Attachment, Delivery, OpenOptions, SessionHost};
-use crate::launch::{self, Loaded, SessionChoice};
+use crate::launch::{Loaded, SessionChoice};
 use token::{Failures, TokenFile};
 
 /// Where the gateway listens.
@@ -227,10 +227,8 @@ impl Gateway {
             cli.model = model;
         }
         let dir = workspace.map_or_else(|| self.loaded.workspace.clone(), PathBuf::from);
-        // Opened here so every session shares it (`share_from`), and with it one journal.
-        let _ = self.loaded.store();
-        launch::load_config_from(&self.loaded.dirs, &dir, &cli)
-            .map(|loaded| loaded.share_from(&self.loaded))
+        self.loaded
+            .for_workspace(&dir, &cli)
             .map_err(|e| e.to_string())
     }
 

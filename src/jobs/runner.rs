@@ -52,11 +52,12 @@ impl HeadlessRunner {
             session_id: None,
             error,
         };
-        let loaded = match launch::load_config_from(&self.dirs, &job.workspace, &cli) {
-            Ok(loaded) => match &self.shared {
-                Some(shared) => loaded.share_from(shared),
-                None => loaded,
-            },
+        let loaded = match &self.shared {
+            Some(shared) => shared.for_workspace(&job.workspace, &cli),
+            None => launch::load_config_from(&self.dirs, &job.workspace, &cli),
+        };
+        let loaded = match loaded {
+            Ok(loaded) => loaded,
             Err(e) => return failed(e.to_string()),
         };
         let session = match launch::prepare_session_with(&loaded, &cli, SessionChoice::New).await {

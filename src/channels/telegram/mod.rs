@@ -24,7 +24,7 @@ use crate::config::CliOverrides;
 use crate::config::telegram::TelegramConfig;
 use crate::host::{Attachment, Delivery, OpenOptions, SessionHost};
 use crate::jobs::delivery::Log;
-use crate::launch::{self, Loaded, SessionChoice};
+use crate::launch::{Loaded, SessionChoice};
 use crate::memory::Store;
 use api::{ApiError, BotApi};
 use chat::Input;
@@ -140,8 +140,9 @@ impl Ctx {
                     .unwrap_or_else(|| self.loaded.workspace.clone())
             }
         };
-        let loaded = launch::load_config_from(&self.loaded.dirs, &workspace, &cli)
-            .map(|loaded| loaded.share_from(&self.loaded))
+        let loaded = self
+            .loaded
+            .for_workspace(&workspace, &cli)
             .map_err(|e| e.to_string())?;
         let options = OpenOptions {
             approval_mode: None,

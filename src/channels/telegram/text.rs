@@ -4,6 +4,7 @@ use serde_json::Value;
 
 pub use super::format::escape_html;
 use crate::protocol::{ApprovalAction, ApprovalDecision};
+use crate::tools::truncate::clip;
 
 /// The visible text of HTML this module wrote (tags dropped, entities read).
 pub fn plain_of(html: &str) -> String {
@@ -40,19 +41,6 @@ pub fn short_id(id: &str) -> String {
     id.chars().take(8).collect()
 }
 
-/// At most `max` characters on one line, with an ellipsis when cut.
-fn one_line(text: &str, max: usize) -> String {
-    let flat: String = text
-        .chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect();
-    let flat = flat.trim();
-    match flat.char_indices().nth(max) {
-        Some((at, _)) => format!("{}…", &flat[..at]),
-        None => flat.to_string(),
-    }
-}
-
 /// Arguments that say best what a tool call does, in order of preference.
 const KEY_ARGUMENTS: &[&str] = &[
     "command",
@@ -74,20 +62,14 @@ pub fn tool_line(name: &str, arguments: &Value) -> String {
     let mut line = format!("🔧 _{}_", escape_markdown(name));
     if let Some(key) = key {
         line.push_str(" · ");
-        line.push_str(&escape_markdown(&one_line(key, 80)));
+        let flat = key.split_whitespace().collect::<Vec<_>>().join(" ");
+        line.push_str(&escape_markdown(&clip(&flat, 80)));
     }
     line
 }
 
 /// The most of a diff or argument list a question shows.
 const DETAIL_LIMIT: usize = 2500;
-
-fn detail(text: &str) -> String {
-    match text.char_indices().nth(DETAIL_LIMIT) {
-        Some((at, _)) => format!("{}\n…", &text[..at]),
-        None => text.to_string(),
-    }
-}
 
 /// An approval question as HTML.
 pub fn approval_question(tool: &str, action: &ApprovalAction, reason: &str) -> String {
@@ -108,7 +90,7 @@ pub fn approval_question(tool: &str, action: &ApprovalAction, reason: &str) -> S
         "❓ <b>{}</b> wants to {}:\n<pre>{}</pre>\n<i>{}</i>",
         escape_html(tool),
         escape_html(&what),
-        escape_html(&detail(&body)),
+        escape_html(&clip(&body, DETAIL_LIMIT)),
         escape_html(reason)
     )
 }
