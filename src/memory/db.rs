@@ -2,7 +2,7 @@
 //! The typed operations live beside it, one file per table family, each adding to `impl Db`.
 
 use std::path::Path;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rusqlite::{Connection, OptionalExtension, params};
 
@@ -38,9 +38,24 @@ impl Db {
                 source,
             })?;
         }
+        // SQLite answers "busy" without waiting when two connections would deadlock (both
+        // reading the new file, both wanting its write lock to switch it to WAL), so processes
+        // starting together retry the whole opening, within the same limit as any other wait.
+        let deadline = Instant::now() + BUSY_TIMEOUT;
+        let mut pause = Duration::from_millis(5);
+        loop {
+            match Db::open_once(path) {
+                Err(err) if err.is_busy() && Instant::now() + pause < deadline => {
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(Duration::from_millis(100));
+                }
+                result => return result,
+            }
+        }
+    }
+
+    fn open_once(path: &Path) -> Result<Db, StoreError> {
         let conn = Connection::open(path)?;
-        // Before the first statement: switching a new file to WAL takes the write lock, which
-        // another process starting at the same moment may hold.
         conn.busy_timeout(BUSY_TIMEOUT)?;
         let _mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))?;
         conn.pragma_update(None, "synchronous", "NORMAL")?;
@@ -122,6 +137,29 @@ mod tests {
     use super::*;
 
     type TestResult = Result<(), Box<dyn std::error::Error>>;
+
+    #[test]
+    fn connections_creating_one_database_together_all_open_it() -> TestResult {
+        for _round in 0..30 {
+            let dir = tempfile::tempdir()?;
+            let path = dir.path().join("mnemo.db");
+            let start = std::sync::Arc::new(std::sync::Barrier::new(12));
+            let openers: Vec<_> = (0..12)
+                .map(|_| {
+                    let (path, start) = (path.clone(), start.clone());
+                    std::thread::spawn(move || {
+                        start.wait();
+                        Db::open(&path).map(|db| db.schema_version())
+                    })
+                })
+                .collect();
+            for opener in openers {
+                let version = opener.join().map_err(|_| "opener panicked")???;
+                assert_eq!(version, i64::from(schema::SCHEMA_VERSION));
+            }
+        }
+        Ok(())
+    }
 
     #[test]
     fn kv_values_are_stored_and_overwritten() -> TestResult {

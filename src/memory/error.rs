@@ -58,3 +58,14 @@ pub enum StoreError {
     #[error("the store thread has stopped; restart mnemo")]
     Closed,
 }
+
+impl StoreError {
+    /// Another connection held a lock SQLite would not wait for.
+    pub(crate) fn is_busy(&self) -> bool {
+        let source = match self {
+            StoreError::Sqlite(source) | StoreError::Migration { source, .. } => source,
+            _ => return false,
+        };
+        source.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseBusy)
+    }
+}
