@@ -145,7 +145,7 @@ fn time_search(cwd: &Path, data: &Path) -> BenchResult<Duration> {
 fn index_memory() {
     let mut rng = Rng(11);
     let mut index = PieceIndex::new(MODEL, DIM);
-    for row in 0..100_000 {
+    for row in 1..=100_000 {
         index.push(row, (Source::Archive, row / 3), &rng.unit_vector());
     }
     println!(

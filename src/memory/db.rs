@@ -1,7 +1,7 @@
 //! The database handle: opening a file (pragmas, migrations) and the small settings table.
 //! The typed operations live beside it, one file per table family, each adding to `impl Db`.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use rusqlite::{Connection, OptionalExtension, params};
@@ -27,6 +27,8 @@ pub struct Db {
     pub(super) conn: Connection,
     /// The embedded pieces, loaded on the first search by meaning and topped up on each.
     pub(super) pieces: Option<PieceIndex>,
+    /// The database file, beside which the piece index is kept (`None` in memory).
+    pub(super) path: Option<PathBuf>,
 }
 
 impl Db {
@@ -59,7 +61,9 @@ impl Db {
         conn.busy_timeout(BUSY_TIMEOUT)?;
         let _mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))?;
         conn.pragma_update(None, "synchronous", "NORMAL")?;
-        Db::configure(conn)
+        let mut db = Db::configure(conn)?;
+        db.path = Some(path.to_path_buf());
+        Ok(db)
     }
 
     /// A private database that disappears when dropped; for tests and one-off runs.
@@ -73,7 +77,11 @@ impl Db {
         conn.pragma_update(None, "cache_size", -PAGE_CACHE_KIB)?;
         conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
         schema::migrate(&mut conn)?;
-        Ok(Db { conn, pieces: None })
+        Ok(Db {
+            conn,
+            pieces: None,
+            path: None,
+        })
     }
 
     /// SQLite's own check of the file: `ok`, or what is damaged.

@@ -16,6 +16,7 @@ pub mod keyword;
 pub mod leases;
 pub mod local_embed;
 pub mod messages;
+mod piece_file;
 pub mod piece_index;
 pub mod pieces;
 pub mod ranking;

@@ -28,6 +28,26 @@ impl Source {
         }
     }
 
+    /// Its byte in a piece record.
+    fn code(self) -> u8 {
+        match self {
+            Source::Archive => 1,
+            Source::Experience => 2,
+            Source::Message => 3,
+            Source::Dream => 4,
+        }
+    }
+
+    fn from_code(code: u8) -> Option<Self> {
+        match code {
+            1 => Some(Source::Archive),
+            2 => Some(Source::Experience),
+            3 => Some(Source::Message),
+            4 => Some(Source::Dream),
+            _ => None,
+        }
+    }
+
     pub fn parse(text: &str) -> Option<Self> {
         match text {
             "archive" => Some(Source::Archive),
@@ -45,15 +65,19 @@ pub type Key = (Source, i64);
 /// Independent accumulators, so the compiler keeps several SIMD registers busy.
 const LANES: usize = 32;
 
+/// Bytes of a record before its codes: piece row (i64), source id (i64), scale (f32), source
+/// (u8) and padding, little-endian. Records are kept in memory exactly as the piece file
+/// (`piece_file.rs`) stores them, so loading it is one read.
+pub(super) const RECORD_HEAD: usize = 24;
+
+/// The pieces in records of `RECORD_HEAD + dim` bytes, in increasing row order.
 #[derive(Debug, Default)]
 pub struct PieceIndex {
     model: String,
     dim: usize,
     /// The highest piece row loaded: later rows are read on the next search.
     pub last_row: i64,
-    keys: Vec<Key>,
-    scales: Vec<f32>,
-    data: Vec<i8>,
+    records: Vec<u8>,
 }
 
 impl PieceIndex {
@@ -65,6 +89,26 @@ impl PieceIndex {
         }
     }
 
+    /// An index over `records` as stored by `records()`; `None` when they are not whole
+    /// records in increasing row order of known sources.
+    pub(super) fn from_records(model: &str, dim: usize, records: Vec<u8>) -> Option<Self> {
+        let mut index = Self::new(model, dim);
+        if !records.len().is_multiple_of(index.record_len()) {
+            return None;
+        }
+        index.records = records;
+        let mut last = i64::MIN;
+        for record in index.records.chunks_exact(index.record_len()) {
+            let row = read_i64(record, 0);
+            if row <= last || Source::from_code(record[20]).is_none() {
+                return None;
+            }
+            last = row;
+        }
+        index.last_row = last.max(0);
+        Some(index)
+    }
+
     pub fn model(&self) -> &str {
         &self.model
     }
@@ -74,30 +118,52 @@ impl PieceIndex {
     }
 
     pub fn len(&self) -> usize {
-        self.keys.len()
+        self.records.len() / self.record_len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.keys.is_empty()
+        self.records.is_empty()
     }
 
     /// Bytes the vectors take.
     pub fn memory_bytes(&self) -> usize {
-        self.data.capacity()
-            + self.scales.capacity() * 4
-            + self.keys.capacity() * std::mem::size_of::<Key>()
+        self.records.capacity()
     }
 
-    /// Adds piece row `row` of `key`; a vector of another dimension is left out.
+    pub(super) fn record_len(&self) -> usize {
+        RECORD_HEAD + self.dim
+    }
+
+    /// The records from the `from`-th on, as stored.
+    pub(super) fn records(&self, from: usize) -> &[u8] {
+        self.records
+            .get(from * self.record_len()..)
+            .unwrap_or_default()
+    }
+
+    /// The piece row of the `at`-th record.
+    pub(super) fn row_at(&self, at: usize) -> i64 {
+        read_i64(&self.records[at * self.record_len()..], 0)
+    }
+
+    /// Adds piece row `row` (rows count from 1) of `key`; a row not after the last one, or a
+    /// vector of another dimension, is left out.
     pub fn push(&mut self, row: i64, key: Key, vector: &[f32]) {
-        self.last_row = self.last_row.max(row);
+        if row <= self.last_row {
+            return;
+        }
+        self.last_row = row;
         if vector.len() != self.dim {
             return;
         }
         let (scale, quantized) = quantize(vector);
-        self.keys.push(key);
-        self.scales.push(scale);
-        self.data.extend(quantized);
+        let (source, id) = key;
+        self.records.extend_from_slice(&row.to_le_bytes());
+        self.records.extend_from_slice(&id.to_le_bytes());
+        self.records.extend_from_slice(&scale.to_le_bytes());
+        self.records.extend_from_slice(&[source.code(), 0, 0, 0]);
+        self.records
+            .extend(quantized.iter().map(|q| q.to_le_bytes()[0]));
     }
 
     /// The `pool` entries whose best piece is closest to the unit vector `query`, with that
@@ -108,9 +174,14 @@ impl PieceIndex {
         }
         let (query_scale, query) = quantize(query);
         let mut best: HashMap<Key, f32> = HashMap::new();
-        for (index, chunk) in self.data.chunks_exact(self.dim).enumerate() {
-            let cosine = dot_i8(chunk, &query) as f32 * self.scales[index] * query_scale;
-            let entry = best.entry(self.keys[index]).or_insert(f32::MIN);
+        for record in self.records.chunks_exact(self.record_len()) {
+            let (head, codes) = record.split_at(RECORD_HEAD);
+            let Some(source) = Source::from_code(head[20]) else {
+                continue;
+            };
+            let scale = f32::from_le_bytes([head[16], head[17], head[18], head[19]]);
+            let cosine = dot_i8(codes, &query) as f32 * scale * query_scale;
+            let entry = best.entry((source, read_i64(head, 8))).or_insert(f32::MIN);
             if cosine > *entry {
                 *entry = cosine;
             }
@@ -124,6 +195,12 @@ impl PieceIndex {
         ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
         ranked
     }
+}
+
+fn read_i64(bytes: &[u8], at: usize) -> i64 {
+    let mut le = [0; 8];
+    le.copy_from_slice(&bytes[at..at + 8]);
+    i64::from_le_bytes(le)
 }
 
 /// `vector` as int8 with the scale that maps it back (`value ≈ q * scale`).
@@ -140,19 +217,20 @@ fn quantize(vector: &[f32]) -> (f32, Vec<i8>) {
     (scale, quantized)
 }
 
-fn dot_i8(a: &[i8], b: &[i8]) -> i32 {
+/// Dot product of stored codes (`a`, int8 as two's-complement bytes) and a quantized query.
+fn dot_i8(a: &[u8], b: &[i8]) -> i32 {
     let mut sums = [0_i32; LANES];
     let (a_chunks, a_rest) = a.as_chunks::<LANES>();
     let (b_chunks, b_rest) = b.as_chunks::<LANES>();
     for (x, y) in a_chunks.iter().zip(b_chunks) {
         for lane in 0..LANES {
-            sums[lane] += i32::from(x[lane]) * i32::from(y[lane]);
+            sums[lane] += i32::from(x[lane] as i8) * i32::from(y[lane]);
         }
     }
     let rest: i32 = a_rest
         .iter()
         .zip(b_rest)
-        .map(|(x, y)| i32::from(*x) * i32::from(*y))
+        .map(|(x, y)| i32::from(*x as i8) * i32::from(*y))
         .sum();
     sums.iter().sum::<i32>() + rest
 }
@@ -195,9 +273,10 @@ mod tests {
     fn vectors_take_one_byte_per_dimension() {
         let mut index = PieceIndex::new("m", 384);
         let vector = unit(&vec![0.5; 384]);
-        for row in 0..1000 {
+        for row in 1..=1000 {
             index.push(row, (Source::Archive, row), &vector);
         }
+        assert_eq!(index.len(), 1000);
         assert!(
             index.memory_bytes() < 1000 * (384 + 64),
             "{}",

@@ -12,8 +12,10 @@ use super::db::Db;
 use super::error::StoreError;
 use super::fts_query::{content_terms, quote_terms};
 use super::keyword::keyword_candidates;
+use super::piece_file::PieceFile;
 use super::piece_index::{Key, PieceIndex, Source};
 use super::ranking::{self, Signals};
+use super::recall_store::LAST_PIECE_KEY;
 use super::types::SearchHit;
 use super::vectors::{dot, from_blob, normalize};
 
@@ -43,6 +45,13 @@ impl RecallScope {
         self.workspace.as_deref().is_none_or(|w| cwd == Some(w))
     }
 }
+
+/// Retired pieces (of entries deleted, updated or archived) the index may carry beyond a
+/// quarter of the live ones before it is rebuilt.
+const RETIRED_SLACK: usize = 1000;
+
+/// The kv key of the database's own random id, which its piece files carry.
+const DB_ID_KEY: &str = "db_id";
 
 /// Candidates each signal contributes for a search returning `limit` hits.
 fn pool_size(limit: usize) -> usize {
@@ -205,24 +214,62 @@ impl Db {
         Ok(exact)
     }
 
-    /// Loads the pieces of `model` on first use, and afterwards only those written since
-    /// (by this process or another).
+    /// Loads the pieces of `model` on first use (from the piece file when it is current),
+    /// and afterwards only those written since (by this process or another); keeps the piece
+    /// file up to date for the next process.
     fn refresh_pieces(&mut self, model: &str, dim: usize) -> Result<(), StoreError> {
         let stale = self
             .pieces
             .as_ref()
             .is_none_or(|index| index.model() != model || index.dim() != dim);
+        let file = self.piece_file(model)?;
+        // Whether the index was read from the database alone, so the file is to be replaced.
+        let mut rebuilt = false;
         if stale {
-            self.pieces = Some(PieceIndex::new(model, dim));
+            let newest = self.last_piece_row()?;
+            let stored = file
+                .as_ref()
+                .and_then(|file| file.load(model, dim))
+                .filter(|index| index.last_row <= newest);
+            rebuilt = stored.is_none();
+            self.pieces = Some(stored.unwrap_or_else(|| PieceIndex::new(model, dim)));
         }
-        let Some(index) = self.pieces.as_mut() else {
+        let Some(mut index) = self.pieces.take() else {
             return Ok(());
         };
+        let known = index.last_row;
+        self.read_pieces_after(&mut index)?;
+        let added = index.last_row > known;
+        if let Some(file) = file
+            && (stale || added)
+        {
+            let live: i64 = self.conn.query_row(
+                "SELECT count(*) FROM memory_pieces WHERE model = ?1",
+                [model],
+                |r| r.get(0),
+            )?;
+            let live = usize::try_from(live).unwrap_or(0);
+            if index.len() > live + (live / 4).max(RETIRED_SLACK) {
+                index = PieceIndex::new(model, dim);
+                self.read_pieces_after(&mut index)?;
+                file.replace(&index);
+            } else if rebuilt {
+                file.replace(&index);
+            } else if added {
+                file.append(&index);
+            }
+        }
+        self.pieces = Some(index);
+        Ok(())
+    }
+
+    /// Adds the stored pieces of the index's model after its last row, in row order.
+    fn read_pieces_after(&self, index: &mut PieceIndex) -> Result<(), StoreError> {
         let mut stmt = self.conn.prepare_cached(
             "SELECT id, source, source_id, embedding FROM memory_pieces
              WHERE model = ?1 AND id > ?2 ORDER BY id",
         )?;
-        let mut rows = stmt.query(params![model, index.last_row])?;
+        let mut rows = stmt.query(params![index.model(), index.last_row])?;
         while let Some(row) = rows.next()? {
             let row_id: i64 = row.get(0)?;
             let source: String = row.get(1)?;
@@ -234,6 +281,35 @@ impl Db {
             }
         }
         Ok(())
+    }
+
+    /// The highest piece row this database ever had.
+    fn last_piece_row(&self) -> Result<i64, StoreError> {
+        Ok(self.conn.query_row(
+            "SELECT max(coalesce((SELECT CAST(value AS INTEGER) FROM kv WHERE key = ?1), 0),
+                        coalesce((SELECT max(id) FROM memory_pieces), 0))",
+            [LAST_PIECE_KEY],
+            |r| r.get(0),
+        )?)
+    }
+
+    /// The piece file of `model` beside a database file; none for one in memory.
+    fn piece_file(&self, model: &str) -> Result<Option<PieceFile>, StoreError> {
+        let Some(path) = &self.path else {
+            return Ok(None);
+        };
+        let id = match self.kv_get(DB_ID_KEY)? {
+            Some(id) => id,
+            None => {
+                // Written once in the database's life; another process may win the race.
+                self.conn.execute(
+                    "INSERT OR IGNORE INTO kv(key, value) VALUES (?1, ?2)",
+                    [DB_ID_KEY, &uuid::Uuid::new_v4().to_string()],
+                )?;
+                self.kv_get(DB_ID_KEY)?.unwrap_or_default()
+            }
+        };
+        Ok(Some(PieceFile::new(path, id, model)))
     }
 }
 

@@ -10,6 +10,9 @@ use super::piece_index::{Key, Source};
 use super::vectors::{normalize, to_blob};
 use crate::llm::Message;
 
+/// The kv key of the highest piece row ever written.
+pub(super) const LAST_PIECE_KEY: &str = "memory_pieces_last_id";
+
 /// Something remembered without vectors of the current model.
 #[derive(Debug, Clone)]
 pub enum Unembedded {
@@ -164,15 +167,25 @@ impl Db {
             "DELETE FROM memory_pieces WHERE model = ?1 AND source = ?2 AND source_id = ?3",
             params![model, source.as_str(), id],
         )?;
+        // Rows are numbered past every row there ever was, never reusing the id of a deleted
+        // last row: the piece index reads "rows after the last it holds".
+        let mut last: i64 = tx.query_row(
+            "SELECT max(coalesce((SELECT CAST(value AS INTEGER) FROM kv WHERE key = ?1), 0),
+                        coalesce((SELECT max(id) FROM memory_pieces), 0))",
+            [LAST_PIECE_KEY],
+            |r| r.get(0),
+        )?;
         {
             let mut insert = tx.prepare_cached(
-                "INSERT INTO memory_pieces(source, source_id, ord, model, embedding)
-                 VALUES (?1, ?2, ?3, ?4, ?5)",
+                "INSERT INTO memory_pieces(id, source, source_id, ord, model, embedding)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
             )?;
             for (ord, vector) in vectors.iter().enumerate() {
                 let mut unit = vector.clone();
                 normalize(&mut unit);
+                last += 1;
                 insert.execute(params![
+                    last,
                     source.as_str(),
                     id,
                     ord as i64,
@@ -181,6 +194,11 @@ impl Db {
                 ])?;
             }
         }
+        tx.execute(
+            "INSERT INTO kv(key, value) VALUES (?1, ?2)
+             ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            params![LAST_PIECE_KEY, last.to_string()],
+        )?;
         tx.commit()?;
         Ok(())
     }

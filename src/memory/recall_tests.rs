@@ -286,3 +286,103 @@ fn working_messages_of_other_sessions_are_recalled_until_archived() -> TestResul
     assert_eq!(db.count_unembedded(MODEL)?, 1, "the new archive entry");
     Ok(())
 }
+
+/// The size of the piece file beside the database at `path` (0 when there is none).
+fn piece_file_len(path: &std::path::Path) -> u64 {
+    let dir = path.parent().map(std::fs::read_dir);
+    dir.into_iter()
+        .flatten()
+        .flatten()
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .ends_with(".pieces-test_model")
+        })
+        .filter_map(|e| e.metadata().ok())
+        .map(|m| m.len())
+        .sum()
+}
+
+#[test]
+fn the_next_process_finds_what_the_index_file_and_later_pieces_hold() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let path = dir.path().join("mnemo.db");
+    let mut first = Db::open(&path)?;
+    first.create_session(new_session("s1", "/w"))?;
+    let near = archived(&mut first, "alpha", &[vec![1.0, 0.0, 0.0]])?;
+    archived(&mut first, "beta", &[vec![0.0, 1.0, 0.0]])?;
+    let query = [0.9_f32, 0.1, 0.0];
+    let search =
+        |db: &mut Db| db.recall("zzz", Some((MODEL, &query)), &RecallScope::everywhere(), 1);
+    assert_eq!(ids(&search(&mut first)?), vec![near]);
+    let written = piece_file_len(&path);
+    assert!(written > 0, "the index is kept beside the database");
+
+    let mut second = Db::open(&path)?;
+    assert_eq!(ids(&search(&mut second)?), vec![near], "read from the file");
+    let nearer = archived(&mut second, "gamma", &[vec![0.9, 0.1, 0.0]])?;
+    assert_eq!(
+        ids(&search(&mut first)?),
+        vec![nearer],
+        "rows written since"
+    );
+    assert!(piece_file_len(&path) > written, "the new piece is appended");
+
+    // Storing an entry's pieces again deletes the last rows: new ones never reuse their ids,
+    // or an index holding the old rows would never read the new.
+    let last = |db: &Db| -> rusqlite::Result<i64> {
+        db.conn
+            .query_row("SELECT max(id) FROM memory_pieces", [], |r| r.get(0))
+    };
+    let before = last(&second)?;
+    second.store_pieces(MODEL, (Source::Archive, nearer), &[vec![0.0, 0.0, 1.0]])?;
+    let first_new: i64 = second.conn.query_row(
+        "SELECT min(id) FROM memory_pieces WHERE source_id = ?1",
+        [nearer],
+        |r| r.get(0),
+    )?;
+    assert!(
+        first_new > before,
+        "{first_new} reuses an id up to {before}"
+    );
+    assert_eq!(
+        ids(&search(&mut first)?),
+        vec![near],
+        "the moved piece is followed"
+    );
+    assert_eq!(
+        ids(&Db::open(&path).and_then(|mut db| search(&mut db))?),
+        vec![near]
+    );
+    Ok(())
+}
+
+#[test]
+fn an_index_file_full_of_retired_pieces_is_rewritten() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let path = dir.path().join("mnemo.db");
+    let mut db = Db::open(&path)?;
+    db.create_session(new_session("s1", "/w"))?;
+    db.create_session(new_session("s2", "/w"))?;
+    let mut old = entry("old", 0.5);
+    old.session_id = "s2".into();
+    for _ in 0..1200 {
+        let id = db.archive_messages(old.clone())?;
+        db.store_pieces(MODEL, (Source::Archive, id), &[vec![0.0, 1.0]])?;
+    }
+    let kept = archived(&mut db, "kept", &[vec![1.0, 0.0]])?;
+    let query = [1.0_f32, 0.0];
+    let hits = db.recall("zzz", Some((MODEL, &query)), &RecallScope::everywhere(), 1)?;
+    assert_eq!(ids(&hits), vec![kept]);
+    let full = piece_file_len(&path);
+    db.delete_session("s2")?;
+    let hits = db.recall("zzz", Some((MODEL, &query)), &RecallScope::everywhere(), 5)?;
+    assert_eq!(ids(&hits), vec![kept]);
+    assert!(
+        piece_file_len(&path) * 100 < full,
+        "{} bytes left of {full}",
+        piece_file_len(&path)
+    );
+    Ok(())
+}
