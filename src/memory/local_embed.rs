@@ -122,9 +122,15 @@ impl LocalEmbedder {
 
         let weights_path = dir.join(WEIGHTS);
         let device = Device::Cpu;
-        // Read, not memory-mapped: a file changed under a mapping would be undefined behaviour.
-        let vb = VarBuilder::from_buffered_safetensors(read(&weights_path)?, DType::F32, &device)
-            .map_err(|e| invalid(&weights_path, e))?;
+        // Opened first, so a missing or unreadable file gets its own error.
+        std::fs::File::open(&weights_path).map_err(|e| read_error(&weights_path, e))?;
+        // Mapped, not read: the tensors are copied out of the mapping once, where reading the
+        // file first cost a second 90 MB buffer and a third of a search's time.
+        // SAFETY: the mapping is only read while the model loads, and mnemo writes model files
+        // through a rename (`install`), never in place, so the mapped file does not change.
+        let vb =
+            unsafe { VarBuilder::from_mmaped_safetensors(&[&weights_path], DType::F32, &device) }
+                .map_err(|e| invalid(&weights_path, e))?;
         let model = BertModel::load(vb, &config).map_err(|e| invalid(&weights_path, e))?;
 
         Ok(Self {
@@ -251,16 +257,18 @@ fn max_seq_length(dir: &Path) -> Result<usize, LocalEmbedError> {
 }
 
 fn read(path: &Path) -> Result<Vec<u8>, LocalEmbedError> {
-    std::fs::read(path).map_err(|source| {
-        if source.kind() == std::io::ErrorKind::NotFound {
-            LocalEmbedError::Missing(path.to_path_buf())
-        } else {
-            LocalEmbedError::Read {
-                path: path.to_path_buf(),
-                source,
-            }
+    std::fs::read(path).map_err(|source| read_error(path, source))
+}
+
+fn read_error(path: &Path, source: std::io::Error) -> LocalEmbedError {
+    if source.kind() == std::io::ErrorKind::NotFound {
+        LocalEmbedError::Missing(path.to_path_buf())
+    } else {
+        LocalEmbedError::Read {
+            path: path.to_path_buf(),
+            source,
         }
-    })
+    }
 }
 
 fn invalid(path: &Path, reason: impl std::fmt::Display) -> LocalEmbedError {
