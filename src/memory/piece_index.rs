@@ -173,27 +173,47 @@ impl PieceIndex {
             return Vec::new();
         }
         let (query_scale, query) = quantize(query);
-        let mut best: HashMap<Key, f32> = HashMap::new();
-        for record in self.records.chunks_exact(self.record_len()) {
-            let (head, codes) = record.split_at(RECORD_HEAD);
-            let Some(source) = Source::from_code(head[20]) else {
-                continue;
-            };
-            let scale = f32::from_le_bytes([head[16], head[17], head[18], head[19]]);
-            let cosine = dot_i8(codes, &query) as f32 * scale * query_scale;
-            let entry = best.entry((source, read_i64(head, 8))).or_insert(f32::MIN);
-            if cosine > *entry {
-                *entry = cosine;
+        let mut scored: Vec<(f32, usize)> = self
+            .records
+            .chunks_exact(self.record_len())
+            .enumerate()
+            .map(|(at, record)| {
+                let (head, codes) = record.split_at(RECORD_HEAD);
+                let scale = f32::from_le_bytes([head[16], head[17], head[18], head[19]]);
+                (dot_i8(codes, &query) as f32 * scale * query_scale, at)
+            })
+            .collect();
+        // The entries of the best pieces are the best entries once there are `pool` of them:
+        // any other entry's pieces all score below these. Entries have a few pieces each, so
+        // a few times `pool` pieces nearly always hold enough.
+        let mut take = pool.saturating_mul(4);
+        loop {
+            let cut = take.min(scored.len());
+            if cut < scored.len() {
+                scored.select_nth_unstable_by(cut, |a, b| b.0.total_cmp(&a.0));
             }
+            let mut best: HashMap<Key, f32> = HashMap::with_capacity(cut);
+            for &(cosine, at) in &scored[..cut] {
+                let Some(key) = self.key_at(at) else {
+                    continue;
+                };
+                let entry = best.entry(key).or_insert(f32::MIN);
+                *entry = entry.max(cosine);
+            }
+            if best.len() >= pool || cut == scored.len() {
+                let mut ranked: Vec<(Key, f32)> = best.into_iter().collect();
+                ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+                ranked.truncate(pool);
+                return ranked;
+            }
+            take = take.saturating_mul(4);
         }
-        let mut ranked: Vec<(Key, f32)> = best.into_iter().collect();
-        let cut = pool.min(ranked.len());
-        if cut < ranked.len() {
-            ranked.select_nth_unstable_by(cut, |a, b| b.1.total_cmp(&a.1));
-            ranked.truncate(cut);
-        }
-        ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-        ranked
+    }
+
+    /// What the `at`-th record embeds.
+    fn key_at(&self, at: usize) -> Option<Key> {
+        let head = &self.records[at * self.record_len()..];
+        Some((Source::from_code(head[20])?, read_i64(head, 8)))
     }
 }
 
@@ -267,6 +287,36 @@ mod tests {
             .sum();
         assert!((best[0].1 - exact).abs() < 0.02, "{} vs {exact}", best[0].1);
         assert_eq!(best[1].0, (Source::Archive, 11));
+    }
+
+    #[test]
+    fn an_entry_with_many_close_pieces_does_not_crowd_out_the_next_best() {
+        let mut index = PieceIndex::new("m", 3);
+        let mut row = 0;
+        let mut add = |index: &mut PieceIndex, key: Key, v: &[f32]| {
+            row += 1;
+            index.push(row, key, &unit(v));
+        };
+        for _ in 0..200 {
+            add(&mut index, (Source::Archive, 1), &[1.0, 0.0, 0.0]);
+        }
+        add(&mut index, (Source::Archive, 4), &[0.6, 0.8, 0.0]);
+        add(&mut index, (Source::Archive, 2), &[0.9, 0.3, 0.0]);
+        add(&mut index, (Source::Experience, 3), &[0.8, 0.5, 0.0]);
+        add(&mut index, (Source::Archive, 5), &[0.0, 0.0, 1.0]);
+        let best: Vec<Key> = index
+            .best(&unit(&[1.0, 0.0, 0.0]), 3)
+            .into_iter()
+            .map(|(key, _)| key)
+            .collect();
+        assert_eq!(
+            best,
+            vec![
+                (Source::Archive, 1),
+                (Source::Archive, 2),
+                (Source::Experience, 3)
+            ]
+        );
     }
 
     #[test]
