@@ -54,6 +54,7 @@ async fn latency() -> BenchResult {
         listen: vec![Listen::Unix(socket.clone())],
         tls: None,
         jobs_changed: None,
+        searcher: None,
     };
     let cancel = CancellationToken::new();
     let _running = gateway::start(host.clone(), loaded, cli, &options, cancel.clone()).await?;

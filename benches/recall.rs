@@ -1,10 +1,14 @@
 //! Recall through the whole process (`cargo bench --bench recall`): `mnemo memory search`
 //! over 20,000 archive entries of three embedded pieces each, with the built-in model (the
-//! query embedded in-process, the model loaded by the process) and by keyword only; and the
-//! memory the piece index of 100,000 pieces takes. Prints figures with their targets.
+//! query embedded in-process, the model loaded by the process), by keyword only, and answered
+//! by a `mnemo serve` running on the same data directory (its model loaded already), with the
+//! daemon's resident memory around its first search; the cost of asking whether a daemon
+//! runs; and the memory the piece index of 100,000 pieces takes. Prints figures with their
+//! targets.
 
 #[path = "../tests/embed_support/mod.rs"]
 mod embed_support;
+mod support;
 
 use std::error::Error;
 use std::path::Path;
@@ -60,11 +64,75 @@ fn main() -> BenchResult {
         "mnemo memory search, whole process, {ENTRIES} entries x {PIECES_PER_ENTRY} pieces: \
          keyword only p50 {:.1} ms; with the built-in model (loaded by the process, query \
          embedded, pieces loaded) p50 {:.1} ms (target < 20 ms)",
-        ms(keyword),
-        ms(meaning)
+        ms(keyword.0),
+        ms(meaning.0)
     );
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    let served = runtime.block_on(through_the_daemon(dir.path(), &data))?;
+    if served.1 != meaning.1 {
+        return Err(format!(
+            "the daemon answered otherwise:\n{}\n---\n{}",
+            served.1, meaning.1
+        )
+        .into());
+    }
+    println!(
+        "mnemo memory search with mnemo serve running (its model loaded), whole process: \
+         p50 {:.1} ms (target < 20 ms)",
+        ms(served.0)
+    );
+    asking_costs(&data);
     index_memory();
     Ok(())
+}
+
+/// `time_search` with `mnemo serve` running on `data`, warmed by one search; prints the
+/// daemon's resident memory before and after its first search.
+async fn through_the_daemon(dir: &Path, data: &Path) -> BenchResult<(Duration, String)> {
+    let daemon = support::Daemon::start(dir, "", &serde_json::json!({"turns": []}), &[]).await?;
+    if daemon.data != data {
+        return Err("the daemon runs on another data directory".into());
+    }
+    // Its start embeds what has no vectors, with a model loaded for that round only.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let idle = daemon.rss_mib()?;
+    let (dir, data_dir) = (dir.to_path_buf(), data.to_path_buf());
+    let timed = tokio::task::spawn_blocking(move || -> Result<_, String> {
+        let warm = search_once(&dir, &data_dir).map_err(|e| e.to_string())?;
+        Ok((
+            warm,
+            time_search(&dir, &data_dir).map_err(|e| e.to_string())?,
+        ))
+    });
+    let (warm_out, timed) = timed.await??;
+    let searched = daemon.rss_mib()?;
+    daemon.stop()?;
+    if warm_out != timed.1 {
+        return Err("the warming search printed otherwise".into());
+    }
+    println!(
+        "mnemo serve resident: {idle:.1} MiB idle before its first search, {searched:.1} MiB \
+         with the model and the piece index loaded after {} searches",
+        RUNS + 3
+    );
+    Ok(timed)
+}
+
+/// What asking whether a daemon runs costs `mnemo memory search` when none does (the lock
+/// file left by one that stopped).
+fn asking_costs(data: &Path) {
+    const CHECKS: u32 = 10_000;
+    let started = Instant::now();
+    for _ in 0..CHECKS {
+        std::hint::black_box(mnemo::serve::lock::serve_running(data));
+    }
+    println!(
+        "asking whether mnemo serve runs, none running: {:.1} us",
+        started.elapsed().as_secs_f64() * 1e6 / f64::from(CHECKS)
+    );
 }
 
 fn build(path: &Path) -> BenchResult {
@@ -117,28 +185,36 @@ fn build(path: &Path) -> BenchResult {
     Ok(())
 }
 
-/// The median wall time of `mnemo memory search` in `cwd` with the data directory `data`.
-fn time_search(cwd: &Path, data: &Path) -> BenchResult<Duration> {
+/// The median wall time of `mnemo memory search` in `cwd` with the data directory `data`,
+/// and what it printed.
+fn time_search(cwd: &Path, data: &Path) -> BenchResult<(Duration, String)> {
     let mut times = Vec::with_capacity(RUNS);
+    let mut printed = String::new();
     for run in 0..RUNS + 2 {
         let started = Instant::now();
-        let out = Command::new(env!("CARGO_BIN_EXE_mnemo"))
-            .args([
-                "memory", "search", "which", "service", "handles", "table", "t7",
-            ])
-            .current_dir(cwd)
-            .env("MNEMO_DATA_DIR", data)
-            .env("MNEMO_CONFIG_DIR", cwd.join("config"))
-            .output()?;
-        if !out.status.success() {
-            return Err(String::from_utf8_lossy(&out.stderr).into_owned().into());
-        }
+        printed = search_once(cwd, data)?;
         if run >= 2 {
             times.push(started.elapsed());
         }
     }
     times.sort();
-    Ok(times[times.len() / 2])
+    Ok((support::percentile(&times, 0.5), printed))
+}
+
+/// One `mnemo memory search` (the config in `cwd/cfg`, where the daemon has its own).
+fn search_once(cwd: &Path, data: &Path) -> BenchResult<String> {
+    let out = Command::new(env!("CARGO_BIN_EXE_mnemo"))
+        .args([
+            "memory", "search", "which", "service", "handles", "table", "t7",
+        ])
+        .current_dir(cwd)
+        .env("MNEMO_DATA_DIR", data)
+        .env("MNEMO_CONFIG_DIR", cwd.join("cfg"))
+        .output()?;
+    if !out.status.success() {
+        return Err(String::from_utf8_lossy(&out.stderr).into_owned().into());
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
 /// The piece index's own memory for 100,000 pieces of 384 dimensions.

@@ -231,6 +231,7 @@ fn real_main(cli: Cli) -> anyhow::Result<ExitCode> {
                     listen,
                     tls,
                     jobs_changed: None,
+                    searcher: None,
                 },
                 cli: overrides.clone(),
             };

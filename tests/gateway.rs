@@ -86,6 +86,7 @@ async fn a_listener_off_the_loopback_needs_tls() -> TestResult {
             listen: vec![listen],
             tls: None,
             jobs_changed: None,
+            searcher: None,
         },
         CancellationToken::new(),
     )

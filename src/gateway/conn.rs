@@ -16,6 +16,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::Gateway;
+use super::search::SearchAsk;
 use super::token::same_token;
 use super::wire::{Auth, Hello, HostOp, Lagged, Reply, RequestOp, ServerLine, parse_request};
 use crate::host::Attachment;
@@ -197,6 +198,7 @@ impl Client {
                 }
                 None => Reply::error(id, "this gateway runs no schedules"),
             },
+            (RequestOp::Host(HostOp::Search(ask)), _) => return self.search(id, ask),
             (RequestOp::Host(HostOp::ListSessions), _) => {
                 let host = &self.gateway.host;
                 let sessions: Vec<Value> = host
@@ -258,6 +260,25 @@ impl Client {
             },
         };
         self.reply(reply).await;
+    }
+
+    /// Answers a search once it is done; this client's other requests do not wait for it.
+    fn search(&self, id: Value, ask: SearchAsk) {
+        let (searcher, out) = (self.gateway.searcher.clone(), self.out.clone());
+        tokio::spawn(async move {
+            let found = match searcher {
+                Some(searcher) => searcher.search(ask).await.map_err(|e| e.to_string()),
+                None => Err("this gateway answers no searches".to_string()),
+            };
+            let found = found.and_then(|found| {
+                serde_json::to_value(found).map_err(|e| format!("cannot send the hits: {e}"))
+            });
+            let reply = match found {
+                Ok(found) => Reply::ok(id, found),
+                Err(error) => Reply::error(id, error),
+            };
+            let _ = out.send(encode(&reply)).await;
+        });
     }
 
     /// Feeds one attached session's events to this client until it detaches or lags.

@@ -4,6 +4,7 @@
 
 pub mod client;
 pub mod conn;
+pub mod search;
 pub mod tls;
 pub mod token;
 pub mod wire;
@@ -68,6 +69,7 @@ pub struct Gateway {
     pub failures: Failures,
     pub cancel: CancellationToken,
     pub jobs_changed: Option<crate::jobs::scheduler::SchedulerHandle>,
+    pub searcher: Option<Arc<crate::serve::searcher::Searcher>>,
     loaded: Arc<Loaded>,
     cli: CliOverrides,
 }
@@ -97,6 +99,8 @@ pub struct GatewayOptions {
     pub tls: Option<tls::TlsFiles>,
     /// Told when a client says the schedules or heartbeats changed.
     pub jobs_changed: Option<crate::jobs::scheduler::SchedulerHandle>,
+    /// Answers searches, with the embedder it keeps.
+    pub searcher: Option<Arc<crate::serve::searcher::Searcher>>,
 }
 
 /// Starts listening on every address of `options`; connections are served until `cancel`.
@@ -129,6 +133,7 @@ pub async fn start(
         failures: Failures::default(),
         cancel,
         jobs_changed: options.jobs_changed.clone(),
+        searcher: options.searcher.clone(),
         loaded,
         cli,
     });

@@ -58,6 +58,9 @@ pub enum HostOp {
     Detach,
     /// Schedules or heartbeat files changed: the daemon reads them again now.
     JobsChanged,
+    /// Searches what is remembered, with the daemon's embedder (loaded once, kept between
+    /// searches); the reply is a [`super::search::Found`].
+    Search(super::search::SearchAsk),
 }
 
 /// What a request asks.
@@ -110,7 +113,7 @@ pub fn parse_request(line: &str) -> Result<Request, BadRequest> {
     let op = object.get("op").ok_or_else(|| bad("missing `op`".into()))?;
     let name = op.get("op").and_then(Value::as_str).unwrap_or_default();
     let op = match name {
-        "create_session" | "list_sessions" | "attach" | "detach" | "jobs_changed" => {
+        "create_session" | "list_sessions" | "attach" | "detach" | "jobs_changed" | "search" => {
             RequestOp::Host(serde_json::from_value(op.clone()).map_err(|e| bad(e.to_string()))?)
         }
         _ => RequestOp::Session(
@@ -199,5 +202,53 @@ mod tests {
             matches!(&broken, Err(BadRequest { id: Value::Null, message }) if message.contains("JSON"))
         );
         assert!(parse_request(r#"{"id": 4, "op": {"op": "detach"}, "extra": 1}"#).is_err());
+    }
+
+    #[test]
+    fn a_search_line_parses_and_a_bad_one_says_why() {
+        use crate::gateway::search::SearchAsk;
+        let line = r#"{"id": 5, "op": {"op": "search", "query": "staging port", "limit": 3,
+            "workspace": "/w", "database": "/d/mnemo.db", "model": "local:m"}}"#;
+        let asked = SearchAsk {
+            query: "staging port".into(),
+            limit: 3,
+            workspace: Some("/w".into()),
+            database: Some("/d/mnemo.db".into()),
+            model: Some("local:m".into()),
+        };
+        assert_eq!(
+            parse_request(line).map(|r| r.op),
+            Ok(RequestOp::Host(HostOp::Search(asked.clone())))
+        );
+        // What the client sends is what the daemon reads.
+        let sent = serde_json::to_value(HostOp::Search(asked.clone())).map(|op| {
+            parse_request(&serde_json::json!({"id": 1, "op": op}).to_string()).map(|r| r.op)
+        });
+        assert!(matches!(sent, Ok(Ok(RequestOp::Host(HostOp::Search(a)))) if a == asked));
+        let bare = parse_request(r#"{"id": 6, "op": {"op": "search", "query": "x"}}"#);
+        assert!(
+            matches!(bare.map(|r| r.op), Ok(RequestOp::Host(HostOp::Search(a)))
+                if a.limit == 10 && a.workspace.is_none() && a.model.is_none())
+        );
+        let says = |line: &str| parse_request(line).err().map(|bad| bad.message);
+        let missing = says(r#"{"id": 7, "op": {"op": "search"}}"#);
+        assert!(
+            missing
+                .as_deref()
+                .is_some_and(|m| m.contains("missing field `query`")),
+            "{missing:?}"
+        );
+        let wrong = says(r#"{"id": 8, "op": {"op": "search", "query": "x", "limit": "ten"}}"#);
+        assert!(
+            wrong.as_deref().is_some_and(|m| m.contains("invalid type")),
+            "{wrong:?}"
+        );
+        let unknown = says(r#"{"id": 9, "op": {"op": "search", "query": "x", "scope": "all"}}"#);
+        assert!(
+            unknown
+                .as_deref()
+                .is_some_and(|m| m.contains("unknown field `scope`")),
+            "{unknown:?}"
+        );
     }
 }

@@ -6,6 +6,7 @@
 pub mod lock;
 pub mod log;
 pub mod nightly;
+pub mod searcher;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -92,6 +93,11 @@ pub async fn serve(loaded: Loaded, options: ServeOptions) -> Result<Stop, ServeE
     let jobs_changed = scheduler.handle();
     let mut listening = options.gateway.clone();
     listening.jobs_changed = Some(jobs_changed.clone());
+    listening.searcher = Some(searcher::Searcher::new(
+        daemon.loaded.clone(),
+        daemon.log.clone(),
+        daemon.cancel.clone(),
+    ));
     let socket = crate::gateway::client::default_socket(&data);
     listening.listen.push(crate::gateway::Listen::Unix(socket));
     let gateway = crate::gateway::start(
@@ -232,11 +238,25 @@ pub(crate) async fn backfill(daemon: Daemon) {
         done = crate::memory::embed::backfill::embed_pending(&store, &embedder, |_, _| {}) => done,
         () = daemon.cancel.cancelled() => return,
     };
+    drop(embedder);
+    return_freed_memory();
     match done {
         Ok(0) => {}
         Ok(count) => daemon.log.line(&format!(
             "embedded {count} remembered items for search by meaning"
         )),
         Err(err) => daemon.log.line(&format!("embedding stopped: {err}")),
+    }
+}
+
+/// Hands the memory a dropped model freed back to the system. glibc keeps freed blocks for
+/// reuse (the built-in model raises its trim threshold to keep its buffers between calls), so
+/// without this a daemon that let the model go stayed about 75 MiB larger (200 MiB instead of
+/// 125 with 60,000 pieces indexed).
+pub(crate) fn return_freed_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only releases memory the allocator holds free.
+    unsafe {
+        libc::malloc_trim(0);
     }
 }

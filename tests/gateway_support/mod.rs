@@ -76,6 +76,7 @@ async fn serve_in(dir: tempfile::TempDir, script: Value, config: &str) -> AnyRes
             listen: vec![Listen::Unix(socket.clone())],
             tls: None,
             jobs_changed: None,
+            searcher: None,
         },
         cancel.clone(),
     )

@@ -7,6 +7,7 @@ mod download;
 mod notes;
 
 use super::{CommandError, local_time};
+use crate::gateway::search::{SearchAsk, ask_daemon};
 use crate::launch::Loaded;
 use crate::memory::embed::{INSTALL_HINT, backfill, local_model_dir};
 use crate::memory::recall::RecallScope;
@@ -15,6 +16,9 @@ use crate::memory::{local_embed, search_archive};
 use crate::tools::memory::format_hits;
 pub use notes::{NotesAction, notes};
 
+/// `mnemo memory search`: answered by the daemon of this data directory when one runs (its
+/// model is loaded already, which takes longer here than the whole search), else in-process;
+/// the same hits and the same output either way.
 pub async fn search(
     loaded: &Loaded,
     query: &str,
@@ -23,12 +27,32 @@ pub async fn search(
     out: &mut impl Write,
 ) -> Result<(), CommandError> {
     let embedder = loaded.embedder();
-    let scope = match this_workspace {
-        true => RecallScope::workspace(loaded.workspace_str()),
-        false => RecallScope::everywhere(),
+    let workspace = this_workspace.then(|| loaded.workspace_str());
+    let asked = match (&embedder, loaded.dirs.data.as_deref()) {
+        // Without a model there is nothing to load, and nothing to gain from asking.
+        (Some(embedder), Some(data)) => {
+            let ask = SearchAsk {
+                query: query.to_string(),
+                limit,
+                workspace: workspace.clone(),
+                database: loaded.db_path.as_ref().map(|p| p.display().to_string()),
+                model: Some(embedder.model_id()),
+            };
+            ask_daemon(data, &ask).await
+        }
+        _ => None,
     };
-    let store = loaded.store()?;
-    let found = search_archive(&store, embedder.as_deref(), query, scope, limit).await?;
+    let found = match asked {
+        Some(found) => found,
+        None => {
+            let scope = match workspace {
+                Some(workspace) => RecallScope::workspace(workspace),
+                None => RecallScope::everywhere(),
+            };
+            let store = loaded.store()?;
+            search_archive(&store, embedder.as_deref(), query, scope, limit).await?
+        }
+    };
     if let Some(why) = &found.keyword_only {
         writeln!(out, "({why}; keyword results only)")?;
     }

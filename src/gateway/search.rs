@@ -1,0 +1,181 @@
+//! `search` over the gateway: what a client asks and what the daemon answers (hits in a form
+//! of their own, so the store's types stay off the wire), and the asking side: `mnemo memory
+//! search` asks the daemon of its data directory, whose model is loaded already, and searches
+//! in-process whenever no answer comes.
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::client::{GatewayClient, Target};
+use super::wire::HostOp;
+use crate::memory::embed::ArchiveSearch;
+use crate::memory::piece_index::Source;
+use crate::memory::types::SearchHit;
+
+/// How long reaching the daemon may take, its hello and token exchange included: a daemon
+/// that is slower than this is hung or swamped, and searching in-process is quicker.
+const CONNECT_WAIT: Duration = Duration::from_millis(300);
+/// How long a search may take in the daemon (its first one loads the model).
+const SEARCH_WAIT: Duration = Duration::from_secs(10);
+
+/// A search, as `mnemo memory search` asks it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SearchAsk {
+    pub query: String,
+    #[serde(default = "default_limit")]
+    pub limit: usize,
+    /// Only this workspace's conversations and notes (and the notes kept for every one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace: Option<String>,
+    /// The database the client would search: a daemon keeping another one refuses, so the
+    /// hits never come from elsewhere.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub database: Option<String>,
+    /// The embedding model the client would search with: a daemon with another refuses.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+}
+
+fn default_limit() -> usize {
+    10
+}
+
+/// The answer to a search.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Found {
+    pub hits: Vec<Hit>,
+    /// Why meaning search was not used, when it was not.
+    #[serde(default)]
+    pub keyword_only: Option<String>,
+}
+
+/// One hit, as the store ranks it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Hit {
+    pub id: i64,
+    /// `archive`, `experience`, `message` or `dream`.
+    pub source: String,
+    pub session_id: Option<String>,
+    pub created_at: i64,
+    pub topic: String,
+    pub summary: String,
+    pub importance: f64,
+    pub keyword: f64,
+    pub semantic: Option<f64>,
+    pub score: f64,
+}
+
+impl From<ArchiveSearch> for Found {
+    fn from(found: ArchiveSearch) -> Found {
+        let hits = found
+            .hits
+            .into_iter()
+            .map(|hit| Hit {
+                id: hit.id,
+                source: hit.source.as_str().to_string(),
+                session_id: hit.session_id,
+                created_at: hit.created_at,
+                topic: hit.topic,
+                summary: hit.summary,
+                importance: hit.importance,
+                keyword: hit.keyword,
+                semantic: hit.semantic,
+                score: hit.score,
+            })
+            .collect();
+        Found {
+            hits,
+            keyword_only: found.keyword_only,
+        }
+    }
+}
+
+impl Found {
+    /// The search as the store gave it; `None` when a hit names a source this mnemo does not
+    /// know (a newer daemon).
+    pub fn into_search(self) -> Option<ArchiveSearch> {
+        let hits = self
+            .hits
+            .into_iter()
+            .map(|hit| {
+                Some(SearchHit {
+                    id: hit.id,
+                    source: Source::parse(&hit.source)?,
+                    session_id: hit.session_id,
+                    created_at: hit.created_at,
+                    topic: hit.topic,
+                    summary: hit.summary,
+                    importance: hit.importance,
+                    keyword: hit.keyword,
+                    semantic: hit.semantic,
+                    score: hit.score,
+                })
+            })
+            .collect::<Option<Vec<_>>>()?;
+        Some(ArchiveSearch {
+            hits,
+            keyword_only: self.keyword_only,
+        })
+    }
+}
+
+/// The answer of the daemon running on `data_dir`, or `None` when none runs or it did not
+/// answer (refused, too slow, older and without `search`): the caller searches itself.
+pub async fn ask_daemon(data_dir: &Path, ask: &SearchAsk) -> Option<ArchiveSearch> {
+    // A lock check: without a daemon, asking costs nothing more.
+    if !crate::serve::lock::serve_running(data_dir) {
+        return None;
+    }
+    let connect = GatewayClient::connect(data_dir, Target::Socket);
+    let client = tokio::time::timeout(CONNECT_WAIT, connect)
+        .await
+        .ok()?
+        .ok()?;
+    let op = serde_json::to_value(HostOp::Search(ask.clone())).ok()?;
+    let answer = tokio::time::timeout(SEARCH_WAIT, client.request(None, op))
+        .await
+        .ok()?
+        .ok()?;
+    serde_json::from_value::<Found>(answer).ok()?.into_search()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hits_cross_the_wire_unchanged() -> Result<(), serde_json::Error> {
+        let hit = SearchHit {
+            id: 7,
+            source: Source::Message,
+            session_id: Some("s1".into()),
+            created_at: 1_700_000_000_000,
+            topic: "user message".into(),
+            summary: "two\nlines".into(),
+            importance: 0.5,
+            keyword: 0.25,
+            semantic: Some(0.731_234_567_8),
+            score: 0.012_345_678_9,
+        };
+        let found = ArchiveSearch {
+            hits: vec![hit.clone()],
+            keyword_only: Some("why".into()),
+        };
+        let line = serde_json::to_string(&Found::from(found))?;
+        let back = serde_json::from_str::<Found>(&line)?.into_search();
+        assert!(
+            matches!(&back, Some(s) if s.hits == [hit.clone()] && s.keyword_only.as_deref() == Some("why")),
+            "{line}"
+        );
+        let unknown = line.replace("\"message\"", "\"hologram\"");
+        assert!(
+            serde_json::from_str::<Found>(&unknown)?
+                .into_search()
+                .is_none()
+        );
+        Ok(())
+    }
+}

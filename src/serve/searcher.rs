@@ -1,0 +1,153 @@
+//! The daemon's searches for other processes (`mnemo memory search` asks over the gateway).
+//! It keeps one embedder for them, made by the first search rather than at start (the idle
+//! daemon stays small) and let go `IDLE` after the last one, so a search costs the query's
+//! embedding instead of the model's load.
+
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::log::ServeLog;
+use crate::gateway::search::{Found, SearchAsk};
+use crate::launch::{LaunchError, Loaded};
+use crate::memory::embed::EmbeddingClient;
+use crate::memory::recall::RecallScope;
+use crate::memory::{StoreError, search_archive};
+
+/// How long the embedder stays loaded after a search.
+pub const IDLE: Duration = Duration::from_secs(600);
+/// The most hits one search may ask for: each costs ranking work and reply bytes.
+pub const MAX_LIMIT: usize = 1000;
+
+#[derive(Debug, thiserror::Error)]
+pub enum SearchError {
+    #[error("`query` is empty")]
+    EmptyQuery,
+    #[error("`limit` is {0}; it is at most {MAX_LIMIT}")]
+    Limit(usize),
+    #[error("this daemon keeps the database {kept}, not {asked}")]
+    OtherDatabase { kept: String, asked: String },
+    #[error("this daemon searches with {kept}, not {asked}")]
+    OtherModel { kept: String, asked: String },
+    #[error(transparent)]
+    Launch(#[from] LaunchError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// The embedder kept for searches, and when the last search came.
+struct Kept {
+    embedder: Option<Arc<EmbeddingClient>>,
+    last_search: Instant,
+}
+
+pub struct Searcher {
+    loaded: Arc<Loaded>,
+    log: ServeLog,
+    cancel: CancellationToken,
+    kept: Mutex<Kept>,
+}
+
+impl Searcher {
+    pub fn new(loaded: Arc<Loaded>, log: ServeLog, cancel: CancellationToken) -> Arc<Searcher> {
+        Arc::new(Searcher {
+            loaded,
+            log,
+            cancel,
+            kept: Mutex::new(Kept {
+                embedder: None,
+                last_search: Instant::now(),
+            }),
+        })
+    }
+
+    /// Searches as `ask` says, with the kept embedder.
+    pub async fn search(self: &Arc<Self>, ask: SearchAsk) -> Result<Found, SearchError> {
+        if ask.query.trim().is_empty() {
+            return Err(SearchError::EmptyQuery);
+        }
+        if ask.limit > MAX_LIMIT {
+            return Err(SearchError::Limit(ask.limit));
+        }
+        let kept_db = self
+            .loaded
+            .db_path
+            .as_ref()
+            .map(|p| p.display().to_string());
+        if let Some(asked) = ask.database
+            && kept_db.as_ref() != Some(&asked)
+        {
+            let kept = kept_db.unwrap_or_else(|| "none".into());
+            return Err(SearchError::OtherDatabase { kept, asked });
+        }
+        let embedder = self.embedder();
+        let kept_model = embedder.as_ref().map(|e| e.model_id());
+        if let Some(asked) = ask.model
+            && kept_model.as_ref() != Some(&asked)
+        {
+            let kept = kept_model.unwrap_or_else(|| "no embedding model".into());
+            return Err(SearchError::OtherModel { kept, asked });
+        }
+        let scope = match ask.workspace {
+            Some(workspace) => RecallScope::workspace(workspace),
+            None => RecallScope::everywhere(),
+        };
+        let store = self.loaded.store()?;
+        let found = search_archive(&store, embedder.as_deref(), &ask.query, scope, ask.limit);
+        Ok(found.await?.into())
+    }
+
+    /// The kept embedder (made now when there is none), for one search.
+    fn embedder(self: &Arc<Self>) -> Option<Arc<EmbeddingClient>> {
+        let mut kept = self.kept.lock().unwrap_or_else(PoisonError::into_inner);
+        kept.last_search = Instant::now();
+        if let Some(embedder) = &kept.embedder {
+            return Some(embedder.clone());
+        }
+        let embedder = self.loaded.new_embedder()?;
+        kept.embedder = Some(embedder.clone());
+        drop(kept);
+        tokio::spawn(self.clone().let_go_when_idle());
+        self.log.line(&format!(
+            "searching by meaning with {}, kept until {} min without a search",
+            embedder.model_id(),
+            IDLE.as_secs() / 60
+        ));
+        Some(embedder)
+    }
+
+    /// Sleeps until `IDLE` after the last search (again when one came meanwhile), then lets
+    /// the embedder go; a search still running keeps its own handle until it ends.
+    async fn let_go_when_idle(self: Arc<Self>) {
+        loop {
+            let deadline = self.last_search() + IDLE;
+            tokio::select! {
+                () = tokio::time::sleep_until(deadline) => {}
+                () = self.cancel.cancelled() => return,
+            }
+            let mut kept = self.kept.lock().unwrap_or_else(PoisonError::into_inner);
+            if kept.last_search + IDLE <= Instant::now() {
+                let embedder = kept.embedder.take();
+                drop(kept);
+                drop(embedder);
+                super::return_freed_memory();
+                self.log.line(&format!(
+                    "let the embedding model go after {} min without a search",
+                    IDLE.as_secs() / 60
+                ));
+                return;
+            }
+        }
+    }
+
+    fn last_search(&self) -> Instant {
+        let kept = self.kept.lock().unwrap_or_else(PoisonError::into_inner);
+        kept.last_search
+    }
+}
+
+#[cfg(test)]
+#[path = "searcher_tests.rs"]
+mod tests;
