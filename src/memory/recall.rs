@@ -53,6 +53,10 @@ const RETIRED_SLACK: usize = 1000;
 /// The kv key of the database's own random id, which its piece files carry.
 const DB_ID_KEY: &str = "db_id";
 
+/// The keyword candidates of a query, where each placed (see `Db::keyword_signals`).
+#[derive(Debug, Default)]
+pub struct KeywordSignals(HashMap<Key, Signals>);
+
 /// Candidates each signal contributes for a search returning `limit` hits.
 fn pool_size(limit: usize) -> usize {
     limit.saturating_mul(4).clamp(50, 1000)
@@ -78,36 +82,56 @@ impl Db {
         scope: &RecallScope,
         limit: usize,
     ) -> Result<Vec<SearchHit>, StoreError> {
+        let keyword = self.keyword_signals(query, limit)?;
+        self.recall_with(keyword, semantic, scope, limit)
+    }
+
+    /// The keyword half of `recall`, which needs no vector: a search can run it while the
+    /// query is being embedded.
+    pub fn keyword_signals(&self, query: &str, limit: usize) -> Result<KeywordSignals, StoreError> {
+        let mut signals: HashMap<Key, Signals> = HashMap::new();
+        let terms = content_terms(query);
+        if limit == 0 || terms.is_empty() {
+            return Ok(KeywordSignals(signals));
+        }
+        let pool = pool_size(limit);
+        let archive: Vec<i64> = keyword_candidates(&self.conn, &terms, pool)?
+            .into_iter()
+            .map(|(id, _)| id)
+            .collect();
+        let expression = quote_terms(&terms);
+        let experiences = self.fts_candidates(Source::Experience, &expression, pool)?;
+        let messages = self.fts_candidates(Source::Message, &expression, pool)?;
+        let dream = self.fts_candidates(Source::Dream, &expression, pool)?;
+        for (source, ids) in [
+            (Source::Archive, archive),
+            (Source::Experience, experiences),
+            (Source::Message, messages),
+            (Source::Dream, dream),
+        ] {
+            let matched = self.terms_matched(source, &terms, &ids)?;
+            for (rank, id) in ids.iter().enumerate() {
+                let entry = signals.entry((source, *id)).or_default();
+                entry.keyword = Some(rank);
+                let count = matched.get(id).copied().unwrap_or(0);
+                entry.coverage = count as f64 / terms.len() as f64;
+            }
+        }
+        Ok(KeywordSignals(signals))
+    }
+
+    /// `recall` from its keyword half (`keyword_signals` for the same query and limit).
+    pub fn recall_with(
+        &mut self,
+        keyword: KeywordSignals,
+        semantic: Option<(&str, &[f32])>,
+        scope: &RecallScope,
+        limit: usize,
+    ) -> Result<Vec<SearchHit>, StoreError> {
         if limit == 0 {
             return Ok(Vec::new());
         }
-        let pool = pool_size(limit);
-        let mut signals: HashMap<Key, Signals> = HashMap::new();
-        let terms = content_terms(query);
-        if !terms.is_empty() {
-            let archive: Vec<i64> = keyword_candidates(&self.conn, &terms, pool)?
-                .into_iter()
-                .map(|(id, _)| id)
-                .collect();
-            let expression = quote_terms(&terms);
-            let experiences = self.fts_candidates(Source::Experience, &expression, pool)?;
-            let messages = self.fts_candidates(Source::Message, &expression, pool)?;
-            let dream = self.fts_candidates(Source::Dream, &expression, pool)?;
-            for (source, ids) in [
-                (Source::Archive, archive),
-                (Source::Experience, experiences),
-                (Source::Message, messages),
-                (Source::Dream, dream),
-            ] {
-                let matched = self.terms_matched(source, &terms, &ids)?;
-                for (rank, id) in ids.iter().enumerate() {
-                    let entry = signals.entry((source, *id)).or_default();
-                    entry.keyword = Some(rank);
-                    let count = matched.get(id).copied().unwrap_or(0);
-                    entry.coverage = count as f64 / terms.len() as f64;
-                }
-            }
-        }
+        let mut signals = keyword.0;
         if let Some((model, vector)) = semantic {
             let mut query = vector.to_vec();
             normalize(&mut query);

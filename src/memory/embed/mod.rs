@@ -196,18 +196,24 @@ pub async fn search_archive(
     scope: RecallScope,
     limit: usize,
 ) -> Result<ArchiveSearch, StoreError> {
-    let (semantic, keyword_only) = match embedder {
-        Some(embedder) => match embedder.embed(&[query.to_string()]).await {
-            Ok(mut vectors) => (vectors.pop().map(|v| (embedder.model_id(), v)), None),
-            Err(err) => (None, Some(format!("meaning search failed: {err}"))),
-        },
-        None => (None, Some(INSTALL_HINT.to_string())),
+    let embedding = async {
+        match embedder {
+            Some(embedder) => match embedder.embed(&[query.to_string()]).await {
+                Ok(mut vectors) => (vectors.pop().map(|v| (embedder.model_id(), v)), None),
+                Err(err) => (None, Some(format!("meaning search failed: {err}"))),
+            },
+            None => (None, Some(INSTALL_HINT.to_string())),
+        }
     };
-    let query = query.to_string();
+    // The keyword half runs on the store thread while the query is embedded.
+    let words = query.to_string();
+    let keyword = store.call(move |db| db.keyword_signals(&words, limit));
+    let (keyword, (semantic, keyword_only)) = tokio::join!(keyword, embedding);
+    let keyword = keyword?;
     let hits = store
         .call(move |db| {
             let semantic = semantic.as_ref().map(|(m, v)| (m.as_str(), v.as_slice()));
-            db.recall(&query, semantic, &scope, limit)
+            db.recall_with(keyword, semantic, &scope, limit)
         })
         .await?;
     Ok(ArchiveSearch { hits, keyword_only })
