@@ -116,6 +116,14 @@ impl Db {
         Ok(())
     }
 
+    /// Lets go of the piece index (read again from its file by the next search by meaning)
+    /// and of the page cache: a long-lived process going idle after large reads.
+    pub fn release_memory(&mut self) -> Result<(), StoreError> {
+        self.pieces = None;
+        self.conn.execute_batch("PRAGMA shrink_memory")?;
+        Ok(())
+    }
+
     /// Writes the WAL back into the main file and truncates it (for size measurements and
     /// before copying the file).
     pub fn checkpoint(&mut self) -> Result<(), StoreError> {

@@ -355,6 +355,12 @@ fn the_next_process_finds_what_the_index_file_and_later_pieces_hold() -> TestRes
         ids(&Db::open(&path).and_then(|mut db| search(&mut db))?),
         vec![near]
     );
+
+    // A daemon going idle lets the index go; the next search reads it again.
+    assert!(first.piece_index_bytes() > 0);
+    first.release_memory()?;
+    assert_eq!(first.piece_index_bytes(), 0);
+    assert_eq!(ids(&search(&mut first)?), vec![near]);
     Ok(())
 }
 

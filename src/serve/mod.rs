@@ -239,6 +239,7 @@ pub(crate) async fn backfill(daemon: Daemon) {
         () = daemon.cancel.cancelled() => return,
     };
     drop(embedder);
+    let _ = store.call(|db| db.release_memory()).await;
     return_freed_memory();
     match done {
         Ok(0) => {}

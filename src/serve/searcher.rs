@@ -127,16 +127,23 @@ impl Searcher {
                 () = tokio::time::sleep_until(deadline) => {}
                 () = self.cancel.cancelled() => return,
             }
-            let mut kept = self.kept.lock().unwrap_or_else(PoisonError::into_inner);
-            if kept.last_search + IDLE <= Instant::now() {
-                let embedder = kept.embedder.take();
-                drop(kept);
-                drop(embedder);
-                super::return_freed_memory();
+            let idle = {
+                let mut kept = self.kept.lock().unwrap_or_else(PoisonError::into_inner);
+                let idle = kept.last_search + IDLE <= Instant::now();
+                if idle {
+                    drop(kept.embedder.take());
+                }
+                idle
+            };
+            if idle {
                 self.log.line(&format!(
                     "let the embedding model go after {} min without a search",
                     IDLE.as_secs() / 60
                 ));
+                if let Ok(store) = self.loaded.store() {
+                    let _ = store.call(|db| db.release_memory()).await;
+                }
+                super::return_freed_memory();
                 return;
             }
         }

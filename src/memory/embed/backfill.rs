@@ -45,11 +45,15 @@ pub async fn embed_pending(
     mut progress: impl FnMut(usize, usize),
 ) -> Result<usize, BackfillError> {
     let model = embedder.model_id();
-    let fits = embedder.fits().await?;
     let wanted = model.clone();
     let total = store.call(move |db| db.count_unembedded(&wanted)).await?;
     let mut done = 0;
     progress(done, total);
+    if total == 0 {
+        // Nothing to embed: the model is not even loaded.
+        return Ok(0);
+    }
+    let fits = embedder.fits().await?;
     loop {
         let wanted = model.clone();
         let items = store.call(move |db| db.unembedded(&wanted, BATCH)).await?;
@@ -85,4 +89,35 @@ pub async fn embed_pending_in_background(
         done += embed_pending(store, embedder, |_, _| {}).await?;
     }
     Ok(done)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn nothing_to_embed_does_not_load_the_model() -> Result<(), Box<dyn std::error::Error>> {
+        let dir = tempfile::tempdir()?;
+        // A model folder that cannot load: any attempt would fail the backfill.
+        std::fs::write(dir.path().join("config.json"), "not json")?;
+        let embedder = EmbeddingClient::local(dir.path().to_path_buf());
+        let store = Store::open_in_memory()?;
+        assert_eq!(embed_pending(&store, &embedder, |_, _| {}).await?, 0);
+
+        store
+            .call(|db| {
+                db.remember(
+                    "a fact to embed",
+                    &crate::memory::types::Scope::Global,
+                    "test",
+                )
+            })
+            .await?;
+        let failed = embed_pending(&store, &embedder, |_, _| {}).await;
+        assert!(
+            failed.is_err(),
+            "with something pending the model is loaded"
+        );
+        Ok(())
+    }
 }
