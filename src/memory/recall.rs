@@ -289,9 +289,11 @@ impl Db {
 
     /// Adds the stored pieces of the index's model after its last row, in row order.
     fn read_pieces_after(&self, index: &mut PieceIndex) -> Result<(), StoreError> {
+        // `+model`: walk the rows after `id` rather than every row of the model through its
+        // index, which SQLite would otherwise pick (2.7 ms at 60,000 pieces, for no new row).
         let mut stmt = self.conn.prepare_cached(
             "SELECT id, source, source_id, embedding FROM memory_pieces
-             WHERE model = ?1 AND id > ?2 ORDER BY id",
+             WHERE +model = ?1 AND id > ?2 ORDER BY id",
         )?;
         let mut rows = stmt.query(params![index.model(), index.last_row])?;
         while let Some(row) = rows.next()? {
