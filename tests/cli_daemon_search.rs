@@ -6,27 +6,12 @@
 mod cli_support;
 mod embed_support;
 
-use std::path::Path;
 use std::time::{Duration, Instant};
 
-use cli_support::{Workspace, text};
+use cli_support::{Workspace, archive_note, text, wait_for};
 use mnemo::gateway::search::{SearchAsk, ask_daemon};
-use mnemo::llm::{ContentBlock, Message};
-use mnemo::memory::{Db, NewArchiveEntry, NewSession};
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;
-
-/// Waits (within a limit) until `ready` holds.
-fn wait_for(what: &str, mut ready: impl FnMut() -> bool) -> Result<(), String> {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !ready() {
-        if Instant::now() > deadline {
-            return Err(format!("timed out waiting for {what}"));
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    Ok(())
-}
 
 /// A `mnemo serve` this test started; continued and stopped however the test ends.
 struct Daemon(std::process::Child);
@@ -50,38 +35,6 @@ impl Drop for Daemon {
     }
 }
 
-/// An archive entry of its own session in `db_path`, saying `said`.
-fn archive(db_path: &Path, cwd: &Path, id: &str, said: &str) -> TestResult {
-    let mut db = Db::open(db_path)?;
-    db.create_session(NewSession {
-        id: id.into(),
-        parent_id: None,
-        cwd: cwd.display().to_string(),
-        model: "m".into(),
-        title: String::new(),
-    })?;
-    let messages = vec![
-        Message::user_text(format!("Note for later: {said}")),
-        Message::assistant(vec![ContentBlock::Text {
-            text: "Noted.".into(),
-        }]),
-    ];
-    let (topic, summary) = mnemo::memory::mechanical_summary(&messages);
-    db.archive_messages(NewArchiveEntry {
-        session_id: id.into(),
-        topic: topic.unwrap_or_default(),
-        summary,
-        token_count: 20,
-        importance: 0.5,
-        first_seq: 0,
-        last_seq: 1,
-        started_at: 1,
-        ended_at: 2,
-        messages,
-    })?;
-    Ok(())
-}
-
 /// Shares no word with the staging note: only meaning finds it.
 const PARAPHRASE: &str = "what number does the preprod DB accept connections on";
 
@@ -97,7 +50,7 @@ fn the_daemon_answers_by_meaning_with_what_the_command_prints_alone() -> TestRes
         "Our invoices are generated every night by a cron job on the billing host.",
     ];
     for (i, said) in notes.iter().enumerate() {
-        archive(&db, ws.path(), &format!("s{i}"), said)?;
+        archive_note(&db, ws.path(), &format!("s{i}"), said)?;
     }
     let search = |args: &[&str]| {
         let mut all = vec!["memory", "search"];

@@ -7,44 +7,16 @@ mod cli_support;
 mod embed_support;
 
 use cli_support::{Workspace, text};
-use mnemo::llm::{ContentBlock, Message};
-use mnemo::memory::{Db, NewArchiveEntry, NewSession};
+use mnemo::llm::Message;
+use mnemo::memory::Db;
 
 /// The workspace's database with a new session `id` in it.
 fn with_session(ws: &Workspace, id: &str) -> Result<Db, Box<dyn std::error::Error>> {
-    let mut db = Db::open(&ws.path().join(".data/mnemo.db"))?;
-    db.create_session(NewSession {
-        id: id.into(),
-        parent_id: None,
-        cwd: ws.path().display().to_string(),
-        model: "m".into(),
-        title: String::new(),
-    })?;
-    Ok(db)
+    cli_support::with_session(&ws.path().join(".data/mnemo.db"), ws.path(), id)
 }
 
 fn archive(ws: &Workspace, id: &str, said: &str) -> Result<(), Box<dyn std::error::Error>> {
-    let mut db = with_session(ws, id)?;
-    let messages = vec![
-        Message::user_text(format!("Note for later: {said}")),
-        Message::assistant(vec![ContentBlock::Text {
-            text: "Noted.".into(),
-        }]),
-    ];
-    let (topic, summary) = mnemo::memory::mechanical_summary(&messages);
-    db.archive_messages(NewArchiveEntry {
-        session_id: id.into(),
-        topic: topic.unwrap_or_default(),
-        summary,
-        token_count: 20,
-        importance: 0.5,
-        first_seq: 0,
-        last_seq: 1,
-        started_at: 1,
-        ended_at: 2,
-        messages,
-    })?;
-    Ok(())
+    cli_support::archive_note(&ws.path().join(".data/mnemo.db"), ws.path(), id, said)
 }
 
 /// A session whose one message is still in its working set (a first message is never

@@ -5,21 +5,9 @@ mod cli_support;
 
 use std::time::{Duration, Instant};
 
-use cli_support::{Workspace, text};
+use cli_support::{Workspace, text, wait_for};
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;
-
-/// Waits (within a limit) until `ready` holds.
-fn wait_for(what: &str, mut ready: impl FnMut() -> bool) -> Result<(), String> {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !ready() {
-        if Instant::now() > deadline {
-            return Err(format!("timed out waiting for {what}"));
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    Ok(())
-}
 
 fn terminate(child: &std::process::Child) -> Result<(), std::io::Error> {
     let pid = libc::pid_t::try_from(child.id()).map_err(std::io::Error::other)?;

@@ -1,7 +1,6 @@
-//! `search` over the gateway: what a client asks and what the daemon answers (hits in a form
-//! of their own, so the store's types stay off the wire), and the asking side: `mnemo memory
-//! search` asks the daemon of its data directory, whose model is loaded already, and searches
-//! in-process whenever no answer comes.
+//! `search` over the gateway: what a client asks and what the daemon answers (the hits as the
+//! store ranks them), and the asking side: `mnemo memory search` asks the daemon of its data
+//! directory, whose model is loaded already, and searches in-process whenever no answer comes.
 
 use std::path::Path;
 use std::time::Duration;
@@ -11,7 +10,6 @@ use serde::{Deserialize, Serialize};
 use super::client::{GatewayClient, Target};
 use super::wire::HostOp;
 use crate::memory::embed::ArchiveSearch;
-use crate::memory::piece_index::Source;
 use crate::memory::types::SearchHit;
 
 /// How long reaching the daemon may take, its hello and token exchange included: a daemon
@@ -46,79 +44,27 @@ fn default_limit() -> usize {
 /// The answer to a search.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Found {
-    pub hits: Vec<Hit>,
+    pub hits: Vec<SearchHit>,
     /// Why meaning search was not used, when it was not.
     #[serde(default)]
     pub keyword_only: Option<String>,
 }
 
-/// One hit, as the store ranks it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Hit {
-    pub id: i64,
-    /// `archive`, `experience`, `message` or `dream`.
-    pub source: String,
-    pub session_id: Option<String>,
-    pub created_at: i64,
-    pub topic: String,
-    pub summary: String,
-    pub importance: f64,
-    pub keyword: f64,
-    pub semantic: Option<f64>,
-    pub score: f64,
-}
-
 impl From<ArchiveSearch> for Found {
     fn from(found: ArchiveSearch) -> Found {
-        let hits = found
-            .hits
-            .into_iter()
-            .map(|hit| Hit {
-                id: hit.id,
-                source: hit.source.as_str().to_string(),
-                session_id: hit.session_id,
-                created_at: hit.created_at,
-                topic: hit.topic,
-                summary: hit.summary,
-                importance: hit.importance,
-                keyword: hit.keyword,
-                semantic: hit.semantic,
-                score: hit.score,
-            })
-            .collect();
         Found {
-            hits,
+            hits: found.hits,
             keyword_only: found.keyword_only,
         }
     }
 }
 
 impl Found {
-    /// The search as the store gave it; `None` when a hit names a source this mnemo does not
-    /// know (a newer daemon).
-    pub fn into_search(self) -> Option<ArchiveSearch> {
-        let hits = self
-            .hits
-            .into_iter()
-            .map(|hit| {
-                Some(SearchHit {
-                    id: hit.id,
-                    source: Source::parse(&hit.source)?,
-                    session_id: hit.session_id,
-                    created_at: hit.created_at,
-                    topic: hit.topic,
-                    summary: hit.summary,
-                    importance: hit.importance,
-                    keyword: hit.keyword,
-                    semantic: hit.semantic,
-                    score: hit.score,
-                })
-            })
-            .collect::<Option<Vec<_>>>()?;
-        Some(ArchiveSearch {
-            hits,
+    pub fn into_search(self) -> ArchiveSearch {
+        ArchiveSearch {
+            hits: self.hits,
             keyword_only: self.keyword_only,
-        })
+        }
     }
 }
 
@@ -139,12 +85,14 @@ pub async fn ask_daemon(data_dir: &Path, ask: &SearchAsk) -> Option<ArchiveSearc
         .await
         .ok()?
         .ok()?;
-    serde_json::from_value::<Found>(answer).ok()?.into_search()
+    // A hit this mnemo cannot read (a newer daemon's source) fails here: search in-process.
+    Some(serde_json::from_value::<Found>(answer).ok()?.into_search())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::memory::piece_index::Source;
 
     #[test]
     fn hits_cross_the_wire_unchanged() -> Result<(), serde_json::Error> {
@@ -166,16 +114,10 @@ mod tests {
         };
         let line = serde_json::to_string(&Found::from(found))?;
         let back = serde_json::from_str::<Found>(&line)?.into_search();
-        assert!(
-            matches!(&back, Some(s) if s.hits == [hit.clone()] && s.keyword_only.as_deref() == Some("why")),
-            "{line}"
-        );
+        assert_eq!(back.hits, [hit], "{line}");
+        assert_eq!(back.keyword_only.as_deref(), Some("why"));
         let unknown = line.replace("\"message\"", "\"hologram\"");
-        assert!(
-            serde_json::from_str::<Found>(&unknown)?
-                .into_search()
-                .is_none()
-        );
+        assert!(serde_json::from_str::<Found>(&unknown).is_err());
         Ok(())
     }
 }

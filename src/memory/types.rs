@@ -98,7 +98,7 @@ pub struct ArchiveEntry {
 }
 
 /// One search result with the parts of its score.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SearchHit {
     pub id: i64,
     /// An archive entry or an experience (`id` is its id in that kind).

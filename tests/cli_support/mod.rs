@@ -7,6 +7,10 @@
 use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use mnemo::llm::{ContentBlock, Message};
+use mnemo::memory::{Db, NewArchiveEntry, NewSession};
 
 pub struct Workspace {
     dir: tempfile::TempDir,
@@ -75,4 +79,63 @@ impl Workspace {
 
 pub fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// Waits (within a limit) until `ready` holds.
+pub fn wait_for(what: &str, mut ready: impl FnMut() -> bool) -> Result<(), String> {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !ready() {
+        if Instant::now() > deadline {
+            return Err(format!("timed out waiting for {what}"));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Ok(())
+}
+
+/// A session `id` in `cwd` in the database at `db_path`.
+pub fn with_session(
+    db_path: &Path,
+    cwd: &Path,
+    id: &str,
+) -> Result<Db, Box<dyn std::error::Error>> {
+    let mut db = Db::open(db_path)?;
+    db.create_session(NewSession {
+        id: id.into(),
+        parent_id: None,
+        cwd: cwd.display().to_string(),
+        model: "m".into(),
+        title: String::new(),
+    })?;
+    Ok(db)
+}
+
+/// An archive entry of its own session `id` in `cwd`, saying `said`.
+pub fn archive_note(
+    db_path: &Path,
+    cwd: &Path,
+    id: &str,
+    said: &str,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let mut db = with_session(db_path, cwd, id)?;
+    let messages = vec![
+        Message::user_text(format!("Note for later: {said}")),
+        Message::assistant(vec![ContentBlock::Text {
+            text: "Noted.".into(),
+        }]),
+    ];
+    let (topic, summary) = mnemo::memory::mechanical_summary(&messages);
+    db.archive_messages(NewArchiveEntry {
+        session_id: id.into(),
+        topic: topic.unwrap_or_default(),
+        summary,
+        token_count: 20,
+        importance: 0.5,
+        first_seq: 0,
+        last_seq: 1,
+        started_at: 1,
+        ended_at: 2,
+        messages,
+    })?;
+    Ok(())
 }
