@@ -252,8 +252,7 @@ pub(crate) async fn backfill(daemon: Daemon) {
 
 /// Hands the memory a dropped model freed back to the system. glibc keeps freed blocks for
 /// reuse (the built-in model raises its trim threshold to keep its buffers between calls), so
-/// without this a daemon that let the model go stayed about 75 MiB larger (200 MiB instead of
-/// 125 with 60,000 pieces indexed).
+/// without this a daemon that let the model go stayed about 75 MiB larger.
 pub(crate) fn return_freed_memory() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: malloc_trim only releases memory the allocator holds free.

@@ -20,6 +20,8 @@ use crate::memory::{StoreError, search_archive};
 pub const IDLE: Duration = Duration::from_secs(600);
 /// The most hits one search may ask for: each costs ranking work and reply bytes.
 pub const MAX_LIMIT: usize = 1000;
+/// Searches run at once; more wait their turn (each is CPU work on a small machine).
+const RUNNING: usize = 4;
 
 #[derive(Debug, thiserror::Error)]
 pub enum SearchError {
@@ -48,6 +50,7 @@ pub struct Searcher {
     log: ServeLog,
     cancel: CancellationToken,
     kept: Mutex<Kept>,
+    running: tokio::sync::Semaphore,
 }
 
 impl Searcher {
@@ -60,6 +63,7 @@ impl Searcher {
                 embedder: None,
                 last_search: Instant::now(),
             }),
+            running: tokio::sync::Semaphore::new(RUNNING),
         })
     }
 
@@ -82,6 +86,8 @@ impl Searcher {
             let kept = kept_db.unwrap_or_else(|| "none".into());
             return Err(SearchError::OtherDatabase { kept, asked });
         }
+        // The semaphore is never closed, so a turn always comes.
+        let _turn = self.running.acquire().await.ok();
         let embedder = self.embedder();
         let kept_model = embedder.as_ref().map(|e| e.model_id());
         if let Some(asked) = ask.model
