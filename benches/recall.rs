@@ -239,7 +239,7 @@ fn index_memory() {
     times.sort();
     println!(
         "scan of 100,000 pieces for the 40 best entries: p50 {:.2} ms",
-        ms(times[RUNS / 2])
+        ms(support::percentile(&times, 0.5))
     );
 }
 

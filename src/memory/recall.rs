@@ -15,7 +15,7 @@ use super::keyword::keyword_candidates;
 use super::piece_file::PieceFile;
 use super::piece_index::{Key, PieceIndex, Source};
 use super::ranking::{self, Signals};
-use super::recall_store::LAST_PIECE_KEY;
+use super::recall_store::last_piece_row;
 use super::types::SearchHit;
 use super::vectors::{dot, from_blob, normalize};
 
@@ -41,6 +41,11 @@ impl RecallScope {
         }
     }
 
+    /// `workspace`'s when given, else everything's.
+    pub fn within(workspace: Option<String>) -> Self {
+        workspace.map_or_else(Self::everywhere, Self::workspace)
+    }
+
     pub(super) fn admits_workspace(&self, cwd: Option<&str>) -> bool {
         self.workspace.as_deref().is_none_or(|w| cwd == Some(w))
     }
@@ -54,7 +59,7 @@ const RETIRED_SLACK: usize = 1000;
 const DB_ID_KEY: &str = "db_id";
 
 /// The keyword candidates of a query, where each placed (see `Db::keyword_signals`).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct KeywordSignals(HashMap<Key, Signals>);
 
 /// Candidates each signal contributes for a search returning `limit` hits.
@@ -246,11 +251,13 @@ impl Db {
             .pieces
             .as_ref()
             .is_none_or(|index| index.model() != model || index.dim() != dim);
-        let file = self.piece_file(model)?;
+        // The file is only touched when the index is loaded or grows, not on every search.
+        let mut file = None;
         // Whether the index was read from the database alone, so the file is to be replaced.
         let mut rebuilt = false;
         if stale {
-            let newest = self.last_piece_row()?;
+            file = self.piece_file(model)?;
+            let newest = last_piece_row(&self.conn)?;
             let stored = file
                 .as_ref()
                 .and_then(|file| file.load(model, dim))
@@ -264,9 +271,10 @@ impl Db {
         let known = index.last_row;
         self.read_pieces_after(&mut index)?;
         let added = index.last_row > known;
-        if let Some(file) = file
-            && (stale || added)
-        {
+        if added && file.is_none() {
+            file = self.piece_file(model)?;
+        }
+        if let Some(file) = file {
             let live: i64 = self.conn.query_row(
                 "SELECT count(*) FROM memory_pieces WHERE model = ?1",
                 [model],
@@ -307,16 +315,6 @@ impl Db {
             }
         }
         Ok(())
-    }
-
-    /// The highest piece row this database ever had.
-    fn last_piece_row(&self) -> Result<i64, StoreError> {
-        Ok(self.conn.query_row(
-            "SELECT max(coalesce((SELECT CAST(value AS INTEGER) FROM kv WHERE key = ?1), 0),
-                        coalesce((SELECT max(id) FROM memory_pieces), 0))",
-            [LAST_PIECE_KEY],
-            |r| r.get(0),
-        )?)
     }
 
     /// The piece file of `model` beside a database file; none for one in memory.

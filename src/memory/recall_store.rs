@@ -11,7 +11,17 @@ use super::vectors::{normalize, to_blob};
 use crate::llm::Message;
 
 /// The kv key of the highest piece row ever written.
-pub(super) const LAST_PIECE_KEY: &str = "memory_pieces_last_id";
+const LAST_PIECE_KEY: &str = "memory_pieces_last_id";
+
+/// The highest piece row the database ever had (deleted rows included).
+pub(super) fn last_piece_row(conn: &rusqlite::Connection) -> Result<i64, StoreError> {
+    Ok(conn.query_row(
+        "SELECT max(coalesce((SELECT CAST(value AS INTEGER) FROM kv WHERE key = ?1), 0),
+                    coalesce((SELECT max(id) FROM memory_pieces), 0))",
+        [LAST_PIECE_KEY],
+        |r| r.get(0),
+    )?)
+}
 
 /// Something remembered without vectors of the current model.
 #[derive(Debug, Clone)]
@@ -169,12 +179,7 @@ impl Db {
         )?;
         // Rows are numbered past every row there ever was, never reusing the id of a deleted
         // last row: the piece index reads "rows after the last it holds".
-        let mut last: i64 = tx.query_row(
-            "SELECT max(coalesce((SELECT CAST(value AS INTEGER) FROM kv WHERE key = ?1), 0),
-                        coalesce((SELECT max(id) FROM memory_pieces), 0))",
-            [LAST_PIECE_KEY],
-            |r| r.get(0),
-        )?;
+        let mut last = last_piece_row(&tx)?;
         {
             let mut insert = tx.prepare_cached(
                 "INSERT INTO memory_pieces(id, source, source_id, ord, model, embedding)

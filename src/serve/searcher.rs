@@ -96,10 +96,7 @@ impl Searcher {
             let kept = kept_model.unwrap_or_else(|| "no embedding model".into());
             return Err(SearchError::OtherModel { kept, asked });
         }
-        let scope = match ask.workspace {
-            Some(workspace) => RecallScope::workspace(workspace),
-            None => RecallScope::everywhere(),
-        };
+        let scope = RecallScope::within(ask.workspace);
         let store = self.loaded.store()?;
         let found = search_archive(&store, embedder.as_deref(), &ask.query, scope, ask.limit);
         Ok(found.await?.into())

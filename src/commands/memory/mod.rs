@@ -45,10 +45,7 @@ pub async fn search(
     let found = match asked {
         Some(found) => found,
         None => {
-            let scope = match workspace {
-                Some(workspace) => RecallScope::workspace(workspace),
-                None => RecallScope::everywhere(),
-            };
+            let scope = RecallScope::within(workspace);
             let store = loaded.store()?;
             search_archive(&store, embedder.as_deref(), query, scope, limit).await?
         }
