@@ -203,12 +203,25 @@ impl Supervisor {
             .iter()
             .filter(|t| config.is_some_and(|c| c.offers(&t.name)))
             .count();
+        // A first listing turns the state ready after the catalog holds the tools; a later
+        // one updates the count before the catalog offers them. Either way whoever sees the
+        // tools sees their server ready with their count.
+        let mut refreshed = false;
         if let Some(server) = self.shared.servers.get(&self.name) {
-            lock(&server.slot).tools = tools;
+            let mut slot = lock(&server.slot);
+            slot.tools = tools;
+            if matches!(slot.state, ServerState::Ready { .. }) {
+                slot.state = ServerState::Ready { tools: count };
+                refreshed = true;
+            }
         }
         self.shared.rebuild_catalog();
-        self.shared
-            .set_state(&self.name, ServerState::Ready { tools: count });
+        if refreshed {
+            self.shared.states_tx.send_modify(|n| *n += 1);
+        } else {
+            self.shared
+                .set_state(&self.name, ServerState::Ready { tools: count });
+        }
     }
 }
 
