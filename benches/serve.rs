@@ -21,13 +21,18 @@ fn cpu_ticks(pid: u32) -> BenchResult<u64> {
     Ok(fields[11].parse::<u64>()? + fields[12].parse::<u64>()?)
 }
 
-fn rss_kib(pid: u32) -> BenchResult<u64> {
+/// A `/proc/PID/status` figure in KiB (`VmRSS`, `RssAnon`, `RssFile`).
+fn status_kib(pid: u32, key: &str) -> BenchResult<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
     let line = status
         .lines()
-        .find(|l| l.starts_with("VmRSS:"))
-        .ok_or("no VmRSS")?;
-    Ok(line.split_whitespace().nth(1).ok_or("bad VmRSS")?.parse()?)
+        .find(|l| l.starts_with(key))
+        .ok_or(format!("no {key}"))?;
+    Ok(line
+        .split_whitespace()
+        .nth(1)
+        .ok_or("bad status line")?
+        .parse()?)
 }
 
 /// Heartbeat files on cron lines of the early morning for half of the jobs, schedules the
@@ -91,12 +96,14 @@ fn main() -> BenchResult {
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    // Start-up work (loading jobs) is done; from here on it should only sleep.
-    std::thread::sleep(Duration::from_secs(2));
+    // Start-up work (loading jobs) is done, and 5 s later the daemon hands back what it
+    // touched (`serve::idle`); from here on it should only sleep.
+    std::thread::sleep(Duration::from_secs(8));
     let before = cpu_ticks(pid)?;
     std::thread::sleep(Duration::from_secs(idle_secs));
     let used = cpu_ticks(pid)? - before;
-    let rss = rss_kib(pid)?;
+    let mib = |key: &str| status_kib(pid, key).map(|kib| kib as f64 / 1024.0);
+    let (rss, anon, file) = (mib("VmRSS:")?, mib("RssAnon:")?, mib("RssFile:")?);
     // SAFETY: stops the daemon this bench started.
     unsafe { libc::kill(pid as libc::pid_t, libc::SIGTERM) };
     daemon.wait()?;
@@ -105,10 +112,9 @@ fn main() -> BenchResult {
     let ticks_per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
     let tick_ms = 1000 / ticks_per_second;
     println!(
-        "serve idle, {JOBS} jobs, {idle_secs} s: CPU {} ms ({} ticks; target 0), resident {:.1} MiB (target < 15)",
+        "serve idle, {JOBS} jobs, {idle_secs} s: CPU {} ms ({} ticks; target 0), resident {rss:.1} MiB (target < 15; {anon:.1} anonymous, {file:.1} file pages)",
         used * tick_ms,
         used,
-        rss as f64 / 1024.0
     );
     let problems: Vec<&str> = log
         .lines()

@@ -3,6 +3,7 @@
 //! without vectors; between deadlines it sleeps. SIGTERM (or Ctrl+C) stops it: running turns
 //! are interrupted (every completed message is already stored) and it exits.
 
+pub mod idle;
 pub mod lock;
 pub mod log;
 pub mod nightly;
@@ -11,14 +12,16 @@ pub mod searcher;
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures_util::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 
 use crate::channels::telegram::deliver::TelegramDelivery;
 use crate::host::SessionHost;
 use crate::jobs::book::StoreBook;
 use crate::jobs::delivery::Channels;
+use crate::jobs::job::{Job, RunOutcome};
 use crate::jobs::runner::HeadlessRunner;
-use crate::jobs::scheduler::Scheduler;
+use crate::jobs::scheduler::{JobRunner, Scheduler};
 use crate::launch::{LaunchError, Loaded};
 use crate::signals::Stop;
 use lock::{LockError, ServeLock};
@@ -119,6 +122,8 @@ pub async fn serve(loaded: Loaded, options: ServeOptions) -> Result<Stop, ServeE
     let jobs = tokio::spawn(scheduler.run(daemon.cancel.clone()));
     let night = tokio::spawn(nightly::run(daemon.clone(), options.cli.clone()));
     let phone = telegram.map(|ctx| tokio::spawn(crate::channels::telegram::run(Arc::new(ctx))));
+    let settle = tokio::spawn(idle::run(daemon.cancel.clone()));
+    idle::work_done();
     let stop = loop {
         match signals.recv().await {
             Wake::Stop(stop) => break stop,
@@ -141,6 +146,7 @@ pub async fn serve(loaded: Loaded, options: ServeOptions) -> Result<Stop, ServeE
         let _ = tokio::time::timeout(STOP_WAIT, phone).await;
     }
     drop(gateway);
+    let _ = settle.await;
     daemon.log.line("stopped");
     Ok(stop)
 }
@@ -154,14 +160,29 @@ fn scheduler(
     cli: crate::config::CliOverrides,
     log: Arc<crate::jobs::delivery::Log>,
     channels: Channels,
-) -> Scheduler<HeadlessRunner, StoreBook> {
+) -> Scheduler<Settling, StoreBook> {
     let dirs = daemon.loaded.dirs.clone();
     let workspaces = vec![daemon.loaded.workspace.clone()];
     let book = StoreBook::new(store, dirs.clone(), workspaces, log.clone());
     let runner = HeadlessRunner::new(dirs, cli, daemon.host.clone()).sharing(daemon.loaded.clone());
-    Scheduler::new(runner, book, log)
+    Scheduler::new(Settling(runner), book, log)
         .with_channels(channels)
         .with_reload_every(NO_RELOAD)
+}
+
+/// The daemon's runner, saying when each run is over so the daemon can hand back what the
+/// run made it touch.
+pub(crate) struct Settling(HeadlessRunner);
+
+impl JobRunner for Settling {
+    fn run(&self, job: Job, cancel: CancellationToken) -> BoxFuture<'static, RunOutcome> {
+        let run = self.0.run(job, cancel);
+        Box::pin(async move {
+            let outcome = run.await;
+            idle::work_done();
+            outcome
+        })
+    }
 }
 
 /// The Telegram channel's context when `[telegram]` enables it; why not, in the log, when it
@@ -240,23 +261,13 @@ pub(crate) async fn backfill(daemon: Daemon) {
     };
     drop(embedder);
     let _ = store.call(|db| db.release_memory()).await;
-    return_freed_memory();
+    idle::return_freed_memory();
+    idle::work_done();
     match done {
         Ok(0) => {}
         Ok(count) => daemon.log.line(&format!(
             "embedded {count} remembered items for search by meaning"
         )),
         Err(err) => daemon.log.line(&format!("embedding stopped: {err}")),
-    }
-}
-
-/// Hands the memory a dropped model freed back to the system. glibc keeps freed blocks for
-/// reuse (the built-in model raises its trim threshold to keep its buffers between calls), so
-/// without this a daemon that let the model go stayed about 75 MiB larger.
-pub(crate) fn return_freed_memory() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: malloc_trim only releases memory the allocator holds free.
-    unsafe {
-        libc::malloc_trim(0);
     }
 }

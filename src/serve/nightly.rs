@@ -42,6 +42,7 @@ pub async fn run(daemon: Daemon, cli: CliOverrides) {
             () = dream(&daemon, &cli) => {}
             () = daemon.cancel.cancelled() => return,
         }
+        super::idle::work_done();
     }
 }
 

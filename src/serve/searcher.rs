@@ -146,7 +146,8 @@ impl Searcher {
                 if let Ok(store) = self.loaded.store() {
                     let _ = store.call(|db| db.release_memory()).await;
                 }
-                super::return_freed_memory();
+                super::idle::return_freed_memory();
+                super::idle::work_done();
                 return;
             }
         }
