@@ -34,10 +34,12 @@ const TURN: &str = "User asked why `cargo test` hangs on the session lock test a
     `mnemo sessions` lists the locked session with the pid of its holder.";
 
 fn main() -> BenchResult {
-    // As src/memory/local_embed.rs recommends; CANDLE_NUM_THREADS=2 to compare.
-    if std::env::var_os("CANDLE_NUM_THREADS").is_none() {
-        // SAFETY: no other thread has started yet.
-        unsafe { std::env::set_var("CANDLE_NUM_THREADS", "1") };
+    // As `mnemo` sets them (`local_embed::thread_env`); set either to compare.
+    for (name, value) in mnemo::memory::local_embed::thread_env() {
+        if std::env::var_os(name).is_none() {
+            // SAFETY: no other thread has started yet.
+            unsafe { std::env::set_var(name, value) };
+        }
     }
     println!("mnemo local embedder benchmarks ({})", embed_support::WHEEL);
     let dir = embed_support::model_dir()?;
@@ -48,7 +50,7 @@ fn main() -> BenchResult {
 
     let var = |name: &str| std::env::var(name).unwrap_or_else(|_| "unset".into());
     println!(
-        "threads:             RAYON_NUM_THREADS {}, CANDLE_NUM_THREADS {} (unset: one per core)",
+        "threads:             RAYON_NUM_THREADS {}, CANDLE_NUM_THREADS {}",
         var("RAYON_NUM_THREADS"),
         var("CANDLE_NUM_THREADS")
     );

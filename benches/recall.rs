@@ -96,8 +96,9 @@ async fn through_the_daemon(dir: &Path, data: &Path) -> BenchResult<(Duration, S
     if daemon.data != data {
         return Err("the daemon runs on another data directory".into());
     }
-    // Its start embeds what has no vectors, with a model loaded for that round only.
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    // Its start embeds what has no vectors, with a model loaded for that round only, and 5 s
+    // later it hands back what start-up touched (`serve::idle`).
+    tokio::time::sleep(Duration::from_secs(7)).await;
     let idle = daemon.rss_mib()?;
     let (dir, data_dir) = (dir.to_path_buf(), data.to_path_buf());
     let timed = tokio::task::spawn_blocking(move || -> Result<_, String> {

@@ -17,12 +17,12 @@ mod cli_args;
 use cli_args::*;
 
 fn main() -> ExitCode {
-    // candle reads its thread count once from the environment; its element-wise pool made a
-    // busy machine's embeddings two to three times slower, while matrix products still use
-    // every core with one.
-    if std::env::var_os("CANDLE_NUM_THREADS").is_none() {
-        // SAFETY: no other thread exists yet: main has not started the runtime or anything else.
-        unsafe { std::env::set_var("CANDLE_NUM_THREADS", "1") };
+    for (name, value) in mnemo::memory::local_embed::thread_env() {
+        if std::env::var_os(name).is_none() {
+            // SAFETY: no other thread exists yet: main has not started the runtime or
+            // anything else.
+            unsafe { std::env::set_var(name, value) };
+        }
     }
     let cli = Cli::parse();
     match real_main(cli) {

@@ -2,10 +2,7 @@
 //! archive search works without an embedding server. candle and tokenizers types stay inside
 //! this module (and `install`), so the rest of mnemo does not depend on their fast-moving APIs.
 //!
-//! Threads: candle 0.11 takes its thread counts from the environment only, once per process.
-//! Matrix products use one thread per core (`RAYON_NUM_THREADS`); element-wise work uses a
-//! spinning pool of as many (`CANDLE_NUM_THREADS`), which on a busy 2-core machine made a long
-//! text 2-3 times slower than `CANDLE_NUM_THREADS=1`. Set it before any thread starts.
+//! Threads: candle 0.11 takes its thread counts from the environment only (`thread_env`).
 
 use std::cmp::Reverse;
 use std::path::{Path, PathBuf};
@@ -218,6 +215,24 @@ impl LocalEmbedder {
         let norm = mean.sqr()?.sum_keepdim(1)?.sqrt()?.maximum(1e-12)?;
         mean.broadcast_div(&norm)?.to_vec2::<f32>()
     }
+}
+
+/// The thread counts candle reads from the environment, for `main` to set before any thread
+/// starts. Matrix products use one thread per core (`RAYON_NUM_THREADS`). candle reads that
+/// variable on every product and, when it is unset, counts the cores from `/proc/cpuinfo`
+/// each time: some forty reads per query, which made embedding one 14 ms instead of 9.5.
+/// Element-wise work uses a spinning pool of `CANDLE_NUM_THREADS`; one per core made a long
+/// text two to three times slower on a busy 2-core machine than a single thread.
+pub fn thread_env() -> [(&'static str, String); 2] {
+    let logical = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+    // Two hardware threads share each core when simultaneous multithreading is on.
+    let smt = std::fs::read_to_string("/sys/devices/system/cpu/smt/active")
+        .is_ok_and(|active| active.trim() == "1");
+    let cores = if smt { logical.div_ceil(2) } else { logical };
+    [
+        ("RAYON_NUM_THREADS", cores.to_string()),
+        ("CANDLE_NUM_THREADS", "1".to_string()),
+    ]
 }
 
 /// Keeps freed activation buffers (a few MB each) in the heap between calls. glibc otherwise
