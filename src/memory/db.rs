@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use rusqlite::config::DbConfig;
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::error::StoreError;
@@ -76,6 +77,10 @@ impl Db {
         conn.busy_timeout(BUSY_TIMEOUT)?;
         conn.pragma_update(None, "cache_size", -PAGE_CACHE_KIB)?;
         conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
+        // Plans that never depend on the values bound: SQLite otherwise re-prepared a cached
+        // join for every new value (a search looks up dozens of hits that way). mnemo runs no
+        // ANALYZE, so no plan had anything to gain from the values.
+        conn.set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)?;
         schema::migrate(&mut conn)?;
         Ok(Db {
             conn,

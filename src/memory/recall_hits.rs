@@ -34,6 +34,11 @@ fn preview(text: &str) -> String {
     }
 }
 
+/// An archive entry as a hit, with its session's workspace.
+pub(super) const ARCHIVE_HIT: &str =
+    "SELECT a.session_id, a.created_at, a.importance, a.topic, a.summary, s.cwd
+     FROM archive a LEFT JOIN sessions s ON s.id = a.session_id WHERE a.id = ?1";
+
 impl Db {
     /// The hit for `key`, or `None` when it is gone or outside `scope`.
     pub(super) fn hit(
@@ -45,11 +50,7 @@ impl Db {
             Source::Archive => {
                 let found = self
                     .conn
-                    .prepare_cached(
-                        "SELECT a.session_id, a.created_at, a.importance, a.topic, a.summary, s.cwd
-                         FROM archive a LEFT JOIN sessions s ON s.id = a.session_id
-                         WHERE a.id = ?1",
-                    )?
+                    .prepare_cached(ARCHIVE_HIT)?
                     .query_row([id], |row| {
                         let mut found = hit(source, id, row.get(0)?, row.get(1)?);
                         found.importance = row.get(2)?;

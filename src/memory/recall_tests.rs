@@ -392,3 +392,29 @@ fn an_index_file_full_of_retired_pieces_is_rewritten() -> TestResult {
     );
     Ok(())
 }
+
+#[test]
+fn searches_do_not_plan_their_queries_again() -> TestResult {
+    let mut db = db_with_session()?;
+    for i in 0..30 {
+        let text = format!("service {i} handles table t{}", i % 7);
+        archived(&mut db, &text, &[vec![1.0, i as f32, 0.0]])?;
+    }
+    let scope = RecallScope::everywhere();
+    for query in [
+        "which service handles table",
+        "table t3 service",
+        "handles t5",
+    ] {
+        let hits = db.recall(query, Some((MODEL, &[1.0, 0.5, 0.0])), &scope, 10)?;
+        assert_eq!(hits.len(), 10);
+    }
+    // SQLite re-plans a statement whose plan may depend on the values bound to it; the
+    // lookup of each hit (a join) was prepared again for every one of them.
+    let lookup = db
+        .conn
+        .prepare_cached(crate::memory::recall_hits::ARCHIVE_HIT)?;
+    assert!(lookup.get_status(rusqlite::StatementStatus::VmStep) > 0);
+    assert_eq!(lookup.get_status(rusqlite::StatementStatus::RePrepare), 0);
+    Ok(())
+}
