@@ -146,7 +146,7 @@ pub async fn serve(loaded: Loaded, options: ServeOptions) -> Result<Stop, ServeE
         let _ = tokio::time::timeout(STOP_WAIT, phone).await;
     }
     drop(gateway);
-    let _ = settle.await;
+    let _ = tokio::time::timeout(STOP_WAIT, settle).await;
     daemon.log.line("stopped");
     Ok(stop)
 }
@@ -172,7 +172,7 @@ fn scheduler(
 
 /// The daemon's runner, saying when each run is over so the daemon can hand back what the
 /// run made it touch.
-pub(crate) struct Settling(HeadlessRunner);
+struct Settling(HeadlessRunner);
 
 impl JobRunner for Settling {
     fn run(&self, job: Job, cancel: CancellationToken) -> BoxFuture<'static, RunOutcome> {
