@@ -79,6 +79,7 @@ pub fn release_code_pages() -> std::io::Result<u64> {
     Ok(0)
 }
 
+#[cfg(any(target_os = "linux", test))]
 #[derive(Debug, PartialEq)]
 struct Mapping {
     start: usize,
@@ -88,6 +89,7 @@ struct Mapping {
 /// The mappings of `path` in `/proc/self/smaps` text that are private, not writable and hold
 /// no anonymous (copied-on-write) page: code and read-only data as the file has them. The
 /// relocated parts (RELRO) hold anonymous pages and are left alone.
+#[cfg(any(target_os = "linux", test))]
 fn clean_mappings_of(smaps: &str, path: &str) -> Vec<Mapping> {
     let mut found = Vec::new();
     let mut current: Option<Mapping> = None;
@@ -106,6 +108,7 @@ fn clean_mappings_of(smaps: &str, path: &str) -> Vec<Mapping> {
 
 /// For a mapping's header line, `Some` holding the mapping when it is a private, read-only
 /// mapping of `path`; `None` for other lines.
+#[cfg(any(target_os = "linux", test))]
 fn header(line: &str, path: &str) -> Option<Option<Mapping>> {
     let mut fields = line.splitn(6, ' ');
     let range = fields.next()?;
@@ -161,6 +164,7 @@ Anonymous:             0 kB
         );
     }
 
+    #[cfg(target_os = "linux")]
     fn resident_file_kib() -> u64 {
         let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
         status
