@@ -1,6 +1,7 @@
-//! `search` over the gateway: what a client asks and what the daemon answers (the hits as the
-//! store ranks them), and the asking side: `mnemo memory search` asks the daemon of its data
-//! directory, whose model is loaded already, and searches in-process whenever no answer comes.
+//! `search` over the gateway: what a client asks (the daemon answers with the store's
+//! `ArchiveSearch` as it is), and the asking side: `mnemo memory search` asks the daemon of
+//! its data directory, whose model is loaded already, and searches in-process whenever no
+//! answer comes.
 
 use std::path::Path;
 use std::time::Duration;
@@ -10,7 +11,6 @@ use serde::{Deserialize, Serialize};
 use super::client::{GatewayClient, Target};
 use super::wire::HostOp;
 use crate::memory::embed::ArchiveSearch;
-use crate::memory::types::SearchHit;
 
 /// How long reaching the daemon may take, its hello and token exchange included: a daemon
 /// that is slower than this is hung or swamped, and searching in-process is quicker.
@@ -41,33 +41,6 @@ fn default_limit() -> usize {
     10
 }
 
-/// The answer to a search.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Found {
-    pub hits: Vec<SearchHit>,
-    /// Why meaning search was not used, when it was not.
-    #[serde(default)]
-    pub keyword_only: Option<String>,
-}
-
-impl From<ArchiveSearch> for Found {
-    fn from(found: ArchiveSearch) -> Found {
-        Found {
-            hits: found.hits,
-            keyword_only: found.keyword_only,
-        }
-    }
-}
-
-impl Found {
-    pub fn into_search(self) -> ArchiveSearch {
-        ArchiveSearch {
-            hits: self.hits,
-            keyword_only: self.keyword_only,
-        }
-    }
-}
-
 /// The answer of the daemon running on `data_dir`, or `None` when none runs or it did not
 /// answer (refused, too slow, older and without `search`): the caller searches itself.
 pub async fn ask_daemon(data_dir: &Path, ask: &SearchAsk) -> Option<ArchiveSearch> {
@@ -86,13 +59,14 @@ pub async fn ask_daemon(data_dir: &Path, ask: &SearchAsk) -> Option<ArchiveSearc
         .ok()?
         .ok()?;
     // A hit this mnemo cannot read (a newer daemon's source) fails here: search in-process.
-    Some(serde_json::from_value::<Found>(answer).ok()?.into_search())
+    serde_json::from_value::<ArchiveSearch>(answer).ok()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::memory::piece_index::Source;
+    use crate::memory::types::SearchHit;
 
     #[test]
     fn hits_cross_the_wire_unchanged() -> Result<(), serde_json::Error> {
@@ -112,12 +86,12 @@ mod tests {
             hits: vec![hit.clone()],
             keyword_only: Some("why".into()),
         };
-        let line = serde_json::to_string(&Found::from(found))?;
-        let back = serde_json::from_str::<Found>(&line)?.into_search();
+        let line = serde_json::to_string(&found)?;
+        let back = serde_json::from_str::<ArchiveSearch>(&line)?;
         assert_eq!(back.hits, [hit], "{line}");
         assert_eq!(back.keyword_only.as_deref(), Some("why"));
         let unknown = line.replace("\"message\"", "\"hologram\"");
-        assert!(serde_json::from_str::<Found>(&unknown).is_err());
+        assert!(serde_json::from_str::<ArchiveSearch>(&unknown).is_err());
         Ok(())
     }
 }

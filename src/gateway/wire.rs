@@ -59,7 +59,7 @@ pub enum HostOp {
     /// Schedules or heartbeat files changed: the daemon reads them again now.
     JobsChanged,
     /// Searches what is remembered, with the daemon's embedder (loaded once, kept between
-    /// searches); the reply is a [`super::search::Found`].
+    /// searches); the reply is an [`crate::memory::embed::ArchiveSearch`].
     Search(super::search::SearchAsk),
 }
 

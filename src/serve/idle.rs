@@ -44,7 +44,7 @@ pub async fn run(cancel: CancellationToken) {
 /// Hands the memory a dropped model freed back to the system. glibc keeps freed blocks for
 /// reuse (the built-in model raises its trim threshold to keep its buffers between calls), so
 /// without this a daemon that let the model go stayed about 75 MiB larger.
-pub fn return_freed_memory() {
+fn return_freed_memory() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: malloc_trim only releases memory the allocator holds free.
     unsafe {

@@ -261,7 +261,6 @@ pub(crate) async fn backfill(daemon: Daemon) {
     };
     drop(embedder);
     let _ = store.call(|db| db.release_memory()).await;
-    idle::return_freed_memory();
     idle::work_done();
     match done {
         Ok(0) => {}

