@@ -3,6 +3,8 @@
 //!    from an in-process front end getting it to the gateway client getting it (the latency
 //!    the gateway adds), p50 and p99.
 //! 2. 1,000 idle sessions held by one `mnemo serve`: its resident memory.
+//! 3. 300 connections to one `mnemo serve` that never send a token, each sending 1 MiB without
+//!    a newline: its resident memory, and how long the owner then takes to get in.
 //!    Prints figures with their targets.
 
 mod support;
@@ -19,6 +21,7 @@ use mnemo::host::{Delivery, SessionHost};
 use mnemo::protocol::{Event, Op};
 use serde_json::json;
 use support::{Daemon, percentile};
+use tokio::io::AsyncWriteExt;
 use tokio_util::sync::CancellationToken;
 
 type BenchResult<T = ()> = Result<T, Box<dyn Error>>;
@@ -26,6 +29,7 @@ type BenchResult<T = ()> = Result<T, Box<dyn Error>>;
 const SESSIONS: usize = 100;
 const CHUNKS: usize = 50;
 const IDLE_SESSIONS: usize = 1000;
+const SILENT_CONNECTIONS: usize = 300;
 
 type Seen = Arc<Mutex<HashMap<(String, u64), Instant>>>;
 
@@ -149,6 +153,33 @@ async fn idle_sessions() -> BenchResult {
     daemon.stop()
 }
 
+async fn silent_connections() -> BenchResult {
+    let dir = tempfile::tempdir()?;
+    let daemon = Daemon::start(dir.path(), "", &json!({"turns": []}), &[]).await?;
+    let socket = daemon.data.join("gateway.sock");
+    let before = daemon.rss_mib()?;
+    let mut held = Vec::new();
+    let junk = vec![b'a'; 1024 * 1024];
+    for _ in 0..SILENT_CONNECTIONS {
+        let mut stream = tokio::net::UnixStream::connect(&socket).await?;
+        // The gateway may close it before all is sent: that is what is measured.
+        let _ = tokio::time::timeout(Duration::from_secs(2), stream.write_all(&junk)).await;
+        held.push(stream);
+    }
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let after = daemon.rss_mib()?;
+    let started = Instant::now();
+    let client = GatewayClient::connect(&daemon.data, Default::default()).await?;
+    let owner_in = started.elapsed();
+    println!(
+        "mnemo serve with {SILENT_CONNECTIONS} connections that send 1 MiB and no token: resident {after:.1} MiB, {:.1} MiB added (target <= 20); the owner got in after {:.1} ms",
+        after - before,
+        owner_in.as_secs_f64() * 1000.0
+    );
+    drop((client, held));
+    daemon.stop()
+}
+
 fn main() -> BenchResult {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -156,5 +187,6 @@ fn main() -> BenchResult {
         .build()?;
     runtime.block_on(latency())?;
     runtime.block_on(idle_sessions())?;
+    runtime.block_on(silent_connections())?;
     Ok(())
 }

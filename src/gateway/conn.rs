@@ -5,17 +5,18 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 use tokio::io::{
     AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, BufWriter,
 };
-use tokio::sync::mpsc;
+use tokio::sync::{OwnedSemaphorePermit, mpsc};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::Gateway;
+use super::admission::{MAX_CLIENTS, Ticket};
 use super::search::SearchAsk;
 use super::token::same_token;
 use super::wire::{Auth, Hello, HostOp, Lagged, Reply, RequestOp, ServerLine, parse_request};
@@ -24,11 +25,13 @@ use crate::protocol::{Event, SessionEvent};
 
 /// The longest line a client may send.
 pub const MAX_LINE: usize = 1024 * 1024;
+/// The longest line before the token is accepted: the token line is under 100 bytes.
+const MAX_AUTH_LINE: usize = 1024;
 /// Lines waiting for the socket.
 const OUT_QUEUE: usize = 1024;
 /// How long a client has to authenticate.
 const AUTH_WAIT: Duration = Duration::from_secs(10);
-/// A failed authentication is answered after this long, to slow guessing.
+/// A failed authentication is answered after this long, to slow guessing on that connection.
 const FAILURE_DELAY: Duration = Duration::from_millis(200);
 
 /// What reading one line gave.
@@ -38,8 +41,8 @@ enum Line {
     End,
 }
 
-/// Reads one line of at most `MAX_LINE` bytes; a longer one is skipped to its end.
-async fn read_line(reader: &mut (impl AsyncBufRead + Unpin)) -> std::io::Result<Line> {
+/// Reads one line of at most `max` bytes; a longer one is skipped to its end.
+async fn read_line(reader: &mut (impl AsyncBufRead + Unpin), max: usize) -> std::io::Result<Line> {
     let mut line = Vec::new();
     let mut too_long = false;
     loop {
@@ -55,7 +58,7 @@ async fn read_line(reader: &mut (impl AsyncBufRead + Unpin)) -> std::io::Result<
             Some(at) => (at, true),
             None => (available.len(), false),
         };
-        if line.len() + take > MAX_LINE {
+        if line.len() + take > max {
             too_long = true;
             line = Vec::new();
         } else if !too_long {
@@ -102,26 +105,33 @@ struct Client {
     closing: CancellationToken,
 }
 
-/// Serves one client until it disconnects or the gateway stops.
-pub async fn serve_client(
+/// Serves one client until it disconnects or the gateway stops; `ticket` is its place among
+/// the connections waiting for their token.
+pub(super) async fn serve_client(
     gateway: Arc<Gateway>,
     stream: impl AsyncRead + AsyncWrite + Send + 'static,
-    address: String,
+    ticket: Ticket,
 ) {
     let (read, write) = tokio::io::split(stream);
     let mut reader = BufReader::new(read);
     let (out, lines) = mpsc::channel::<String>(OUT_QUEUE);
     let writer = tokio::spawn(write_lines(write, lines));
     let _ = out.send(encode(&Hello::current())).await;
-    let authenticated = tokio::select! {
-        ok = authenticate(&gateway, &mut reader, &out, &address) => ok,
+    let refuse = |message: &str| encode(&Reply::error(Value::Null, message));
+    let admitted = tokio::select! {
+        admitted = authenticate(&gateway, &mut reader, &out) => admitted,
         () = tokio::time::sleep(AUTH_WAIT) => {
-            let _ = out.send(encode(&Reply::error(Value::Null, "no token in time"))).await;
-            false
+            let _ = out.send(refuse("no token in time")).await;
+            None
         }
-        () = gateway.cancel.cancelled() => false,
+        () = ticket.evicted.cancelled() => {
+            let _ = out.send(refuse("too many connections are waiting to send a token; closing")).await;
+            None
+        }
+        () = gateway.cancel.cancelled() => None,
     };
-    if authenticated {
+    drop(ticket);
+    if let Some(_permit) = admitted {
         let mut client = Client {
             gateway: gateway.clone(),
             out: out.clone(),
@@ -130,7 +140,7 @@ pub async fn serve_client(
         };
         loop {
             let line = tokio::select! {
-                line = read_line(&mut reader) => line,
+                line = read_line(&mut reader, MAX_LINE) => line,
                 () = client.closing.cancelled() => break,
             };
             match line {
@@ -151,32 +161,32 @@ pub async fn serve_client(
     let _ = tokio::time::timeout(Duration::from_secs(1), writer).await;
 }
 
+/// Reads the token line; a right token takes a client place (held by the returned permit).
 async fn authenticate(
     gateway: &Gateway,
     reader: &mut (impl AsyncBufRead + Unpin),
     out: &mpsc::Sender<String>,
-    address: &str,
-) -> bool {
-    if !gateway.failures.allowed(address, Instant::now()) {
-        let refused = Reply::error(Value::Null, "too many failed attempts; try again later");
-        let _ = out.send(encode(&refused)).await;
-        return false;
-    }
-    let given = match read_line(reader).await {
+) -> Option<OwnedSemaphorePermit> {
+    let given = match read_line(reader, MAX_AUTH_LINE).await {
         Ok(Line::Text(text)) => serde_json::from_str::<Auth>(&text).ok(),
         _ => None,
     };
-    if given.is_some_and(|auth| same_token(&auth.token, &gateway.token)) {
-        let _ = out
-            .send(encode(&Reply::ok(Value::Null, json!("authenticated"))))
-            .await;
-        return true;
+    if !given.is_some_and(|auth| same_token(&auth.token, &gateway.token)) {
+        tokio::time::sleep(FAILURE_DELAY).await;
+        let wrong = Reply::error(Value::Null, "missing or wrong token; closing");
+        let _ = out.send(encode(&wrong)).await;
+        return None;
     }
-    gateway.failures.failed(address, Instant::now());
-    tokio::time::sleep(FAILURE_DELAY).await;
-    let wrong = Reply::error(Value::Null, "missing or wrong token; closing");
-    let _ = out.send(encode(&wrong)).await;
-    false
+    let Some(permit) = gateway.admission.client() else {
+        let full =
+            format!("too many clients are connected ({MAX_CLIENTS}); close one and try again");
+        let _ = out.send(encode(&Reply::error(Value::Null, full))).await;
+        return None;
+    };
+    let _ = out
+        .send(encode(&Reply::ok(Value::Null, json!("authenticated"))))
+        .await;
+    Some(permit)
 }
 
 impl Client {

@@ -2,6 +2,7 @@
 //! (mode 0600) or TCP, in JSON lines (`wire.rs`, `docs/gateway.md`). Every client proves
 //! itself with the token file first; TCP outside the loopback range needs TLS.
 
+mod admission;
 pub mod client;
 pub mod conn;
 pub mod search;
@@ -20,7 +21,8 @@ use tokio_util::sync::CancellationToken;
 use crate::config::CliOverrides;
 use crate::host::{Attachment, Delivery, OpenOptions, SessionHost};
 use crate::launch::{Loaded, SessionChoice};
-use token::{Failures, TokenFile};
+use admission::Admission;
+use token::TokenFile;
 
 /// Where the gateway listens.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -66,7 +68,7 @@ pub enum GatewayError {
 pub struct Gateway {
     pub host: SessionHost,
     pub token: String,
-    pub failures: Failures,
+    admission: Admission,
     pub cancel: CancellationToken,
     pub jobs_changed: Option<crate::jobs::scheduler::SchedulerHandle>,
     pub searcher: Option<Arc<crate::serve::searcher::Searcher>>,
@@ -130,7 +132,7 @@ pub async fn start(
     let gateway = Arc::new(Gateway {
         host,
         token: token.token().to_string(),
-        failures: Failures::default(),
+        admission: Admission::default(),
         cancel,
         jobs_changed: options.jobs_changed.clone(),
         searcher: options.searcher.clone(),
@@ -169,6 +171,9 @@ pub async fn start(
     })
 }
 
+/// How long the listener waits after a failed accept (no file descriptor left, say).
+const ACCEPT_RETRY: std::time::Duration = std::time::Duration::from_millis(50);
+
 /// How long a TLS handshake may take.
 const HANDSHAKE_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 
@@ -182,21 +187,30 @@ async fn accept_tcp(
             accepted = listener.accept() => accepted,
             () = gateway.cancel.cancelled() => return,
         };
-        let Ok((stream, peer)) = accepted else {
-            continue;
+        let (stream, peer) = match accepted {
+            Ok(accepted) => accepted,
+            Err(_) => {
+                // Out of file descriptors, say: trying again at once would spin.
+                tokio::time::sleep(ACCEPT_RETRY).await;
+                continue;
+            }
         };
         let _ = stream.set_nodelay(true);
-        let address = peer.ip().to_string();
+        let ticket = gateway.admission.admit(&peer.ip().to_string());
         let gateway = gateway.clone();
         let acceptor = acceptor.clone();
         tokio::spawn(async move {
             match acceptor {
-                None => conn::serve_client(gateway, stream, address).await,
+                None => conn::serve_client(gateway, stream, ticket).await,
                 Some(acceptor) => {
                     // A client without an acceptable certificate ends here.
                     let handshake = tokio::time::timeout(HANDSHAKE_WAIT, acceptor.accept(stream));
-                    if let Ok(Ok(stream)) = handshake.await {
-                        conn::serve_client(gateway, stream, address).await;
+                    let stream = tokio::select! {
+                        stream = handshake => stream,
+                        () = ticket.evicted.cancelled() => return,
+                    };
+                    if let Ok(Ok(stream)) = stream {
+                        conn::serve_client(gateway, stream, ticket).await;
                     }
                 }
             }
@@ -210,8 +224,12 @@ async fn accept_unix(gateway: Arc<Gateway>, listener: UnixListener) {
             accepted = listener.accept() => accepted,
             () = gateway.cancel.cancelled() => return,
         };
-        if let Ok((stream, _)) = accepted {
-            tokio::spawn(conn::serve_client(gateway.clone(), stream, "unix".into()));
+        match accepted {
+            Ok((stream, _)) => {
+                let ticket = gateway.admission.admit("unix");
+                tokio::spawn(conn::serve_client(gateway.clone(), stream, ticket));
+            }
+            Err(_) => tokio::time::sleep(ACCEPT_RETRY).await,
         }
     }
 }

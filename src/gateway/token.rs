@@ -1,18 +1,10 @@
 //! The gateway's shared secret: 32 random bytes as hex in `<data dir>/gateway-token`, mode
 //! 0600, written at start and removed at shutdown. A client proves it may drive sessions by
-//! sending it first; the comparison takes the same time wherever the first difference is,
-//! and an address that keeps failing is turned away for a while.
+//! sending it first; the comparison takes the same time wherever the first difference is.
 
-use std::collections::HashMap;
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
-
-/// Failed attempts an address may make per `FAILURE_WINDOW` before it is turned away.
-const MAX_FAILURES: u32 = 5;
-const FAILURE_WINDOW: Duration = Duration::from_secs(60);
 
 /// The token file of a data directory.
 pub fn token_path(data_dir: &Path) -> PathBuf {
@@ -68,36 +60,6 @@ pub fn same_token(given: &str, expected: &str) -> bool {
     difference == 0
 }
 
-/// Failed attempts per client address.
-#[derive(Default)]
-pub struct Failures {
-    seen: Mutex<HashMap<String, (u32, Instant)>>,
-}
-
-impl Failures {
-    /// Whether `address` may try now.
-    pub fn allowed(&self, address: &str, now: Instant) -> bool {
-        let Ok(seen) = self.seen.lock() else {
-            return false;
-        };
-        seen.get(address).is_none_or(|(count, since)| {
-            *count < MAX_FAILURES || now.duration_since(*since) > FAILURE_WINDOW
-        })
-    }
-
-    pub fn failed(&self, address: &str, now: Instant) {
-        if let Ok(mut seen) = self.seen.lock() {
-            let entry = seen.entry(address.to_string()).or_insert((0, now));
-            if now.duration_since(entry.1) > FAILURE_WINDOW {
-                *entry = (0, now);
-            }
-            entry.0 += 1;
-            // Forgotten addresses keep the map small under a spray of sources.
-            seen.retain(|_, (_, since)| now.duration_since(*since) <= FAILURE_WINDOW);
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -125,20 +87,11 @@ mod tests {
     }
 
     #[test]
-    fn tokens_compare_whole_and_failures_are_limited_per_address() {
+    fn tokens_compare_whole() {
         assert!(same_token("abc", "abc"));
         assert!(!same_token("abd", "abc"));
         assert!(!same_token("ab", "abc"));
         assert!(!same_token("abcd", "abc"));
         assert!(!same_token("", "abc"));
-        let failures = Failures::default();
-        let now = Instant::now();
-        for _ in 0..MAX_FAILURES {
-            assert!(failures.allowed("1.2.3.4", now));
-            failures.failed("1.2.3.4", now);
-        }
-        assert!(!failures.allowed("1.2.3.4", now));
-        assert!(failures.allowed("5.6.7.8", now));
-        assert!(failures.allowed("1.2.3.4", now + FAILURE_WINDOW + Duration::from_secs(1)));
     }
 }
