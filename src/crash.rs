@@ -139,6 +139,18 @@ pub async fn within<F: Future>(
     }
 }
 
+/// Runs a request someone waits on (a gateway client's, a chat's) as `component`: a panic
+/// inside it is recorded and becomes the error answered, so the asker is told instead of being
+/// left with no reply.
+pub async fn answered<T>(
+    component: impl Into<String>,
+    future: impl Future<Output = Result<T, String>>,
+) -> Result<T, String> {
+    within(component, None, future)
+        .await
+        .unwrap_or_else(|crashed| Err(format!("mnemo failed inside: {crashed}")))
+}
+
 /// Runs `future` as `component` without catching a panic: one inside it is recorded under that
 /// name and unwinds on (the caller sees the task end).
 pub async fn scoped<F: Future>(

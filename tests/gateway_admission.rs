@@ -90,3 +90,29 @@ async fn a_long_line_before_the_token_is_refused() -> TestResult {
     assert!(client.lines.next_line().await?.is_none(), "closed");
     Ok(())
 }
+
+#[tokio::test]
+async fn a_session_that_cannot_start_is_answered_and_the_client_goes_on() -> TestResult {
+    let served = serve(json!({"turns": []}), "").await?;
+    let broken = served.dir.path().join("broken");
+    std::fs::create_dir_all(broken.join(".mnemo"))?;
+    std::fs::write(
+        broken.join(".mnemo/config.toml"),
+        "[retry]\nconnect_timeout_secs = inf\n",
+    )?;
+    let token = served.token.clone();
+    let (mut client, _) = Client::connect(&served, Some(&token)).await?;
+    let answer = client
+        .request(
+            1,
+            json!({"op": {"op": "create_session", "workspace": broken.display().to_string()}}),
+            &mut Vec::new(),
+        )
+        .await?;
+    assert!(answer["error"].is_string(), "{answer}");
+    let listed = client
+        .request(2, json!({"op": {"op": "list_sessions"}}), &mut Vec::new())
+        .await?;
+    assert_eq!(listed["ok"]["sessions"], json!([]));
+    Ok(())
+}

@@ -219,7 +219,8 @@ impl Client {
                 Reply::ok(id, json!({ "sessions": sessions }))
             }
             (RequestOp::Host(HostOp::CreateSession { workspace, model }), _) => {
-                match self.gateway.create(workspace, model).await {
+                let create = self.gateway.create(workspace, model);
+                match crate::crash::answered("gateway:create_session", create).await {
                     Ok(attachment) => {
                         let session = attachment.session.clone();
                         self.forward(attachment, None);
@@ -232,7 +233,8 @@ impl Client {
                 Reply::error(id, "this op needs a `session`")
             }
             (RequestOp::Host(HostOp::Attach { from_seq }), Some(session)) => {
-                match self.gateway.attach(&session, from_seq).await {
+                let attach = self.gateway.attach(&session, from_seq);
+                match crate::crash::answered("gateway:attach", attach).await {
                     Ok(attachment) => {
                         let host = &self.gateway.host;
                         let last = host.last_seq(&attachment.session);

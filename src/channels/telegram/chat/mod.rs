@@ -152,7 +152,8 @@ impl Chat {
             Some(id) => SessionChoice::Resume(id.clone()),
             None => SessionChoice::New,
         };
-        let attached = self.ctx.open(choice).await?;
+        let open = self.ctx.open(choice);
+        let attached = crate::crash::answered("telegram:open_session", open).await?;
         let id = attached.session.clone();
         self.attachment = Some(attached);
         self.busy = false;
