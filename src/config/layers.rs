@@ -172,7 +172,8 @@ fn parse_layer(text: &str, origin: &str) -> Result<Table, ConfigError> {
     };
     // Checking the layer against the typed shape catches wrong types and unknown keys while
     // the source text is still at hand.
-    toml::from_str::<Config>(text).map_err(located)?;
+    let typed = toml::from_str::<Config>(text).map_err(located)?;
+    super::ranges::check(&typed, origin)?;
     toml::from_str::<Table>(text).map_err(located)
 }
 
