@@ -356,7 +356,8 @@ pub async fn prepare_session_with(
     }
     let chain = loaded.chain(cli)?;
     let store = loaded.store()?;
-    let system_prompt = prompt::system_prompt(&loaded.workspace).await;
+    let confinement = crate::sandbox::Confinement::from_section(&loaded.config.sandbox);
+    let (system_prompt, skipped) = prompt::system_prompt(&loaded.workspace, &confinement).await;
     let settings =
         SessionSettings::from_config(loaded.workspace.clone(), system_prompt, &loaded.config);
     let tools = loaded.tools(&store, settings.approvals.confinement().clone());
@@ -391,6 +392,9 @@ pub async fn prepare_session_with(
     }
     if let Some(warning) = loaded.sources.ignored_warning() {
         session.notify_at_start(warning);
+    }
+    for notice in skipped {
+        session.notify_at_start(notice);
     }
     // Said at once, not at the first refused command.
     let sandbox = session.settings.approvals.sandbox_for(None);

@@ -30,6 +30,8 @@ pub enum ConfigError {
         key: String,
         message: String,
     },
+    #[error("cannot use the workspace's config: {0}")]
+    Workspace(crate::sandbox::workspace_read::SkipReason),
     #[error("unknown model `{name}`; configured models: {known} (or use --provider with --model)")]
     UnknownModel { name: String, known: String },
 }
@@ -88,16 +90,16 @@ pub fn load(
     note_models(&merged, DEFAULTS_ORIGIN, &mut sources);
 
     let workspace_file = workspace.join(".mnemo").join("config.toml");
-    let files = dirs
-        .user_config_file()
-        .into_iter()
-        .chain(std::iter::once(workspace_file.clone()));
-    for file in files {
-        let text = match std::fs::read_to_string(&file) {
-            Ok(text) => text,
-            Err(err) if err.kind() == std::io::ErrorKind::NotFound => continue,
+    let user_file = match dirs.user_config_file() {
+        Some(file) => match std::fs::read_to_string(&file) {
+            Ok(text) => Some((file, text)),
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => None,
             Err(source) => return Err(ConfigError::Read { file, source }),
-        };
+        },
+        None => None,
+    };
+    let project_file = trust::read_workspace_config(workspace).map_err(ConfigError::Workspace)?;
+    for (file, text) in user_file.into_iter().chain(project_file) {
         let origin = file.display().to_string();
         let mut layer = parse_layer(&text, &origin)?;
         if file == workspace_file {
@@ -172,7 +174,8 @@ fn parse_layer(text: &str, origin: &str) -> Result<Table, ConfigError> {
     };
     // Checking the layer against the typed shape catches wrong types and unknown keys while
     // the source text is still at hand.
-    toml::from_str::<Config>(text).map_err(located)?;
+    let typed = toml::from_str::<Config>(text).map_err(located)?;
+    super::ranges::check(&typed, origin)?;
     toml::from_str::<Table>(text).map_err(located)
 }
 

@@ -3,6 +3,7 @@
 
 pub mod dream;
 mod layers;
+mod ranges;
 pub mod select;
 pub mod show;
 pub mod telegram;

@@ -18,6 +18,7 @@ use toml::{Table, Value};
 
 use super::Dirs;
 use crate::sandbox::ApprovalMode;
+use crate::sandbox::workspace_read::{SkipReason, read_text};
 
 pub const TRUST_FILE: &str = "trusted-workspaces.toml";
 
@@ -60,6 +61,10 @@ struct TrustEntry {
     path: PathBuf,
     /// SHA-256 of `.mnemo/config.toml` when it was trusted.
     config_sha256: String,
+    /// The fingerprint of `.mnemo/heartbeat/` when it was trusted; heartbeats of an entry
+    /// without one (trusted before heartbeats were bound) wait for the next `mnemo trust`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    heartbeats_sha256: Option<String>,
     trusted_at: String,
 }
 
@@ -83,11 +88,37 @@ pub fn fingerprint(bytes: &[u8]) -> String {
         .collect()
 }
 
-/// The path and fingerprint of `workspace`'s config file, `None` when it has none.
+/// The path and fingerprint of `workspace`'s config file, `None` when it has none (or it
+/// cannot be read through the workspace guard).
 pub fn workspace_config(workspace: &Path) -> Option<(PathBuf, String)> {
-    let path = workspace.join(".mnemo").join("config.toml");
-    let bytes = std::fs::read(&path).ok()?;
-    Some((path, fingerprint(&bytes)))
+    let (path, text) = read_workspace_config(workspace).ok()??;
+    Some((path, fingerprint(text.as_bytes())))
+}
+
+/// A workspace config file larger than this is refused.
+const MAX_WORKSPACE_CONFIG_BYTES: usize = 1 << 20;
+
+/// The path and text of `workspace`'s `.mnemo/config.toml`, read through the workspace guard
+/// (the repository wrote it): `None` when there is none.
+pub fn read_workspace_config(workspace: &Path) -> Result<Option<(PathBuf, String)>, SkipReason> {
+    let relative = Path::new(".mnemo").join("config.toml");
+    let confinement = crate::sandbox::Confinement::default();
+    let Some(file) = read_text(
+        workspace,
+        &relative,
+        &confinement,
+        MAX_WORKSPACE_CONFIG_BYTES,
+    )?
+    else {
+        return Ok(None);
+    };
+    if file.truncated {
+        return Err(SkipReason::Unreadable {
+            name: relative.display().to_string(),
+            problem: format!("is larger than {MAX_WORKSPACE_CONFIG_BYTES} bytes"),
+        });
+    }
+    Ok(Some((workspace.join(relative), file.text)))
 }
 
 fn trust_path(dirs: &Dirs) -> Result<PathBuf, TrustError> {
@@ -139,12 +170,26 @@ pub fn trust(dirs: &Dirs, workspace: &Path) -> Result<Trust, TrustError> {
     list.workspaces.push(TrustEntry {
         path: workspace.to_path_buf(),
         config_sha256: fingerprint.clone().unwrap_or_default(),
+        heartbeats_sha256: crate::jobs::heartbeat::fingerprint(workspace),
         trusted_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
     });
     write_list(&path, &list)?;
     Ok(match fingerprint {
         Some(_) => Trust::Trusted,
         None => Trust::NoConfig,
+    })
+}
+
+/// Whether the person trusted `workspace` with this config file (`None`: none) and these
+/// heartbeat files (their fingerprint). An unreadable trust list trusts nothing.
+pub fn covers(dirs: &Dirs, workspace: &Path, config: Option<&str>, heartbeats: &str) -> bool {
+    let Ok(list) = trust_path(dirs).and_then(|path| read_list(&path)) else {
+        return false;
+    };
+    list.workspaces.iter().any(|w| {
+        w.path == workspace
+            && w.config_sha256 == config.unwrap_or_default()
+            && w.heartbeats_sha256.as_deref() == Some(heartbeats)
     })
 }
 

@@ -19,6 +19,7 @@ pub mod seatbelt;
 #[cfg(target_os = "linux")]
 pub mod seccomp;
 pub mod workspace_check;
+pub mod workspace_read;
 
 use std::ffi::OsString;
 use std::fs::{self, DirBuilder};

@@ -73,6 +73,16 @@ fn resolve_inside(workspace: &Path, requested: &str) -> Result<PathBuf, ToolErro
     Err(error(message))
 }
 
+/// The real path of `lexical` (absolute, below the canonical `root`) when it stays inside
+/// `root`; otherwise where it leads.
+pub(super) fn real_inside(root: &Path, lexical: &Path) -> Result<PathBuf, PathBuf> {
+    match real_path(lexical, MAX_LINK_HOPS) {
+        Ok(real) if real.starts_with(root) => Ok(real),
+        Ok(real) => Err(real),
+        Err(_) => Err(lexical.to_path_buf()),
+    }
+}
+
 /// Like [`resolve`], for a path about to be written: refused under the read-only policy, inside
 /// `.mnemo/` always, and inside any `.git/` directory of the workspace unless the policy is full
 /// access.

@@ -9,9 +9,10 @@
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
-use super::files::read_capped;
+use super::files::{MAX_RESOURCE_BYTES, read_capped};
 use super::parse::parse;
 use super::{SKILL_FILE, Skill, SkillSet, SkillSource};
+use crate::sandbox::workspace_read::read_bytes;
 
 /// The skills folders of `workspace`, first found wins.
 pub fn roots(workspace: &Path, config_dir: &Path) -> [(PathBuf, SkillSource); 4] {
@@ -30,8 +31,10 @@ pub fn roots(workspace: &Path, config_dir: &Path) -> [(PathBuf, SkillSource); 4]
 pub fn discover(workspace: &Path, config_dir: &Path) -> SkillSet {
     let mut set = SkillSet::default();
     let mut candidates = Vec::new();
-    for (root, source) in roots(workspace, config_dir) {
-        if let Err(warning) = list(&root, source, &mut candidates) {
+    let workspace = std::fs::canonicalize(workspace).unwrap_or_else(|_| workspace.to_path_buf());
+    for (root, source) in roots(&workspace, config_dir) {
+        let guarded = (source != SkillSource::User).then_some(workspace.as_path());
+        if let Err(warning) = list(&root, source, guarded, &mut candidates) {
             set.warn(warning);
         }
     }
@@ -54,10 +57,17 @@ struct Candidate {
     dir: PathBuf,
     folder: String,
     source: SkillSource,
+    /// The workspace (canonical) whose guard reads the skill, for a repository's skill.
+    workspace: Option<PathBuf>,
 }
 
 /// Adds the folders of `root` by name to `candidates`; a warning when it cannot be listed.
-fn list(root: &Path, source: SkillSource, candidates: &mut Vec<Candidate>) -> Result<(), String> {
+fn list(
+    root: &Path,
+    source: SkillSource,
+    workspace: Option<&Path>,
+    candidates: &mut Vec<Candidate>,
+) -> Result<(), String> {
     let entries = match std::fs::read_dir(root) {
         Ok(entries) => entries,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
@@ -84,6 +94,7 @@ fn list(root: &Path, source: SkillSource, candidates: &mut Vec<Candidate>) -> Re
                 dir,
                 folder,
                 source,
+                workspace: workspace.map(Path::to_path_buf),
             })
         })
         .collect();
@@ -125,20 +136,55 @@ fn load_all(candidates: &[Candidate]) -> Vec<Result<Option<Skill>, String>> {
     })
 }
 
+/// A repository's `SKILL.md` at `path` (canonical folder), read through the workspace guard:
+/// a skill folder linked out of the workspace, or a FIFO in place of the file, is not read.
+fn read_guarded(workspace: &Path, path: &Path) -> Result<Option<String>, String> {
+    let Ok(relative) = path.strip_prefix(workspace) else {
+        return Err(format!(
+            "{}: a skill folder linked out of the workspace; not read",
+            path.display()
+        ));
+    };
+    let limit = usize::try_from(MAX_RESOURCE_BYTES).unwrap_or(usize::MAX);
+    let confinement = crate::sandbox::Confinement::default();
+    let found = read_bytes(workspace, relative, &confinement, limit).map_err(|e| e.to_string())?;
+    let Some((bytes, truncated)) = found else {
+        return Ok(None);
+    };
+    if truncated {
+        return Err(format!(
+            "{}: it has more than the {MAX_RESOURCE_BYTES} bytes a skill file may have",
+            path.display()
+        ));
+    }
+    String::from_utf8(bytes)
+        .map(Some)
+        .map_err(|_| format!("{}: it is not UTF-8 text", path.display()))
+}
+
 /// The skill in `dir`, `None` when the folder has no `SKILL.md`, or a warning.
 fn load(candidate: &Candidate) -> Result<Option<Skill>, String> {
     let Candidate {
         dir,
         folder,
         source,
+        workspace,
     } = candidate;
     let path = dir.join(SKILL_FILE);
-    let file = match File::open(&path) {
-        Ok(file) => file,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(format!("{}: {e}", path.display())),
+    let text = match workspace {
+        Some(workspace) => match read_guarded(workspace, &path)? {
+            Some(text) => text,
+            None => return Ok(None),
+        },
+        None => {
+            let file = match File::open(&path) {
+                Ok(file) => file,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+                Err(e) => return Err(format!("{}: {e}", path.display())),
+            };
+            read_capped(file).map_err(|problem| format!("{}: {problem}", path.display()))?
+        }
     };
-    let text = read_capped(file).map_err(|problem| format!("{}: {problem}", path.display()))?;
     let parsed = parse(&text, folder).map_err(|e| e.in_file(&path).to_string())?;
     Ok(Some(Skill {
         name: parsed.name,

@@ -1,0 +1,171 @@
+//! What a repository carries and mnemo reads on its own (instruction files, its config) cannot
+//! leak a secret, hang start-up, exhaust memory or crash mnemo: end to end through the binary.
+
+mod cli_support;
+mod common;
+
+use std::os::unix::fs::symlink;
+use std::process::Output;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use cli_support::{Workspace, text};
+use common::{Reply, TestServer};
+use serde_json::json;
+
+type TestResult = Result<(), Box<dyn std::error::Error>>;
+
+/// An OpenAI Chat Completions stream that answers with `text`.
+fn openai_text(text: &str) -> String {
+    format!(
+        "data: {{\"id\":\"c2\",\"object\":\"chat.completion.chunk\",\"choices\":[{{\"index\":0,\
+         \"delta\":{{\"role\":\"assistant\",\"content\":\"{text}\"}},\"finish_reason\":null}}]}}\n\n\
+         data: {{\"id\":\"c2\",\"object\":\"chat.completion.chunk\",\"choices\":[{{\"index\":0,\
+         \"delta\":{{}},\"finish_reason\":\"stop\"}}]}}\n\ndata: [DONE]\n\n"
+    )
+}
+
+/// Runs `mnemo run` against `server` with `env` added; a run longer than a minute is killed
+/// and reported as hanging.
+async fn run_against(
+    ws: &Arc<Workspace>,
+    server: &TestServer,
+    env: &[(&str, &str)],
+) -> Result<Output, String> {
+    let url = format!("{}/v1", server.base_url);
+    let args = [
+        "--provider",
+        "openai",
+        "--base-url",
+        &url,
+        "--model",
+        "m",
+        "--api-key-env",
+        "LLM_KEY",
+        "run",
+        "what do the instructions say?",
+    ];
+    let mut command = ws.command(&args);
+    command.envs(env.iter().copied());
+    tokio::task::spawn_blocking(move || {
+        let mut child = command.spawn().map_err(|e| e.to_string())?;
+        let started = Instant::now();
+        while child.try_wait().map_err(|e| e.to_string())?.is_none() {
+            if started.elapsed() > Duration::from_secs(60) {
+                let _ = child.kill();
+                return Err("mnemo run hung at start-up".to_string());
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        child.wait_with_output().map_err(|e| e.to_string())
+    })
+    .await
+    .map_err(|e| e.to_string())?
+}
+
+fn mkfifo(path: &std::path::Path) -> TestResult {
+    let name = std::ffi::CString::new(path.to_string_lossy().as_bytes())?;
+    // SAFETY: mkfifo reads a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o600) }, 0);
+    Ok(())
+}
+
+/// The largest resident size of any child this test process waited for, in KiB.
+fn children_max_rss_kib() -> i64 {
+    // SAFETY: getrusage fills the zeroed struct it is given.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: as above; RUSAGE_CHILDREN is a valid target.
+    unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage) };
+    usage.ru_maxrss
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn instruction_files_linked_to_secrets_never_reach_the_provider() -> TestResult {
+    let server = TestServer::start(vec![Reply::sse(&openai_text("nothing"))]).await?;
+    let ws = Arc::new(Workspace::new());
+    let outside = tempfile::tempdir()?;
+    let key = outside.path().join("id_rsa");
+    std::fs::write(&key, "-----BEGIN OPENSSH PRIVATE KEY----- key-material-42")?;
+    symlink("/proc/self/environ", ws.path().join("AGENTS.md"))?;
+    symlink(&key, ws.path().join("CLAUDE.md"))?;
+    let env = [
+        ("LLM_KEY", "llm-secret-value"),
+        ("STRIPE_KEY", "sk_live_environ_secret"),
+    ];
+    let out = run_against(&ws, &server, &env).await?;
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 1, "{stderr}");
+    let body = String::from_utf8_lossy(&requests[0].body).into_owned();
+    assert!(body.contains("Working directory"), "{body}");
+    for secret in [
+        "sk_live_environ_secret",
+        "llm-secret-value",
+        "key-material-42",
+    ] {
+        assert!(!body.contains(secret), "{secret} reached the provider");
+    }
+    for name in ["AGENTS.md", "CLAUDE.md"] {
+        assert!(
+            stderr.contains(&format!("{name} is a symlink out of the workspace")),
+            "{stderr}"
+        );
+    }
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_fifo_or_dev_zero_as_instructions_neither_hangs_nor_fills_memory() -> TestResult {
+    let server = TestServer::start(vec![
+        Reply::sse(&openai_text("first")),
+        Reply::sse(&openai_text("second")),
+    ])
+    .await?;
+    let ws = Arc::new(Workspace::new());
+    mkfifo(&ws.path().join("AGENTS.md"))?;
+    symlink("/dev/zero", ws.path().join("CLAUDE.md"))?;
+    let out = run_against(&ws, &server, &[("LLM_KEY", "k")]).await?;
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("AGENTS.md is not a regular file"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("CLAUDE.md is a symlink out of the workspace"),
+        "{stderr}"
+    );
+
+    // A FIFO linked from inside the workspace is refused the same way, without blocking.
+    std::fs::remove_file(ws.path().join("CLAUDE.md"))?;
+    std::fs::create_dir(ws.path().join("docs"))?;
+    mkfifo(&ws.path().join("docs/pipe"))?;
+    symlink("docs/pipe", ws.path().join("CLAUDE.md"))?;
+    let out = run_against(&ws, &server, &[("LLM_KEY", "k")]).await?;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    assert!(requests.iter().all(|r| r.body.len() < 256 * 1024));
+    let rss_mib = children_max_rss_kib() / 1024;
+    assert!(rss_mib < 512, "a child of this test grew to {rss_mib} MiB");
+    Ok(())
+}
+
+#[test]
+fn an_infinite_timeout_in_a_repository_config_is_a_clear_error_not_a_crash() {
+    let ws = Workspace::new();
+    std::fs::create_dir_all(ws.path().join(".mnemo")).unwrap_or_else(|e| panic!("{e}"));
+    ws.write(
+        ".mnemo/config.toml",
+        "[retry]\nconnect_timeout_secs = inf\n",
+    );
+    let model = ws.script(json!({"turns": [{"text": "hello"}]}));
+    let out = ws.mnemo(&["--model", &model, "run", "hi"], None);
+    let stderr = text(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert_ne!(out.status.code(), Some(101), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(stderr.contains(".mnemo/config.toml"), "{stderr}");
+    assert!(stderr.contains("retry.connect_timeout_secs"), "{stderr}");
+}
