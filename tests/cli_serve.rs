@@ -205,3 +205,43 @@ fn a_schedule_made_in_another_process_wakes_the_daemon() -> TestResult {
     assert!(daemon.wait()?.success());
     Ok(())
 }
+
+#[test]
+fn a_telegram_channel_without_its_token_is_reported_and_the_daemon_keeps_running_schedules()
+-> TestResult {
+    let ws = Workspace::new();
+    std::fs::create_dir_all(ws.path().join(".cfg"))?;
+    ws.write(
+        ".cfg/config.toml",
+        "[telegram]\nenabled = true\nbot_token_env = \"MNEMO_TEST_UNSET_BOT_TOKEN\"\n",
+    );
+    let model = ws.script(serde_json::json!({"turns": [
+        {"when": "remind me", "tool_calls": [{"name": "schedule_create",
+            "arguments": {"when": "in 1s", "prompt": "time to stretch"}}]},
+        {"when": "remind me", "text": "I will remind you."},
+        {"when": "time to stretch", "text": "Stretch now."}
+    ]}));
+    let mut daemon = ws
+        .command(&["--model", &model, "serve"])
+        .env_remove("MNEMO_TEST_UNSET_BOT_TOKEN")
+        .spawn()?;
+    let log = ws.path().join(".data/serve.log");
+    wait_for("the channel's error in the log", || {
+        std::fs::read_to_string(&log).is_ok_and(|l| l.contains("telegram: not started"))
+    })?;
+    wait_for("the gateway socket", || {
+        ws.path().join(".data/gateway.sock").exists()
+    })?;
+    assert!(daemon.try_wait()?.is_none(), "the daemon exited");
+    let status = text(&ws.mnemo(&["status"], None).stdout);
+    assert!(
+        status.contains("telegram: not started: the Telegram channel is enabled but $MNEMO_TEST_UNSET_BOT_TOKEN (its bot token) is not set"),
+        "{status}"
+    );
+    let made = ws.mnemo(&["--model", &model, "run", "remind me"], None);
+    assert!(made.status.success(), "{}", text(&made.stderr));
+    wait_for("the reminder's report", || {
+        std::fs::read_to_string(&log).is_ok_and(|l| l.contains("Stretch now."))
+    })?;
+    stops_within_a_second(&mut daemon)
+}

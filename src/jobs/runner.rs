@@ -52,13 +52,22 @@ impl HeadlessRunner {
             session_id: None,
             error,
         };
-        let loaded = match &self.shared {
-            Some(shared) => shared.for_workspace(&job.workspace, &cli),
-            None => launch::load_config_from(&self.dirs, &job.workspace, &cli),
-        };
+        // Reading the config files and the trust list is blocking IO, kept off the runtime.
+        let (shared, dirs, workspace, load_cli) = (
+            self.shared.clone(),
+            self.dirs.clone(),
+            job.workspace.clone(),
+            cli.clone(),
+        );
+        let loaded = tokio::task::spawn_blocking(move || match shared {
+            Some(shared) => shared.for_workspace(&workspace, &load_cli),
+            None => launch::load_config_from(&dirs, &workspace, &load_cli),
+        })
+        .await;
         let loaded = match loaded {
-            Ok(loaded) => loaded,
-            Err(e) => return failed(e.to_string()),
+            Ok(Ok(loaded)) => loaded,
+            Ok(Err(e)) => return failed(e.to_string()),
+            Err(e) => return failed(format!("loading the configuration failed: {e}")),
         };
         let session = match launch::prepare_session_with(&loaded, &cli, SessionChoice::New).await {
             Ok(session) => session,

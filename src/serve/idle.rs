@@ -36,8 +36,9 @@ pub async fn run(cancel: CancellationToken) {
             }
         }
         return_freed_memory();
-        // Best effort: a system without /proc keeps its pages mapped.
-        let _ = release_code_pages();
+        // Best effort: a system without /proc keeps its pages mapped. Reading smaps is file IO,
+        // kept off the runtime's threads.
+        let _ = tokio::task::spawn_blocking(release_code_pages).await;
     }
 }
 

@@ -46,6 +46,8 @@ pub enum ServeError {
     NoDataDir,
     #[error("cannot write the daemon log: {0}")]
     Log(std::io::Error),
+    #[error("opening the database stopped: {0}")]
+    Open(String),
     #[error("cannot listen for signals: {0}")]
     Signals(std::io::Error),
 }
@@ -74,9 +76,14 @@ pub async fn serve(loaded: Loaded, options: ServeOptions) -> Result<Stop, ServeE
     let _lock = ServeLock::acquire(&data)?;
     let log = ServeLog::open(&data).map_err(ServeError::Log)?;
     let mut signals = DaemonSignals::new().map_err(ServeError::Signals)?;
-    let store = loaded.store()?;
+    let loaded = Arc::new(loaded);
+    // Opening (and migrating) the database is blocking IO, kept off the runtime's threads.
+    let opening = loaded.clone();
+    let store = tokio::task::spawn_blocking(move || opening.store())
+        .await
+        .map_err(|e| ServeError::Open(e.to_string()))??;
     let daemon = Daemon {
-        loaded: Arc::new(loaded),
+        loaded,
         host: SessionHost::new(),
         log,
         cancel: CancellationToken::new(),
@@ -86,7 +93,7 @@ pub async fn serve(loaded: Loaded, options: ServeOptions) -> Result<Stop, ServeE
         .line(&format!("mnemo serve started (pid {})", std::process::id()));
     // The local socket is always there, for `mnemo attach` and `mnemo run --attach`.
     let reports = Arc::new(crate::jobs::delivery::Log::new(daemon.log.clone()));
-    let telegram = telegram(&daemon, &options.cli, reports.clone());
+    let telegram = telegram(&daemon, &options.cli, reports.clone()).await;
     let mut channels = Channels::new(reports.clone());
     if let Some(ctx) = &telegram {
         let out = TelegramDelivery::new(ctx.api.clone(), ctx.store.clone());
@@ -185,9 +192,9 @@ impl JobRunner for Settling {
     }
 }
 
-/// The Telegram channel's context when `[telegram]` enables it; why not, in the log, when it
-/// cannot run.
-fn telegram(
+/// The Telegram channel's context when `[telegram]` enables it; why not, in the log and for
+/// `mnemo status`, when it cannot run. The daemon goes on without it either way.
+async fn telegram(
     daemon: &Daemon,
     cli: &crate::config::CliOverrides,
     log: Arc<crate::jobs::delivery::Log>,
@@ -208,7 +215,7 @@ fn telegram(
             daemon.log.line(&format!("telegram: not started: {err}"));
             if let Ok(store) = daemon.loaded.store() {
                 let state = format!("not started: {err}");
-                let _ = store.call_blocking(move |db| db.set_telegram_state(&state));
+                let _ = store.call(move |db| db.set_telegram_state(&state)).await;
             }
             None
         }
