@@ -27,6 +27,16 @@ pub const REMOVE: &str = "capability_remove";
 /// Prefix of the dynamic tools.
 const PREFIX: &str = "cap_";
 
+/// Hex digits of a code hash as people are shown it (`mnemo capabilities show`, questions).
+const HASH_DIGITS: usize = 16;
+
+/// The start of the SHA-256 of `code`: what names one version's code to a person.
+pub fn code_hash(code: &str) -> String {
+    let mut hex = crate::config::trust::fingerprint(code.as_bytes());
+    hex.truncate(HASH_DIGITS);
+    hex
+}
+
 /// The tool that runs capability `name` (`sha256-hash` → `cap_sha256_hash`). Names hold only
 /// `[a-z0-9-]`, so the mapping is exact both ways.
 pub fn tool_name(name: &str) -> String {

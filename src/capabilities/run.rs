@@ -42,17 +42,10 @@ impl CapabilityRunner {
         self.sandbox.get(ctx, None)
     }
 
-    /// Runs version `version` of capability `name` with `input`, and counts the use.
-    pub async fn call(
-        &self,
-        name: &str,
-        version: u32,
-        input: Value,
-        ctx: &ToolContext,
-    ) -> Result<String, ToolError> {
+    /// Version `version` of capability `name`.
+    async fn version(&self, name: &str, version: u32) -> Result<Capability, ToolError> {
         let wanted = name.to_string();
-        let capability = self
-            .store
+        self.store
             .call(move |db| db.capability_version(&wanted, version))
             .await
             .map_err(|e| ToolError::Failed(e.to_string()))?
@@ -61,7 +54,18 @@ impl CapabilityRunner {
                     "capability `{name}` (version {version}) was removed; call \
                      capability_query to find what exists now"
                 ))
-            })?;
+            })
+    }
+
+    /// Runs version `version` of capability `name` with `input`, and counts the use.
+    pub async fn call(
+        &self,
+        name: &str,
+        version: u32,
+        input: Value,
+        ctx: &ToolContext,
+    ) -> Result<String, ToolError> {
+        let capability = self.version(name, version).await?;
         let sandbox = self.sandbox(ctx)?;
         let output = execute(&sandbox, &capability, &input, ctx.timeout, ctx).await;
         let used = name.to_string();
@@ -120,8 +124,9 @@ impl Tool for CapabilityTool {
         ctx: &'a ToolContext,
     ) -> BoxFuture<'a, Result<ApprovalAction, ToolError>> {
         Box::pin(async move {
+            let capability = self.runner.version(&self.capability, self.version).await?;
             Ok(ApprovalAction::Command {
-                command: format!("{} {input}", self.tool_name),
+                command: question(&self.tool_name, &capability, input),
                 escalation: None,
                 sandbox: self.runner.sandbox(ctx)?.config().describe(),
             })
@@ -135,6 +140,17 @@ impl Tool for CapabilityTool {
     ) -> BoxFuture<'a, Result<String, ToolError>> {
         Box::pin(self.runner.call(&self.capability, self.version, input, ctx))
     }
+}
+
+/// The command a person is asked to allow: the tool, which version and the hash of its code
+/// (`mnemo capabilities show` prints both), and the arguments. "Allow for this session" covers
+/// that version's code only: another version, or other code under the same name, asks again.
+fn question(tool: &str, capability: &Capability, input: &Value) -> String {
+    format!(
+        "{tool} v{}-sha256:{} {input}",
+        capability.version,
+        super::code_hash(&capability.code)
+    )
 }
 
 /// The bash line that runs `code` under `language` (validated: bash, python3 or node).
@@ -226,6 +242,49 @@ mod tests {
         );
         assert_eq!(script("python3", "print(1)"), "exec python3 -c 'print(1)'");
         assert_eq!(script("node", "x"), "exec node -e 'x'");
+    }
+
+    #[test]
+    fn a_question_names_version_and_code_so_a_grant_covers_that_code_only() {
+        let capability = |version: u32, code: &str| Capability {
+            name: "sha256-hash".into(),
+            version,
+            description: String::new(),
+            tags: Vec::new(),
+            input_schema: serde_json::json!({}),
+            language: "bash".into(),
+            code: code.into(),
+            examples: Vec::new(),
+            session_id: None,
+            turn: None,
+            created_at: 0,
+            access_count: 0,
+            last_access: None,
+            pinned: false,
+        };
+        let input = serde_json::json!({"text": "hi"});
+        let asked = question("cap_sha256_hash", &capability(2, "sha256sum"), &input);
+        let hash = super::super::code_hash("sha256sum");
+        assert_eq!(
+            asked,
+            format!("cap_sha256_hash v2-sha256:{hash} {{\"text\":\"hi\"}}")
+        );
+        let grant = |c: &Capability| {
+            crate::sandbox::approval::command_grant(&question("cap_sha256_hash", c, &input))
+        };
+        assert!(grant(&capability(2, "sha256sum")).is_some());
+        assert_eq!(
+            grant(&capability(2, "sha256sum")),
+            grant(&capability(2, "sha256sum"))
+        );
+        assert_ne!(
+            grant(&capability(2, "sha256sum")),
+            grant(&capability(3, "sha256sum"))
+        );
+        assert_ne!(
+            grant(&capability(2, "sha256sum")),
+            grant(&capability(2, "rm -rf ~"))
+        );
     }
 
     #[test]

@@ -20,6 +20,9 @@ use crate::tools::{ToolContext, ToolError, ToolRegistry, TypedTool};
 /// Most results one query returns.
 const MAX_RESULTS: usize = 20;
 
+/// Matches a query looks through: those written in another workspace are left out of it.
+const SEARCHED: usize = 60;
+
 /// Registers the four capability tools; `static_tools` are the names a capability may not take.
 pub fn register(
     registry: &mut ToolRegistry,
@@ -93,12 +96,26 @@ impl TypedTool for CapabilityQuery {
         "Find saved capabilities; each found is callable as its `tool` from the next step.";
     const MUTATES: bool = false;
 
-    async fn run(&self, args: QueryArgs, _ctx: &ToolContext) -> Result<String, ToolError> {
+    async fn run(&self, args: QueryArgs, ctx: &ToolContext) -> Result<String, ToolError> {
         let limit = (args.limit.unwrap_or(5) as usize).clamp(1, MAX_RESULTS);
         let vector = embed(self.embedder.as_deref(), args.query.clone()).await;
-        let found = self
+        let workspace = ctx.workspace.display().to_string();
+        let (found, elsewhere) = self
             .store
-            .call(move |db| db.search_capabilities(&args.query, vector.as_deref(), limit))
+            .call(move |db| {
+                let found = db.search_capabilities(&args.query, vector.as_deref(), SEARCHED)?;
+                let (mut offered, mut elsewhere) = (Vec::new(), Vec::new());
+                for capability in found {
+                    let written_in =
+                        db.capability_workspace(&capability.name, capability.version)?;
+                    match capability.pinned || written_in.as_deref() == Some(&workspace) {
+                        true => offered.push(capability),
+                        false => elsewhere.push(capability.name),
+                    }
+                }
+                offered.truncate(limit);
+                Ok((offered, elsewhere))
+            })
             .await
             .map_err(failed)?;
         let items: Vec<Value> = found.iter().map(item).collect();
@@ -106,6 +123,14 @@ impl TypedTool for CapabilityQuery {
         if items.is_empty() {
             answer["note"] =
                 json!("none found; make one with capability_create when a task will come back");
+        }
+        if !elsewhere.is_empty() {
+            answer["not_offered"] = json!(format!(
+                "{} written in another workspace and not pinned by the user: {}. Only the \
+                 user can offer one here (`mnemo capabilities pin NAME`)",
+                elsewhere.len(),
+                elsewhere.join(", ")
+            ));
         }
         Ok(answer.to_string())
     }
@@ -176,8 +201,10 @@ impl TypedTool for CapabilityCreate {
     async fn preview(
         &self,
         args: CreateArgs,
-        _ctx: &ToolContext,
+        ctx: &ToolContext,
     ) -> Result<ApprovalAction, ToolError> {
+        ctx.check_writable("saving a capability")?;
+        self.refuse_pinned(&args.name).await?;
         let diff: String = args.code.lines().map(|l| format!("+{l}\n")).collect();
         let tested = match args.examples.as_ref().is_some_and(|e| !e.is_empty()) {
             true => ", its first example run in the sandbox",
@@ -195,6 +222,8 @@ impl TypedTool for CapabilityCreate {
                 tool: CREATE.into(),
                 message,
             })?;
+        ctx.check_writable("saving a capability")?;
+        self.refuse_pinned(&args.name).await?;
         let examples = args.examples.clone().unwrap_or_default();
         let tags = args.tags.clone().unwrap_or_default();
         let mut candidate = Capability {
@@ -246,6 +275,23 @@ impl TypedTool for CapabilityCreate {
 }
 
 impl CapabilityCreate {
+    /// A pinned capability is offered in every workspace, so only the user changes it.
+    async fn refuse_pinned(&self, name: &str) -> Result<(), ToolError> {
+        let wanted = name.to_string();
+        let pinned = self
+            .store
+            .call(move |db| Ok(db.capability(&wanted)?.is_some_and(|c| c.pinned)))
+            .await
+            .map_err(failed)?;
+        match pinned {
+            true => Err(ToolError::Denied(format!(
+                "`{name}` is pinned by the user: only they change it (`mnemo capabilities`). \
+                 Save yours under another name"
+            ))),
+            false => Ok(()),
+        }
+    }
+
     /// Runs `example` against the candidate; its error refuses the capability.
     async fn smoke_test(
         &self,
@@ -345,8 +391,9 @@ impl TypedTool for CapabilityRemove {
     async fn preview(
         &self,
         args: NameArgs,
-        _ctx: &ToolContext,
+        ctx: &ToolContext,
     ) -> Result<ApprovalAction, ToolError> {
+        ctx.check_writable("removing a capability")?;
         let name = args.name.clone();
         let found = self
             .store
@@ -361,7 +408,8 @@ impl TypedTool for CapabilityRemove {
         })
     }
 
-    async fn run(&self, args: NameArgs, _ctx: &ToolContext) -> Result<String, ToolError> {
+    async fn run(&self, args: NameArgs, ctx: &ToolContext) -> Result<String, ToolError> {
+        ctx.check_writable("removing a capability")?;
         let name = args.name.clone();
         let pinned = self
             .store

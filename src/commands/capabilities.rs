@@ -96,6 +96,11 @@ fn write_capability(
     )?;
     writeln!(out, "{}\n", capability.description.trim_end())?;
     writeln!(out, "language:  {}", capability.language)?;
+    writeln!(
+        out,
+        "sha256:    {} (what a question to allow a call names)",
+        crate::capabilities::code_hash(&capability.code)
+    )?;
     if !capability.tags.is_empty() {
         writeln!(out, "tags:      {}", capability.tags.join(", "))?;
     }

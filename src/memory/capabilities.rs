@@ -201,6 +201,24 @@ impl Db {
         Ok(self.query_capabilities(sql, params![name, version])?.pop())
     }
 
+    /// The workspace of the session that wrote version `version` of `name`; `None` when no
+    /// session still recorded wrote it.
+    pub fn capability_workspace(
+        &self,
+        name: &str,
+        version: u32,
+    ) -> Result<Option<String>, StoreError> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT s.cwd FROM capabilities c JOIN sessions s ON s.id = c.session_id
+             WHERE c.name = ?1 AND c.version = ?2",
+        )?;
+        let mut rows = stmt.query(params![name, version])?;
+        Ok(match rows.next()? {
+            Some(row) => Some(row.get(0)?),
+            None => None,
+        })
+    }
+
     /// The history of `name`, oldest first; empty when there is no such capability.
     pub fn capability_versions(&self, name: &str) -> Result<Vec<CapabilityVersion>, StoreError> {
         let mut stmt = self.conn.prepare_cached(

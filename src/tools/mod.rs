@@ -110,6 +110,18 @@ impl ToolContext {
         Ok((path, shown))
     }
 
+    /// Refuses `what` (a skill or capability written for later sessions) when the session's
+    /// sandbox is read-only: what outlives the session obeys the policy as files do.
+    pub fn check_writable(&self, what: &str) -> Result<(), ToolError> {
+        match self.approvals.write_policy() {
+            crate::sandbox::SandboxPolicy::ReadOnly => Err(ToolError::Denied(format!(
+                "{what} is not allowed: the session is read-only (sandbox policy read-only). \
+                 Tell the user what you would save instead"
+            ))),
+            _ => Ok(()),
+        }
+    }
+
     /// Streams a piece of live output (for example a shell line) to the front end.
     pub async fn emit_output(&self, chunk: impl Into<String>) {
         if let Some(events) = &self.events {
