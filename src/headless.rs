@@ -7,6 +7,16 @@ use crate::host::Attachment;
 use crate::protocol::{Event, Op, ToolStatus, TurnStatus};
 use crate::signals::{Signals, Stop};
 
+/// How long an interrupted turn may take to stop before `mnemo run` stops waiting for it.
+const STOP_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
+
+async fn sleep_until(deadline: Option<tokio::time::Instant>) {
+    match deadline {
+        Some(deadline) => tokio::time::sleep_until(deadline).await,
+        None => std::future::pending().await,
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OutputMode {
     Text,
@@ -61,11 +71,25 @@ pub async fn run_prompt(
     let mut between_turns = false;
     let mut signals = Signals::new()?;
     let mut stopped_by: Option<Stop> = None;
+    // After a signal the turn has this long to stop; a turn stuck in a step is left behind.
+    let mut give_up: Option<tokio::time::Instant> = None;
     let report = loop {
         let event = tokio::select! {
             event = handle.events.recv() => event.map(|numbered| numbered.event),
+            () = sleep_until(give_up), if give_up.is_some() => {
+                let name = stopped_by.map_or("a signal", Stop::name);
+                break RunReport {
+                    status: TurnStatus::Interrupted,
+                    message: Some(format!(
+                        "stopped by {name}; the turn did not stop within {} s",
+                        STOP_GRACE.as_secs()
+                    )),
+                    stopped_by,
+                };
+            }
             stop = signals.recv() => {
                 let _ = handle.ops.send(Op::Interrupt).await;
+                give_up.get_or_insert_with(|| tokio::time::Instant::now() + STOP_GRACE);
                 let again = stopped_by.replace(stop).is_some();
                 if between_turns || again {
                     // The interrupt cancels the sub-agents; no turn will follow.

@@ -139,25 +139,25 @@ fn answers_are_recorded_in_words_for_the_person() {
     );
     harness
         .state
-        .handle_key(key(KeyCode::Char('a')), harness.now);
+        .handle_key(key(KeyCode::Char('2')), harness.now);
     harness.event(Event::ApprovalResolved {
         id: "q1".into(),
         decision: ApprovalDecision::AllowSession,
     });
-    // A command a grant cannot cover: `a` says why instead of doing nothing.
+    // A command a grant cannot cover: `2` says why instead of doing nothing.
     ask(&mut harness, "q2", command("curl x | sh"), None);
     let effects = harness
         .state
-        .handle_key(key(KeyCode::Char('a')), harness.now);
+        .handle_key(key(KeyCode::Char('2')), harness.now);
     assert!(effects.is_empty());
     let explained = harness.screen(100, 30);
     assert!(
-        explained.contains("\"a\" is not offered for this command"),
+        explained.contains("2 (allow for this session) is not offered for this command"),
         "{explained}"
     );
     harness
         .state
-        .handle_key(key(KeyCode::Char('n')), harness.now);
+        .handle_key(key(KeyCode::Char('3')), harness.now);
     harness.event(Event::ApprovalResolved {
         id: "q2".into(),
         decision: ApprovalDecision::Deny,
@@ -182,7 +182,7 @@ fn answers_are_recorded_in_words_for_the_person() {
     );
     harness
         .state
-        .handle_key(key(KeyCode::Char('y')), harness.now);
+        .handle_key(key(KeyCode::Char('1')), harness.now);
     harness.event(Event::ApprovalResolved {
         id: "q3".into(),
         decision: ApprovalDecision::AllowOnce,

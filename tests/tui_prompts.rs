@@ -125,7 +125,7 @@ fn a_question_from_a_sub_agent_after_the_turn_ended_stays_and_leaves_the_session
     });
     assert_eq!(harness.state.status.activity, Activity::AwaitingApproval);
     let shown = harness.screen(80, 10);
-    assert!(shown.contains("y allow once   n deny"), "{shown}");
+    assert!(shown.contains("1 allow once   3 deny"), "{shown}");
     harness.event(Event::ApprovalResolved {
         id: "approval-1".into(),
         decision: ApprovalDecision::Deny,
@@ -244,8 +244,49 @@ fn a_write_like_mcp_tool_is_put_to_the_user_with_its_server_and_arguments() {
     );
     assert!(shown.contains("\"path\": \"/srv/notes.txt\""), "{shown}");
     assert!(
-        shown.contains("a allow for this session: calls to write_file"),
+        shown.contains("2 allow for this session: calls to write_file"),
         "{shown}"
     );
     insta::assert_snapshot!("approval_mcp_call", shown);
+}
+
+#[test]
+fn letters_typed_while_a_question_is_open_are_typed_and_the_menu_answers_only_an_empty_box() {
+    let mut harness = Harness::started();
+    harness.prompt("tidy up");
+    harness.event(Event::ApprovalRequested {
+        id: "approval-1".into(),
+        call_id: "c1".into(),
+        tool: "shell".into(),
+        action: ApprovalAction::Command {
+            command: "rm -f a.txt | cat".into(),
+            escalation: None,
+            sandbox: "workspace-write, network off".into(),
+        },
+        reason: "approval mode is ask".into(),
+        session_grant: None,
+    });
+    let key = |c: char| KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE);
+    // An answer the question does not offer waits out the first moments like any other: typed.
+    assert!(harness.state.handle_key(key('2'), harness.now).is_empty());
+    assert_eq!(harness.state.composer.text(), "2");
+    harness.state.composer.clear();
+    harness.now += Duration::from_secs(1);
+    for c in "yes but first tell me why".chars() {
+        let effects = harness.state.handle_key(key(c), harness.now);
+        assert!(effects.is_empty(), "{c:?} did {effects:?}");
+    }
+    assert_eq!(harness.state.composer.text(), "yes but first tell me why");
+    // A digit in a message is typed too.
+    assert!(harness.state.handle_key(key('1'), harness.now).is_empty());
+    assert!(harness.state.composer.text().ends_with("why1"));
+    harness.state.composer.clear();
+    assert_eq!(
+        harness.state.handle_key(key('1'), harness.now),
+        [Effect::Send(Op::Approval {
+            id: "approval-1".into(),
+            decision: ApprovalDecision::AllowOnce,
+        })]
+    );
+    assert_eq!(harness.state.composer.text(), "");
 }

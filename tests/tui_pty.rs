@@ -201,10 +201,10 @@ fn in_ask_mode_a_write_waits_for_the_users_answer() -> TestResult {
     // Keys in a question's first moments are ignored (they were typed for something else).
     let grace = Duration::from_millis(600);
     std::thread::sleep(grace);
-    term.send("y")?;
+    term.send("1")?;
     term.wait_for("Apply this change to secret.md?")?;
     std::thread::sleep(grace);
-    term.send("n")?;
+    term.send("3")?;
     term.wait_for("All done.")?;
     assert_eq!(
         std::fs::read_to_string(dir.path().join("plan.md"))?,
@@ -216,6 +216,64 @@ fn in_ask_mode_a_write_waits_for_the_users_answer() -> TestResult {
     );
     term.wait_for("Denied by you · write_file: secret.md")?;
     term.wait_for("denied by you")?;
+    term.quit()
+}
+
+#[test]
+fn a_sentence_typed_while_a_question_is_open_is_typed_and_answers_nothing() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    std::fs::write(dir.path().join("hello.txt"), "hello\n")?;
+    let script = dir.path().join("script.json");
+    std::fs::write(
+        &script,
+        r#"{"turns": [
+          {"tool_calls": [{"name": "shell", "arguments": {"command": "rm -f hello.txt"}}]},
+          {"text": "Left it alone."}
+        ]}"#,
+    )?;
+    let model = format!("scripted:{}", script.display());
+    let mut term = Terminal::spawn(&["--approval", "ask", "--model", &model], dir.path())?;
+    term.wait_for("● idle")?;
+    term.send("tidy up\r")?;
+    term.wait_for("Run this command?")?;
+    term.wait_for("waiting for approval")?;
+    // A second later, well past the first moments, a person types a sentence into the box.
+    std::thread::sleep(Duration::from_secs(1));
+    term.send("yes but first tell me why")?;
+    term.wait_for("› yes but first tell me why")?;
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(dir.path().join("hello.txt").exists(), "the command ran");
+    assert!(
+        term.contents().contains("Run this command?"),
+        "{}",
+        term.contents()
+    );
+    // Emptied again, the box takes a sentence opening with the answer `a` once was, whole.
+    term.send(&"\x7f".repeat(25))?;
+    term.wait_gone("yes but first")?;
+    term.send("also check")?;
+    term.wait_for("› also check")?;
+    assert!(
+        !term.contents().contains("not offered"),
+        "{}",
+        term.contents()
+    );
+    assert!(dir.path().join("hello.txt").exists(), "the command ran");
+    // Alt+n answers while typing; the sentence stays in the box.
+    term.send("\x1bn")?;
+    term.wait_for("Denied by you · shell: rm -f hello.txt")?;
+    term.wait_for("Left it alone.")?;
+    assert!(
+        term.contents().contains("› also check"),
+        "{}",
+        term.contents()
+    );
+    assert!(
+        dir.path().join("hello.txt").exists(),
+        "a denied command ran"
+    );
+    term.send(&"\x7f".repeat(10))?;
+    term.wait_gone("› also check")?;
     term.quit()
 }
 

@@ -32,8 +32,6 @@ const MAX_SUMMARY_CHARS: usize = 6_000;
 /// Tokens kept free for the summary a compaction writes (a new one replaces the previous one,
 /// which is already counted, so this covers its growth).
 const SUMMARY_ALLOWANCE: u64 = 400;
-/// Characters per token assumed when a message is cut to a token size.
-const CHARS_PER_TOKEN: usize = 3;
 
 /// Why a compaction runs; the kind of summary follows from it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -255,57 +253,10 @@ impl Session {
         Ok(true)
     }
 
-    /// Cuts the biggest messages of the working set while it is still over the budget: each
-    /// keeps its head and tail and a note, and its whole text goes to the archive. Returns
-    /// whether anything was cut.
-    async fn cut_oversized(&mut self) -> Result<bool, StoreError> {
-        let budget = self.message_budget(self.budget());
-        // A message is cut to a quarter of the budget, so several still fit beside it.
-        let room = (budget / 4).max(200);
-        let mut cut_any = false;
-        loop {
-            let total: u64 = self.meta.iter().map(|m| u64::from(m.tokens)).sum();
-            let biggest = (0..self.meta.len()).max_by_key(|&i| self.meta[i].tokens);
-            let Some(index) =
-                biggest.filter(|&i| total > budget && u64::from(self.meta[i].tokens) > room)
-            else {
-                return Ok(cut_any);
-            };
-            let original = (*self.history[index]).clone();
-            let tokens = self.meta[index].tokens;
-            let chars = usize::try_from(room).unwrap_or(usize::MAX) * CHARS_PER_TOKEN;
-            let cut = cut_message(&original, chars, tokens);
-            let cut_tokens = crate::llm::tokens::estimate_message(&cut);
-            let meta = self.meta[index];
-            let entry = NewArchiveEntry {
-                session_id: self.id.clone(),
-                topic: format!("full text of a message too big for the context ({tokens} tokens)"),
-                summary: summary::topic_of(&original),
-                token_count: u64::from(tokens),
-                importance: importance::importance(std::slice::from_ref(&original)),
-                first_seq: meta.seq,
-                last_seq: meta.seq,
-                started_at: meta.created_at,
-                ended_at: meta.created_at,
-                messages: vec![original],
-            };
-            let stored = cut.clone();
-            self.store
-                .call(move |db| db.archive_and_cut(entry, &stored, cut_tokens))
-                .await?;
-            let previous = index.checked_sub(1).map(|at| self.history[at].clone());
-            self.caps.observe(meta.seq, &cut, previous.as_deref());
-            self.history[index] = Arc::new(cut);
-            self.meta[index].tokens = cut_tokens;
-            self.archived_any = true;
-            cut_any = true;
-        }
-    }
-
     /// What the messages may take when the whole request is to fit `context` (corrected
     /// tokens): the fixed part (system prompt, summary, tools) comes off, and the rest is
     /// turned back into the units of the per-message estimates.
-    fn message_budget(&self, context: u64) -> u64 {
+    pub(super) fn message_budget(&self, context: u64) -> u64 {
         let ratio = self.calibration.ratio().max(0.01);
         let raw = (context as f64 / ratio) as u64;
         raw.saturating_sub(self.prompt_tokens + self.tool_tokens)
@@ -354,13 +305,21 @@ impl Session {
             static_tools: usize::MAX,
             max_output_tokens: model.max_output_tokens.min(4096),
         };
-        let mut stream = model.provider.stream(request).await.ok()?;
-        while let Some(item) = stream.next().await {
-            if let StreamEvent::Completed(response) = item.ok()? {
-                return parse_summary(&response.message.text());
+        // An interrupt ends the wait: the mechanical summary takes its place.
+        let cancel = self.turn_cancel.clone();
+        let ask = async {
+            let mut stream = model.provider.stream(request).await.ok()?;
+            while let Some(item) = stream.next().await {
+                if let StreamEvent::Completed(response) = item.ok()? {
+                    return parse_summary(&response.message.text());
+                }
             }
+            None
+        };
+        tokio::select! {
+            summary = ask => summary,
+            () = cancel.cancelled() => None,
         }
-        None
     }
 }
 
@@ -384,50 +343,6 @@ fn merge_summaries(previous: &str, new: &str) -> String {
     }
     merged.push_str(new);
     merged
-}
-
-/// `message` with each long text or tool result cut to about `chars` characters, head and
-/// tail, saying that the whole is in the archive.
-fn cut_message(message: &Message, chars: usize, tokens: u32) -> Message {
-    let note = |cut: usize| {
-        format!(
-            "\n[… {cut} characters cut here: the message ({tokens} tokens) was too big for the \
-             context; its whole text is in the archive (memory_search) …]\n"
-        )
-    };
-    let shorten = |text: &str| -> String {
-        let total = text.chars().count();
-        if total <= chars {
-            return text.to_string();
-        }
-        let half = chars / 2;
-        let head: String = text.chars().take(half).collect();
-        let tail: String = text.chars().skip(total - half).collect();
-        format!("{head}{}{tail}", note(total - 2 * half))
-    };
-    let content = message
-        .content
-        .iter()
-        .map(|block| match block {
-            crate::llm::ContentBlock::Text { text } => crate::llm::ContentBlock::Text {
-                text: shorten(text),
-            },
-            crate::llm::ContentBlock::ToolResult {
-                tool_use_id,
-                content,
-                is_error,
-            } => crate::llm::ContentBlock::ToolResult {
-                tool_use_id: tool_use_id.clone(),
-                content: shorten(content),
-                is_error: *is_error,
-            },
-            other => other.clone(),
-        })
-        .collect();
-    Message {
-        role: message.role,
-        content,
-    }
 }
 
 /// The JSON object in the compressor's answer, tolerating prose or fences around it.
@@ -454,20 +369,6 @@ mod tests {
         assert!(summary.len() <= MAX_SUMMARY_CHARS, "{}", summary.len());
         assert!(summary.ends_with("Outcome: done 499"));
         assert!(!summary.contains("request number 0\n"));
-    }
-
-    #[test]
-    fn a_cut_message_keeps_head_and_tail_and_says_where_the_rest_is() {
-        let text = format!("HEAD{}TAIL", "x".repeat(100_000));
-        let cut = cut_message(&Message::user_text(text), 1000, 33_000);
-        let cut = cut.text();
-        assert!(
-            cut.starts_with("HEAD") && cut.ends_with("TAIL"),
-            "{}",
-            &cut[..50]
-        );
-        assert!(cut.len() < 1300, "{}", cut.len());
-        assert!(cut.contains("whole text is in the archive"));
     }
 
     #[test]

@@ -7,6 +7,7 @@ pub mod compaction_plan;
 mod guards;
 mod mcp;
 mod model_call;
+mod oversized;
 pub mod prompt;
 mod session;
 mod skills;
@@ -15,6 +16,7 @@ mod tool_exec;
 mod tool_set;
 mod turn_loop;
 mod turn_report;
+mod window;
 mod working_set;
 
 use std::collections::VecDeque;

@@ -163,6 +163,8 @@ pub struct Session {
     pub(super) step: u32,
     /// Set for the last call at the step limit: the model answers without tools.
     pub(super) tools_disabled: bool,
+    /// The running turn's interrupt, heard by the work between model calls (compaction).
+    pub(super) turn_cancel: tokio_util::sync::CancellationToken,
     /// The skills the session can see, with how it uses them.
     pub(super) skills: Option<(Arc<SkillLibrary>, super::skills::SkillSettings)>,
     /// Skills the running turn loaded, in order.
@@ -327,6 +329,7 @@ impl Session {
             checkpoint: None,
             step: 0,
             tools_disabled: false,
+            turn_cancel: tokio_util::sync::CancellationToken::new(),
             skills: None,
             skills_in_use: Vec::new(),
             skills_pending: false,

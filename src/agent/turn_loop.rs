@@ -29,6 +29,7 @@ impl Session {
     ) -> (TurnStatus, Option<String>) {
         self.turns += 1;
         let turn = self.turns;
+        self.turn_cancel = cancel.clone();
         // A new task starts with a clean working checkpoint; an injection goes on with it.
         if matches!(kind, UserMessageKind::Prompt | UserMessageKind::Queued) {
             self.checkpoint = None;
@@ -170,6 +171,14 @@ impl Session {
             let (texts, compact_asked) = drain(inbox);
             for text in texts {
                 self.add_user_text(text, UserMessageKind::Injected).await?;
+            }
+            // Compaction cannot make room the fixed prompt takes: say so before any request.
+            if let Some(why) = self.window_too_small() {
+                self.emit(Event::Error {
+                    message: why.clone(),
+                })
+                .await;
+                return Ok((TurnStatus::Failed, Some(why)));
             }
             self.maybe_compact(compact_asked).await?;
             self.wait_for_mcp(cancel).await;

@@ -1,8 +1,11 @@
 //! A question from the agent in the live area: the command or the diff it wants to apply, why
-//! it asks, and the answers (y: allow once, a: allow for this session when the action can be
-//! remembered, n or Esc: deny). While a question is open the keys answer it (Ctrl+C still
-//! interrupts), but not in its first moments: a key typed for something else must not answer
-//! a question that just appeared. It stays until the agent confirms the answer.
+//! it asks, and a numbered menu of answers (1: allow once, 2: allow for this session when the
+//! action can be remembered, 3 or Esc: deny). Letters are always typed into the box, never
+//! answers: a sentence typed as a question appeared ("yes but first tell me why") once allowed
+//! the command with its first letter and kept the rest. The digits answer only while the box
+//! is empty; Alt with y, a or n answers at any time. No key answers in the question's first
+//! moments (a key typed for something else is typed). The question stays until the agent
+//! confirms the answer.
 
 use std::cell::RefCell;
 use std::time::{Duration, Instant};
@@ -47,26 +50,41 @@ pub enum Answer {
 }
 
 impl ApprovalPrompt {
-    /// What `key` means now. While a message is being `typing` in the box, the letters are
-    /// typed and only Alt with a letter (or Esc) answers.
+    /// What `key` means now: a digit of the menu while the box is empty (not `typing`), Alt
+    /// with y, a or n, or Esc. Any other key, and every plain letter, is typed.
     pub fn decision_for(&self, key: &KeyEvent, now: Instant, typing: bool) -> Answer {
         let alt = key.modifiers.contains(KeyModifiers::ALT);
-        let letter = match key.code {
-            KeyCode::Char(c) if alt || !typing => Some(c.to_ascii_lowercase()),
-            _ => None,
-        };
-        let decision = match (letter, key.code) {
-            (Some('y'), _) => ApprovalDecision::AllowOnce,
-            (Some('a'), _) if self.session_grant.is_some() => ApprovalDecision::AllowSession,
-            (Some('a'), _) => return Answer::Unavailable(NO_SESSION_GRANT.to_string()),
-            (Some('n'), _) | (_, KeyCode::Esc) => ApprovalDecision::Deny,
+        let choice = match key.code {
+            KeyCode::Char(c) if alt => match c.to_ascii_lowercase() {
+                'y' => Choice::Once,
+                'a' => Choice::Session,
+                'n' => Choice::Deny,
+                _ => return Answer::NotAnAnswer,
+            },
+            KeyCode::Char('1') if !typing => Choice::Once,
+            KeyCode::Char('2') if !typing => Choice::Session,
+            KeyCode::Char('3') if !typing => Choice::Deny,
+            KeyCode::Esc => Choice::Deny,
             _ => return Answer::NotAnAnswer,
         };
+        // Even an answer the question does not offer waits: it was typed for something else.
         if now.saturating_duration_since(self.shown_at) < ANSWER_DELAY {
             return Answer::TooSoon;
         }
-        Answer::Decision(decision)
+        Answer::Decision(match choice {
+            Choice::Once => ApprovalDecision::AllowOnce,
+            Choice::Session if self.session_grant.is_some() => ApprovalDecision::AllowSession,
+            Choice::Session => return Answer::Unavailable(NO_SESSION_GRANT.to_string()),
+            Choice::Deny => ApprovalDecision::Deny,
+        })
     }
+}
+
+/// The answers of the menu.
+enum Choice {
+    Once,
+    Session,
+    Deny,
 }
 
 impl ApprovalPrompt {
@@ -111,8 +129,8 @@ impl ApprovalPrompt {
 }
 
 /// Why a command question offers no "allow for this session".
-pub const NO_SESSION_GRANT: &str = "\"a\" is not offered for this command: one with pipes, \
-    redirections, chains or substitutions is asked each time, since a session grant could not \
+pub const NO_SESSION_GRANT: &str = "2 (allow for this session) is not offered for this command: \
+    one with pipes, redirections, chains or substitutions is asked each time, since a session grant could not \
     say what it covers";
 
 impl ApprovalPrompt {
@@ -191,12 +209,12 @@ impl ApprovalPrompt {
             return lines;
         }
         let key = |k: &'static str| Span::styled(k, accent.add_modifier(Modifier::BOLD));
-        let mut answers = vec![Span::raw("  "), key("y"), Span::raw(" allow once   ")];
+        let mut answers = vec![Span::raw("  "), key("1"), Span::raw(" allow once   ")];
         if let Some(grant) = &self.session_grant {
-            answers.push(key("a"));
+            answers.push(key("2"));
             answers.push(Span::raw(format!(" allow for this session: {grant}   ")));
         }
-        answers.extend([key("n"), Span::raw(" deny")]);
+        answers.extend([key("3"), Span::raw(" deny")]);
         lines.push(Line::from(answers));
         if self.session_grant.is_none() && matches!(self.action, ApprovalAction::Command { .. }) {
             lines.push(Line::styled(
@@ -206,7 +224,7 @@ impl ApprovalPrompt {
             ));
         }
         lines.push(Line::styled(
-            "  while you type a message, Alt+y / Alt+a / Alt+n answer",
+            "  letters are typed; while you type a message, Alt+y / Alt+a / Alt+n answer",
             dim(),
         ));
         lines

@@ -150,9 +150,9 @@ impl AppState {
         }
     }
 
-    /// While a question is open, its answer keys answer it: y, a, n and Esc when the box is
-    /// empty, Alt with the letter while a message is being typed. `None` for any other key,
-    /// which is typed as usual. The question stays until the agent confirms, so an answer that
+    /// While a question is open, its answer keys answer it: the menu's digits while the box is
+    /// empty, Alt with y, a or n and Esc at any time. `None` for any other key (every plain
+    /// letter), which is typed as usual. The question stays until the agent confirms, so an answer that
     /// got lost can be given again.
     fn answer_approval(&mut self, key: &KeyEvent, now: Instant) -> Option<Vec<Effect>> {
         let typing = !self.composer.is_empty();

@@ -262,8 +262,8 @@ fn help_text() -> String {
          next message\nShift+Enter or Alt+Enter new line · Up/Down history (Up on an empty \
          box takes a queued message back) · Ctrl+U delete to line start · Ctrl+Z/Ctrl+Y undo/redo \
          · Ctrl+O expand pasted text\nEsc interrupt · Ctrl+C interrupt, twice to quit · Ctrl+T \
-         transcript pager\nWhen the agent asks: y allow once · a allow for this session · n or \
-         Esc deny (Alt+y/a/n while typing)",
+         transcript pager\nWhen the agent asks: 1 allow once · 2 allow for this session · 3 or \
+         Esc deny (letters are typed; Alt+y/a/n answer while typing)",
     );
     for command in SlashCommand::ALL {
         text.push_str(&format!(
