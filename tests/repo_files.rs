@@ -169,3 +169,50 @@ fn an_infinite_timeout_in_a_repository_config_is_a_clear_error_not_a_crash() {
     assert!(stderr.contains(".mnemo/config.toml"), "{stderr}");
     assert!(stderr.contains("retry.connect_timeout_secs"), "{stderr}");
 }
+
+#[test]
+fn a_heartbeat_planted_by_a_command_does_not_run_until_the_person_trusts_it_again() {
+    let ws = Workspace::new();
+    let trusted = ws.mnemo(&["trust"], None);
+    assert!(trusted.status.success(), "{}", text(&trusted.stderr));
+    let plant = "mkdir -p .mnemo/heartbeat && printf -- '---\\nname: planted\\nevery: 1m\\n---\\nrun it\\n' > .mnemo/heartbeat/planted.md";
+    let model = ws.script(json!({"turns": [
+        {"tool_calls": [{"name": "shell", "arguments": {"command": plant}}]},
+        {"text": "done"}
+    ]}));
+    let out = ws.mnemo(&["--model", &model, "run", "plant"], None);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        ws.path().join(".mnemo/heartbeat/planted.md").is_file(),
+        "the command could create .mnemo"
+    );
+
+    let listed = text(&ws.mnemo(&["schedule", "list"], None).stdout);
+    assert!(!listed.contains("planted"), "{listed}");
+    assert!(
+        listed.contains("wait until the workspace is trusted"),
+        "{listed}"
+    );
+
+    // The person reviews and trusts the workspace as it is now: then it runs.
+    assert!(ws.mnemo(&["trust"], None).status.success());
+    let listed = text(&ws.mnemo(&["schedule", "list"], None).stdout);
+    assert!(listed.contains("planted"), "{listed}");
+}
+
+#[test]
+fn heartbeats_behind_a_symlinked_mnemo_folder_are_never_read() {
+    let ws = Workspace::new();
+    std::fs::create_dir_all(ws.path().join("elsewhere/heartbeat"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    ws.write(
+        "elsewhere/heartbeat/linked.md",
+        "---\nname: linked\nevery: 1m\n---\nrun it\n",
+    );
+    symlink("elsewhere", ws.path().join(".mnemo")).unwrap_or_else(|e| panic!("{e}"));
+    assert!(ws.mnemo(&["trust"], None).status.success());
+    let out = ws.mnemo(&["schedule", "list"], None);
+    let listed = text(&out.stdout);
+    assert!(listed.contains("No heartbeats"), "{listed}");
+    assert!(listed.contains("is a symbolic link"), "{listed}");
+}
