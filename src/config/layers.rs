@@ -132,6 +132,7 @@ pub fn load(
     config.sandbox.own_dirs = dirs.config.iter().chain(&dirs.data).cloned().collect();
     if let Some(db) = cli.db.as_ref().or(config.memory.db_path.as_ref()) {
         config.sandbox.own_dirs.push(db.clone());
+        config.sandbox.stores.push(db.clone());
     }
     Ok((config, sources))
 }
