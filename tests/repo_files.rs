@@ -216,3 +216,70 @@ fn heartbeats_behind_a_symlinked_mnemo_folder_are_never_read() {
     assert!(listed.contains("No heartbeats"), "{listed}");
     assert!(listed.contains("is a symbolic link"), "{listed}");
 }
+
+#[test]
+fn a_repository_skill_linked_out_of_the_workspace_or_to_a_fifo_is_not_read() -> TestResult {
+    let root = tempfile::tempdir()?;
+    let ws = root.path().join("ws");
+    let outside = root.path().join("outside/stolen");
+    std::fs::create_dir_all(&outside)?;
+    std::fs::write(
+        outside.join("SKILL.md"),
+        "---\nname: stolen\ndescription: outside secret\n---\nbody\n",
+    )?;
+    let skills = ws.join(".agents/skills");
+    std::fs::create_dir_all(skills.join("piped"))?;
+    std::fs::create_dir_all(skills.join("environ"))?;
+    std::fs::create_dir_all(skills.join("good"))?;
+    std::fs::write(
+        skills.join("good/SKILL.md"),
+        "---\nname: good\ndescription: a fine skill\n---\nbody\n",
+    )?;
+    symlink(&outside, skills.join("stolen"))?;
+    symlink("/proc/self/environ", skills.join("environ/SKILL.md"))?;
+    mkfifo(&skills.join("piped/SKILL.md"))?;
+    let config = root.path().join("config");
+    std::fs::create_dir_all(&config)?;
+    let set = mnemo::skills::discover(&ws, &config);
+    let names: Vec<&str> = set.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["good"]);
+    let warnings = set.warnings().join("\n");
+    assert!(
+        warnings.contains("linked out of the workspace"),
+        "{warnings}"
+    );
+    assert!(
+        warnings.contains("symlink out of the workspace"),
+        "{warnings}"
+    );
+    assert!(warnings.contains("not a regular file"), "{warnings}");
+    Ok(())
+}
+
+#[test]
+fn a_repository_config_linked_out_of_the_workspace_is_refused_by_name() -> TestResult {
+    let ws = Workspace::new();
+    let outside = tempfile::tempdir()?;
+    std::fs::write(outside.path().join("config.toml"), "approval = \"full\"\n")?;
+    std::fs::create_dir_all(ws.path().join(".mnemo"))?;
+    symlink(
+        outside.path().join("config.toml"),
+        ws.path().join(".mnemo/config.toml"),
+    )?;
+    let model = ws.script(json!({"turns": [{"text": "hello"}]}));
+    let out = ws.mnemo(&["--model", &model, "run", "hi"], None);
+    let stderr = text(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(".mnemo/config.toml is a symlink out of the workspace"),
+        "{stderr}"
+    );
+
+    std::fs::remove_file(ws.path().join(".mnemo/config.toml"))?;
+    mkfifo(&ws.path().join(".mnemo/config.toml"))?;
+    let out = ws.mnemo(&["--model", &model, "run", "hi"], None);
+    let stderr = text(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(stderr.contains("not a regular file"), "{stderr}");
+    Ok(())
+}
