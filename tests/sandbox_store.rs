@@ -64,3 +64,19 @@ fn a_sandboxed_command_cannot_read_the_wal_of_a_database_given_with_db() {
         assert!(line.ends_with(":0"), "the store leaked: {seen}");
     }
 }
+
+#[test]
+fn the_file_tools_refuse_the_wal_of_a_database_inside_the_workspace() {
+    let ws = Workspace::new();
+    std::fs::create_dir_all(ws.path().join("data")).unwrap_or_else(|e| panic!("{e}"));
+    let model = ws.script(json!({"turns": [
+        {"tool_calls": [{"name": "read_file", "arguments": {"path": "data/inside.db-wal"}}]},
+        {"text": "done"}
+    ]}));
+    let db = ws.path().join("data/inside.db").display().to_string();
+    let out = ws.mnemo(&["--db", &db, "--model", &model, "run", "read it"], None);
+    let all = format!("{}{}", text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{all}");
+    assert!(ws.path().join("data/inside.db-wal").exists(), "{all}");
+    assert!(all.contains("hidden from the agent"), "{all}");
+}
