@@ -25,6 +25,7 @@ const BIN: &str = env!("CARGO_BIN_EXE_mnemo");
 
 fn main() {
     println!("mnemo core benchmarks");
+    instruction_loading();
     run_peak_rss();
     version_wall_time();
     sse_throughput("anthropic", &anthropic_stream(10 << 20), || {
@@ -36,6 +37,65 @@ fn main() {
     agent_step_overhead(Persistence::Memory);
     agent_step_overhead(Persistence::File);
     compaction_bookkeeping();
+}
+
+/// What reading AGENTS.md and CLAUDE.md through the workspace guard adds to start-up (before
+/// the first frame): the median of the guarded reads against plain `read_to_string`, for two
+/// 4 KiB files, and for a hostile pair (a FIFO and a link to /dev/zero) that is refused.
+fn instruction_loading() {
+    use mnemo::sandbox::Confinement;
+    use mnemo::sandbox::workspace_read::read_text;
+    use std::path::Path;
+    const ROUNDS: usize = 2000;
+    let median = |mut times: Vec<Duration>| {
+        times.sort();
+        times[times.len() / 2]
+    };
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let ws = dir.path().join("ws");
+    let hostile = dir.path().join("hostile");
+    for path in [&ws, &hostile] {
+        std::fs::create_dir_all(path).unwrap_or_else(|e| panic!("{e}"));
+    }
+    let text = "- Run `make check` before every commit.\n".repeat(100);
+    for name in ["AGENTS.md", "CLAUDE.md"] {
+        std::fs::write(ws.join(name), &text).unwrap_or_else(|e| panic!("{e}"));
+    }
+    let fifo = std::ffi::CString::new(hostile.join("AGENTS.md").to_string_lossy().as_bytes())
+        .unwrap_or_else(|e| panic!("{e}"));
+    // SAFETY: mkfifo reads a valid NUL-terminated path.
+    unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) };
+    std::os::unix::fs::symlink("/dev/zero", hostile.join("CLAUDE.md"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let confinement = Confinement::default();
+    let guarded = |root: &Path| {
+        let start = Instant::now();
+        for name in ["AGENTS.md", "CLAUDE.md"] {
+            let _ = std::hint::black_box(read_text(root, Path::new(name), &confinement, 256 << 10));
+        }
+        start.elapsed()
+    };
+    let plain: Vec<Duration> = (0..ROUNDS)
+        .map(|_| {
+            let start = Instant::now();
+            for name in ["AGENTS.md", "CLAUDE.md"] {
+                let _ = std::hint::black_box(std::fs::read_to_string(ws.join(name)));
+            }
+            start.elapsed()
+        })
+        .collect();
+    let plain = median(plain);
+    let safe = median((0..ROUNDS).map(|_| guarded(&ws)).collect());
+    let refused = median((0..ROUNDS).map(|_| guarded(&hostile)).collect());
+    println!(
+        "  guarded instruction loading (AGENTS.md + CLAUDE.md, 4 KiB each): plain read \
+         {:.1} µs, guarded {:.1} µs, +{:.1} µs at start-up (target < 1000 µs); a FIFO and \
+         /dev/zero refused in {:.1} µs",
+        plain.as_secs_f64() * 1e6,
+        safe.as_secs_f64() * 1e6,
+        (safe.saturating_sub(plain)).as_secs_f64() * 1e6,
+        refused.as_secs_f64() * 1e6
+    );
 }
 
 /// A session of 150,000 estimated tokens is resumed, then compacted with the compressor

@@ -169,3 +169,117 @@ fn an_infinite_timeout_in_a_repository_config_is_a_clear_error_not_a_crash() {
     assert!(stderr.contains(".mnemo/config.toml"), "{stderr}");
     assert!(stderr.contains("retry.connect_timeout_secs"), "{stderr}");
 }
+
+#[test]
+fn a_heartbeat_planted_by_a_command_does_not_run_until_the_person_trusts_it_again() {
+    let ws = Workspace::new();
+    let trusted = ws.mnemo(&["trust"], None);
+    assert!(trusted.status.success(), "{}", text(&trusted.stderr));
+    let plant = "mkdir -p .mnemo/heartbeat && printf -- '---\\nname: planted\\nevery: 1m\\n---\\nrun it\\n' > .mnemo/heartbeat/planted.md";
+    let model = ws.script(json!({"turns": [
+        {"tool_calls": [{"name": "shell", "arguments": {"command": plant}}]},
+        {"text": "done"}
+    ]}));
+    let out = ws.mnemo(&["--model", &model, "run", "plant"], None);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        ws.path().join(".mnemo/heartbeat/planted.md").is_file(),
+        "the command could create .mnemo"
+    );
+
+    let listed = text(&ws.mnemo(&["schedule", "list"], None).stdout);
+    assert!(!listed.contains("planted"), "{listed}");
+    assert!(
+        listed.contains("wait until the workspace is trusted"),
+        "{listed}"
+    );
+
+    // The person reviews and trusts the workspace as it is now: then it runs.
+    assert!(ws.mnemo(&["trust"], None).status.success());
+    let listed = text(&ws.mnemo(&["schedule", "list"], None).stdout);
+    assert!(listed.contains("planted"), "{listed}");
+}
+
+#[test]
+fn heartbeats_behind_a_symlinked_mnemo_folder_are_never_read() {
+    let ws = Workspace::new();
+    std::fs::create_dir_all(ws.path().join("elsewhere/heartbeat"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    ws.write(
+        "elsewhere/heartbeat/linked.md",
+        "---\nname: linked\nevery: 1m\n---\nrun it\n",
+    );
+    symlink("elsewhere", ws.path().join(".mnemo")).unwrap_or_else(|e| panic!("{e}"));
+    assert!(ws.mnemo(&["trust"], None).status.success());
+    let out = ws.mnemo(&["schedule", "list"], None);
+    let listed = text(&out.stdout);
+    assert!(listed.contains("No heartbeats"), "{listed}");
+    assert!(listed.contains("is a symbolic link"), "{listed}");
+}
+
+#[test]
+fn a_repository_skill_linked_out_of_the_workspace_or_to_a_fifo_is_not_read() -> TestResult {
+    let root = tempfile::tempdir()?;
+    let ws = root.path().join("ws");
+    let outside = root.path().join("outside/stolen");
+    std::fs::create_dir_all(&outside)?;
+    std::fs::write(
+        outside.join("SKILL.md"),
+        "---\nname: stolen\ndescription: outside secret\n---\nbody\n",
+    )?;
+    let skills = ws.join(".agents/skills");
+    std::fs::create_dir_all(skills.join("piped"))?;
+    std::fs::create_dir_all(skills.join("environ"))?;
+    std::fs::create_dir_all(skills.join("good"))?;
+    std::fs::write(
+        skills.join("good/SKILL.md"),
+        "---\nname: good\ndescription: a fine skill\n---\nbody\n",
+    )?;
+    symlink(&outside, skills.join("stolen"))?;
+    symlink("/proc/self/environ", skills.join("environ/SKILL.md"))?;
+    mkfifo(&skills.join("piped/SKILL.md"))?;
+    let config = root.path().join("config");
+    std::fs::create_dir_all(&config)?;
+    let set = mnemo::skills::discover(&ws, &config);
+    let names: Vec<&str> = set.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["good"]);
+    let warnings = set.warnings().join("\n");
+    assert!(
+        warnings.contains("linked out of the workspace"),
+        "{warnings}"
+    );
+    assert!(
+        warnings.contains("symlink out of the workspace"),
+        "{warnings}"
+    );
+    assert!(warnings.contains("not a regular file"), "{warnings}");
+    Ok(())
+}
+
+#[test]
+fn a_repository_config_linked_out_of_the_workspace_is_refused_by_name() -> TestResult {
+    let ws = Workspace::new();
+    let outside = tempfile::tempdir()?;
+    std::fs::write(outside.path().join("config.toml"), "approval = \"full\"\n")?;
+    std::fs::create_dir_all(ws.path().join(".mnemo"))?;
+    symlink(
+        outside.path().join("config.toml"),
+        ws.path().join(".mnemo/config.toml"),
+    )?;
+    let model = ws.script(json!({"turns": [{"text": "hello"}]}));
+    let out = ws.mnemo(&["--model", &model, "run", "hi"], None);
+    let stderr = text(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(".mnemo/config.toml is a symlink out of the workspace"),
+        "{stderr}"
+    );
+
+    std::fs::remove_file(ws.path().join(".mnemo/config.toml"))?;
+    mkfifo(&ws.path().join(".mnemo/config.toml"))?;
+    let out = ws.mnemo(&["--model", &model, "run", "hi"], None);
+    let stderr = text(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(stderr.contains("not a regular file"), "{stderr}");
+    Ok(())
+}

@@ -127,11 +127,17 @@ pub fn load(
             message: e.message().to_string(),
         })?;
     apply_cli(&mut config, cli);
+    // Each file passed on its own, so a number out of range now came from MNEMO_* or a flag.
+    super::ranges::check(
+        &config,
+        "MNEMO_* environment variables or command-line flags",
+    )?;
     validate(&config, &sources)?;
     config.sandbox.key_vars = key_vars(&config, cli);
     config.sandbox.own_dirs = dirs.config.iter().chain(&dirs.data).cloned().collect();
     if let Some(db) = cli.db.as_ref().or(config.memory.db_path.as_ref()) {
         config.sandbox.own_dirs.push(db.clone());
+        config.sandbox.stores.push(db.clone());
     }
     Ok((config, sources))
 }

@@ -212,3 +212,15 @@ fn ad_hoc_provider_flags_need_no_config_entry() {
     };
     assert!(resolve_model(&config, &no_id).is_err());
 }
+
+#[test]
+fn a_number_out_of_range_from_the_environment_is_named_too() {
+    let fx = fixture(None, None);
+    let env = [("MNEMO_TOOL_TIMEOUT_SECS", "4000000000")];
+    let message = load_with(&fx, &env, &CliOverrides::default())
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(message.contains("agent.tool_timeout_secs"), "{message}");
+    assert!(message.contains("MNEMO_*"), "{message}");
+}

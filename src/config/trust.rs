@@ -7,7 +7,8 @@
 //! `mnemo trust`, or the question the terminal front end asks. Until then they are dropped and
 //! reported. Trust lives in the user's config dir (`trusted-workspaces.toml`), bound to the
 //! file's SHA-256 as direnv binds `.envrc`: a changed file needs trusting again, so neither a
-//! pull nor the agent can widen what the person agreed to.
+//! pull nor the agent can widen what the person agreed to. The workspace's heartbeat files are
+//! bound the same way (`src/jobs/heartbeat.rs`).
 
 use std::io;
 use std::path::{Path, PathBuf};

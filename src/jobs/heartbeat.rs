@@ -1,8 +1,9 @@
 //! Heartbeat files: Markdown with YAML frontmatter (when, where, which model, where the report
 //! goes) and a body that is the prompt, usually a checklist. They live in the user's
 //! `<config dir>/heartbeat/` and in a workspace's `.mnemo/heartbeat/`; the workspace ones
-//! arrive with the repository, so they run only once the person trusted the workspace. A bad
-//! file is reported on its own and never stops the others.
+//! arrive with the repository (or a command planted them), so they run only while the person's
+//! trust covers them as they are now, and they are read through the workspace guard (never
+//! behind a symlinked `.mnemo`). A bad file is reported on its own and never stops the others.
 
 use std::path::{Path, PathBuf};
 

@@ -36,6 +36,10 @@ pub struct SandboxSection {
     /// Set by the loader: mnemo's config and data directories, hidden like secrets.
     #[serde(skip)]
     pub own_dirs: Vec<PathBuf>,
+    /// Set by the loader: the database file when it lives outside the data directory; it is
+    /// hidden with every file SQLite and mnemo keep beside it.
+    #[serde(skip)]
+    pub stores: Vec<PathBuf>,
 }
 
 impl Default for SandboxSection {
@@ -49,6 +53,7 @@ impl Default for SandboxSection {
             max_memory_mb: 0,
             key_vars: Vec::new(),
             own_dirs: Vec::new(),
+            stores: Vec::new(),
         }
     }
 }
@@ -111,6 +116,8 @@ fn physical_memory() -> Option<u64> {
 pub struct Confinement {
     /// Absolute paths (canonical where they exist) hidden from commands and file tools.
     hidden: Vec<PathBuf>,
+    /// Database files (canonical folder) hidden with their companions, see [`store_file`].
+    stores: Vec<PathBuf>,
     pub env: EnvPolicy,
     pub limits: Limits,
 }
@@ -171,8 +178,23 @@ impl Confinement {
                 hidden.push(path);
             }
         }
+        let stores = section
+            .stores
+            .iter()
+            .filter_map(|db| {
+                let db = std::path::absolute(db).ok()?;
+                let name = db.file_name()?.to_owned();
+                let dir = db.parent()?;
+                Some(
+                    std::fs::canonicalize(dir)
+                        .unwrap_or(dir.to_path_buf())
+                        .join(name),
+                )
+            })
+            .collect();
         Self {
             hidden,
+            stores,
             env: EnvPolicy {
                 extra: section.env_allow.clone(),
                 never: section.key_vars.clone(),
@@ -186,12 +208,55 @@ impl Confinement {
         &self.hidden
     }
 
+    /// Every hidden path that exists now: the hidden paths, and each database with the files
+    /// beside it (its write-ahead log, shared memory, journal, piece files), which come and go.
+    pub fn hidden_now(&self) -> Vec<PathBuf> {
+        let mut now = self.hidden.clone();
+        for db in &self.stores {
+            let (Some(dir), Some(name)) = (db.parent(), db.file_name()) else {
+                continue;
+            };
+            let Ok(entries) = std::fs::read_dir(dir) else {
+                continue;
+            };
+            let mut files: Vec<PathBuf> = entries
+                .filter_map(Result::ok)
+                .map(|e| e.path())
+                .filter(|path| path.file_name().is_some_and(|f| store_file(name, f)))
+                .filter(|path| !now.contains(path))
+                .collect();
+            files.sort();
+            now.extend(files);
+        }
+        now
+    }
+
     /// The hidden path that covers `path` (absolute, symlinks resolved), if any.
     pub fn hiding(&self, path: &Path) -> Option<&Path> {
+        let store = self.stores.iter().find(|db| {
+            db.parent() == path.parent()
+                && match (db.file_name(), path.file_name()) {
+                    (Some(name), Some(file)) => store_file(name, file),
+                    _ => false,
+                }
+        });
         self.hidden
             .iter()
             .find(|hidden| path.starts_with(hidden))
+            .or(store)
             .map(PathBuf::as_path)
+    }
+}
+
+/// Whether `file` is the database called `db` or one of the files kept beside it.
+fn store_file(db: &std::ffi::OsStr, file: &std::ffi::OsStr) -> bool {
+    let (Some(db), Some(file)) = (db.to_str(), file.to_str()) else {
+        return db == file;
+    };
+    match file.strip_prefix(db) {
+        Some("" | "-wal" | "-shm" | "-journal") => true,
+        Some(rest) => rest.starts_with(".pieces-"),
+        None => false,
     }
 }
 
@@ -224,6 +289,56 @@ mod tests {
             Some(ssh.as_path())
         );
         assert_eq!(confinement.hiding(Path::new("/srv/keysmith")), None);
+    }
+
+    #[test]
+    fn a_database_is_hidden_with_every_file_beside_it() -> Result<(), Box<dyn std::error::Error>> {
+        let dir = tempfile::tempdir()?;
+        let base = dir.path().canonicalize()?;
+        let db = base.join("store.db");
+        for file in [
+            "store.db",
+            "store.db-wal",
+            "store.db-shm",
+            "store.db.pieces-m",
+            "notes",
+        ] {
+            std::fs::write(base.join(file), "x")?;
+        }
+        let section = SandboxSection {
+            stores: vec![db.clone()],
+            ..SandboxSection::default()
+        };
+        let confinement = Confinement::from_section(&section);
+        for file in [
+            "store.db",
+            "store.db-wal",
+            "store.db-shm",
+            "store.db-journal",
+            "store.db.pieces-m",
+            "store.db.pieces-m.lock",
+        ] {
+            assert_eq!(
+                confinement.hiding(&base.join(file)),
+                Some(db.as_path()),
+                "{file}"
+            );
+        }
+        for file in ["notes", "store.dbx", "other/store.db-wal"] {
+            assert_eq!(confinement.hiding(&base.join(file)), None, "{file}");
+        }
+        let now = confinement.hidden_now();
+        let names: Vec<_> = now.iter().filter_map(|p| p.file_name()).collect();
+        assert_eq!(
+            names,
+            [
+                "store.db",
+                "store.db-shm",
+                "store.db-wal",
+                "store.db.pieces-m"
+            ]
+        );
+        Ok(())
     }
 
     #[test]

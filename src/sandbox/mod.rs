@@ -255,7 +255,7 @@ impl Sandbox {
     #[cfg(target_os = "linux")]
     fn hidden_masks(&self) -> Vec<bwrap::Mask> {
         self.confinement
-            .hidden()
+            .hidden_now()
             .iter()
             .filter_map(|path| {
                 let real = fs::canonicalize(path).ok()?;
@@ -330,10 +330,9 @@ impl Sandbox {
         };
         let hidden: Vec<PathBuf> = self
             .confinement
-            .hidden()
-            .iter()
+            .hidden_now()
+            .into_iter()
             .filter(|p| !self.workspace.starts_with(p) && !self.scratch.starts_with(p))
-            .cloned()
             .collect();
         let mut command = Command::new(seatbelt::SANDBOX_EXEC);
         command.args(seatbelt::args(
