@@ -130,6 +130,12 @@ fn a_window_too_small_for_the_fixed_prompt_is_said_before_any_request() -> TestR
         "{err}"
     );
     assert!(err.contains("fewer tools"), "{err}");
+    // Said once as the session starts, once as the turn it refused ends.
+    assert_eq!(
+        err.matches("is too small for mnemo's fixed prompt").count(),
+        2,
+        "{err}"
+    );
     Ok(())
 }
 
