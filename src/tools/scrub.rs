@@ -67,34 +67,41 @@ fn remove_private_keys(text: &str) -> String {
     out
 }
 
-fn is_token_char(c: char) -> bool {
-    c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '+' | '/' | '=' | '~')
+/// Token characters are ASCII, so a cut between a token and anything else is a char boundary.
+fn is_token_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b"_-.+/=~".contains(&b)
 }
 
 fn is_name_char(c: char) -> bool {
     c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.')
 }
 
-/// One line: assignments to secret-looking names, bearer tokens and token shapes.
+/// One line: assignments to secret-looking names, bearer tokens and token shapes. Scanned
+/// in place: a line may be megabytes long (a call's arguments).
 fn scrub_line(line: &str) -> String {
+    let bytes = line.as_bytes();
     let mut out = String::with_capacity(line.len());
-    let chars: Vec<(usize, char)> = line.char_indices().collect();
     let mut i = 0;
-    // The name just read and whether a value of it is next.
+    // Whether the word just read names a secret whose value comes next.
     let mut pending_secret = false;
-    while i < chars.len() {
-        let (start, c) = chars[i];
-        if !is_token_char(c) {
-            out.push(c);
-            i += 1;
+    while i < bytes.len() {
+        let start = i;
+        if !is_token_byte(bytes[i]) {
+            while i < bytes.len() && !is_token_byte(bytes[i]) {
+                i += 1;
+            }
+            out.push_str(&line[start..i]);
             continue;
         }
-        let mut j = i;
-        while j < chars.len() && is_token_char(chars[j].1) {
-            j += 1;
+        while i < bytes.len() && is_token_byte(bytes[i]) {
+            i += 1;
         }
-        let end = chars.get(j).map_or(line.len(), |&(at, _)| at);
-        let word = &line[start..end];
+        let word = &line[start..i];
+        // The `=` of `NAME = value` keeps the value pending.
+        if word.bytes().all(|b| b == b'=') {
+            out.push_str(word);
+            continue;
+        }
         // `NAME=value` in one word.
         if let Some((name, value)) = word.split_once('=')
             && secret_name(name)
@@ -108,19 +115,10 @@ fn scrub_line(line: &str) -> String {
         } else {
             out.push_str(word);
         }
-        let separator = line[end..].trim_start_matches(['"', '\'', ' ']);
-        pending_secret = (secret_name(word.trim_end_matches(':'))
-            || word.eq_ignore_ascii_case("bearer"))
-            && (separator.starts_with(':')
-                || separator.starts_with('=')
-                || word.ends_with(':')
-                || word.eq_ignore_ascii_case("bearer"));
-        i = j;
-        // The separator keeps the secret pending across `": "`.
-        while pending_secret && i < chars.len() && !is_token_char(chars[i].1) {
-            out.push(chars[i].1);
-            i += 1;
-        }
+        let bearer = word.eq_ignore_ascii_case("bearer");
+        let separator = line[i..].trim_start_matches(['"', '\'', ' ']);
+        pending_secret = bearer
+            || (secret_name(word) && (separator.starts_with(':') || separator.starts_with('=')));
     }
     out
 }
@@ -150,7 +148,7 @@ mod tests {
     fn secrets_of_every_usual_shape_are_removed_and_the_rest_kept() {
         let text = "cat .env printed:\nOPENAI_API_KEY=sk-proj-abc123def456ghi789jkl\n\
             export GITHUB_TOKEN=ghp_0123456789abcdefghijABCDEFGHIJ\n\
-            db_password: hunter2hunter2\n\"api_key\": \"k-9f8e7d6c5b4a\"\n\
+            db_password: hunter2hunter2\nSTRIPE_SECRET_KEY = rk9f8e7d6c5b\n\"api_key\": \"k-9f8e7d6c5b4a\"\n\
             Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.payload.sig\n\
             a stray sk-ant-api03-AbCdEf0123456789xyz in prose\n\
             -----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXk\n-----END OPENSSH PRIVATE KEY-----\n\
@@ -160,6 +158,7 @@ mod tests {
             "sk-proj-abc123",
             "ghp_0123",
             "hunter2",
+            "rk9f8e7d6c5b",
             "k-9f8e7d6c5b4a",
             "eyJhbGci",
             "sk-ant-api03",
