@@ -186,7 +186,7 @@ pub fn looks_like_instruction(line: &str) -> bool {
             .iter()
             .any(|p| lower.contains(p));
     let sends_out = lower.contains("http")
-        && ["send", "post ", "upload", "forward"]
+        && [" send ", " post ", " upload ", " forward "]
             .iter()
             .any(|v| lower.contains(v));
     opens || piped_to_shell || sends_out || ADDRESSING.iter().any(|p| lower.contains(p))
@@ -239,6 +239,7 @@ mod tests {
             "## Conventions",
             "- Prefers terse answers; works in Berlin time",
             "- Runner scripts live in tools/",
+            "- Postgres runs on 5432; https://hooks.example sends webhooks",
         ] {
             assert!(!looks_like_instruction(line), "{line}");
         }
