@@ -239,6 +239,15 @@ pub enum MemoryAction {
         /// Take the latest version back; the one before it becomes current.
         #[arg(long)]
         undo: bool,
+        /// List the new lines the dream held for review (they read as instructions).
+        #[arg(long, conflicts_with_all = ["history", "undo"])]
+        pending: bool,
+        /// Add held line ID to the notes.
+        #[arg(long, value_name = "ID", conflicts_with_all = ["history", "undo", "pending", "reject"])]
+        accept: Option<u64>,
+        /// Drop held line ID.
+        #[arg(long, value_name = "ID", conflicts_with_all = ["history", "undo", "pending"])]
+        reject: Option<u64>,
     },
 }
 

@@ -160,11 +160,21 @@ fn real_main(cli: Cli) -> anyhow::Result<ExitCode> {
                 }
                 MemoryAction::Forget { id } => commands::memory::forget(&loaded, id, &mut out)?,
                 MemoryAction::List => commands::memory::list(&loaded, &mut out)?,
-                MemoryAction::Notes { history, undo } => {
-                    let action = match (history, undo) {
-                        (true, _) => commands::memory::NotesAction::History,
-                        (_, true) => commands::memory::NotesAction::Undo,
-                        _ => commands::memory::NotesAction::Show,
+                MemoryAction::Notes {
+                    history,
+                    undo,
+                    pending,
+                    accept,
+                    reject,
+                } => {
+                    use commands::memory::NotesAction;
+                    let action = match (history, undo, pending, accept, reject) {
+                        (true, ..) => NotesAction::History,
+                        (_, true, ..) => NotesAction::Undo,
+                        (_, _, true, ..) => NotesAction::Pending,
+                        (_, _, _, Some(id), _) => NotesAction::Accept(id),
+                        (_, _, _, _, Some(id)) => NotesAction::Reject(id),
+                        _ => NotesAction::Show,
                     };
                     return answer(commands::memory::notes(&loaded, action, &mut out));
                 }

@@ -418,6 +418,9 @@ impl Session {
             let message = message.clone();
             self.emit(Event::Notice { message }).await;
         }
+        if let Some(message) = self.window_too_small() {
+            self.emit(Event::Error { message }).await;
+        }
     }
 
     /// A notice for the front end as soon as the session starts.

@@ -172,12 +172,9 @@ impl Session {
             for text in texts {
                 self.add_user_text(text, UserMessageKind::Injected).await?;
             }
-            // Compaction cannot make room the fixed prompt takes: say so before any request.
+            // Compaction cannot make room the fixed prompt takes: say so before any request
+            // (the session said it at its start too).
             if let Some(why) = self.window_too_small() {
-                self.emit(Event::Error {
-                    message: why.clone(),
-                })
-                .await;
                 return Ok((TurnStatus::Failed, Some(why)));
             }
             self.maybe_compact(compact_asked).await?;

@@ -23,6 +23,7 @@ use crate::llm::fallback::{ChainError, Decision, FallbackChain};
 use crate::llm::{
     Message, ModelRequest, ModelResponse, ProviderError, ProviderSettings, StreamEvent,
 };
+use crate::memory::dream_held::{MAX_HELD, hold_instructions};
 use crate::memory::dream_notes::{DreamNotes, NoteFile, NotesOrigin};
 use crate::memory::{Store, StoreError};
 
@@ -181,8 +182,9 @@ impl Dreamer {
             message: analyst_message(entries.len()),
         };
         let analysis = self.ask(analyst, report).await?;
-        let notes = self.edit(&shared, &analysis, last, report).await?;
-        report.version = Some(self.save(notes, from, last).await?);
+        let edited = self.edit(&shared, &analysis, last, report).await?;
+        let (notes, held) = hold_instructions(&notes, edited);
+        report.version = Some(self.save(notes, from, last, held, report).await?);
         report.batches += 1;
         report.entries += entries.len();
         Ok(true)
@@ -191,20 +193,43 @@ impl Dreamer {
     /// Writes the files and stores the version, moving the cursor from `from` to `last`. Two
     /// dreams at once (`mnemo dream` while `mnemo serve` dreams) must not both write: the one
     /// whose cursor moved meanwhile gives way, before touching the files.
-    async fn save(&self, notes: DreamNotes, from: i64, last: i64) -> Result<i64, DreamError> {
+    /// The lines `held` wait for the person instead.
+    async fn save(
+        &self,
+        notes: DreamNotes,
+        from: i64,
+        last: i64,
+        held: Vec<(NoteFile, String)>,
+        report: &mut DreamReport,
+    ) -> Result<i64, DreamError> {
         if self.store.call(|db| db.dream_cursor()).await? != from {
             return Err(DreamError::Overtaken);
         }
         write_note_files(&self.notes_dir, &notes)?;
-        self.store
+        let count = held.len();
+        let (version, kept) = self
+            .store
             .call(move |db| match db.dream_cursor()? == from {
-                true => db
-                    .save_notes(&notes, NotesOrigin::Dream, Some(last))
-                    .map(Some),
+                true => {
+                    let version = db.save_notes(&notes, NotesOrigin::Dream, Some(last))?;
+                    Ok(Some((version, db.hold_notes(&held)?)))
+                }
                 false => Ok(None),
             })
             .await?
-            .ok_or(DreamError::Overtaken)
+            .ok_or(DreamError::Overtaken)?;
+        if count > 0 {
+            report.notices.push(format!(
+                "{kept} new line(s) of the notes read as instructions and wait for your review \
+                 (`mnemo memory notes --pending`){}",
+                match count - kept {
+                    0 => String::new(),
+                    dropped =>
+                        format!("; {dropped} more were dropped: {MAX_HELD} lines already wait"),
+                }
+            ));
+        }
+        Ok(version)
     }
 
     /// The editor's notes; an invalid answer is asked for once more, with the reason.

@@ -6,6 +6,7 @@
 pub mod archive;
 pub mod capabilities;
 pub mod db;
+pub mod dream_held;
 pub mod dream_notes;
 pub mod embed;
 pub mod error;

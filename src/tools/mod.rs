@@ -13,6 +13,7 @@ pub mod memory;
 pub mod process;
 pub mod registry;
 pub mod schedule;
+pub mod scrub;
 pub mod search;
 pub mod shell;
 pub mod skills;

@@ -1,5 +1,5 @@
-//! `mnemo memory notes`: the dream notes as sessions see them, their versions, and taking the
-//! latest version back.
+//! `mnemo memory notes`: the dream notes as sessions see them, their versions, taking the
+//! latest version back, and the lines the dream held for review.
 
 use std::io::Write;
 
@@ -7,6 +7,7 @@ use super::super::{CommandError, local_time};
 use crate::jobs::dream::{notes_dir, write_note_files};
 use crate::launch::Loaded;
 use crate::memory::StoreError;
+use crate::memory::dream_held::{HeldNote, Verdict};
 use crate::memory::dream_notes::{DreamNotes, NoteFile, NotesOrigin, NotesVersion};
 
 /// What `mnemo memory notes` shows or does.
@@ -18,6 +19,12 @@ pub enum NotesAction {
     History,
     /// Take the current version back; the one before it becomes current.
     Undo,
+    /// The lines held for review.
+    Pending,
+    /// Add a held line to the notes.
+    Accept(u64),
+    /// Drop a held line.
+    Reject(u64),
 }
 
 pub fn notes(
@@ -27,13 +34,49 @@ pub fn notes(
 ) -> Result<(), CommandError> {
     let store = loaded.store()?;
     match action {
-        NotesAction::Show => match store.call_blocking(|db| db.current_notes())? {
-            Some(version) if !version.notes.is_empty() => show(&version, out),
-            _ => Ok(writeln!(
-                out,
-                "no dream notes yet (`mnemo dream` writes them from the archive)"
-            )?),
-        },
+        NotesAction::Show => {
+            match store.call_blocking(|db| db.current_notes())? {
+                Some(version) if !version.notes.is_empty() => show(&version, out)?,
+                _ => writeln!(
+                    out,
+                    "no dream notes yet (`mnemo dream` writes them from the archive)"
+                )?,
+            }
+            let held = store.call_blocking(|db| db.held_notes())?.len();
+            if held > 0 {
+                writeln!(
+                    out,
+                    "\n{held} new line(s) wait for your review: `mnemo memory notes --pending`"
+                )?;
+            }
+            Ok(())
+        }
+        NotesAction::Pending => pending(&store.call_blocking(|db| db.held_notes())?, out),
+        NotesAction::Accept(id) | NotesAction::Reject(id) => {
+            let verdict = match action {
+                NotesAction::Accept(_) => Verdict::Accept,
+                _ => Verdict::Reject,
+            };
+            let (note, notes) = match store.call_blocking(move |db| db.settle_held(id, verdict)) {
+                Err(StoreError::NotFound { .. }) => {
+                    return Err(CommandError::Usage(format!(
+                        "no held line #{id}; `mnemo memory notes --pending` lists them"
+                    )));
+                }
+                done => done?,
+            };
+            match notes {
+                Some(notes) => {
+                    let dir = notes_dir(loaded).ok_or_else(|| {
+                        CommandError::Usage("no data directory is known; set MNEMO_DATA_DIR".into())
+                    })?;
+                    write_note_files(&dir, &notes)?;
+                    writeln!(out, "added to {}: {}", note.file, note.text)?;
+                }
+                None => writeln!(out, "dropped: {}", note.text)?,
+            }
+            Ok(())
+        }
         NotesAction::History => {
             let versions = store.call_blocking(|db| db.notes_history())?;
             if versions.is_empty() {
@@ -79,6 +122,29 @@ pub fn notes(
             Ok(())
         }
     }
+}
+
+fn pending(held: &[HeldNote], out: &mut impl Write) -> Result<(), CommandError> {
+    if held.is_empty() {
+        writeln!(out, "no dream note lines wait for review")?;
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "new lines the dream held because they read as instructions (the archive it reads is \
+         untrusted); `--accept ID` adds one to the notes, `--reject ID` drops it:"
+    )?;
+    for note in held {
+        writeln!(
+            out,
+            "#{:<4} {}  {}  {}",
+            note.id,
+            local_time(note.held_at),
+            note.file,
+            note.text
+        )?;
+    }
+    Ok(())
 }
 
 fn show(version: &NotesVersion, out: &mut impl Write) -> Result<(), CommandError> {
