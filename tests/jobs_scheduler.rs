@@ -51,6 +51,7 @@ fn job(name: &str, rule: Rule) -> Job {
         model: None,
         prompt: format!("run {name}"),
         deliver: vec![Channel::Log],
+        rights: None,
     }
 }
 
@@ -105,13 +106,17 @@ impl JobBook for Book {
         Box::pin(async move { jobs })
     }
 
-    fn started<'a>(&'a self, job: &'a Job, at: DateTime<Utc>) -> BoxFuture<'a, ()> {
+    fn started<'a>(&'a self, job: &'a Job, seen: Record, at: DateTime<Utc>) -> BoxFuture<'a, bool> {
         let mut jobs = self.jobs.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some((_, record)) = jobs.iter_mut().find(|(j, _)| j.key == job.key) {
-            record.last_run = Some(at);
-            record.running = Some((at, std::process::id()));
-        }
-        Box::pin(async {})
+        let claimed = match jobs.iter_mut().find(|(j, _)| j.key == job.key) {
+            Some((_, record)) if *record == seen => {
+                record.last_run = Some(at);
+                record.running = Some((at, std::process::id()));
+                true
+            }
+            _ => false,
+        };
+        Box::pin(async move { claimed })
     }
 
     fn finished<'a>(

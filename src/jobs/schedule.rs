@@ -10,7 +10,10 @@ use super::delivery::Channel;
 use super::job::{Job, Source};
 use super::plan::{Rule, Timing};
 use super::timing::{When, Zone};
-use crate::memory::schedules::{ScheduleRow, StoredWhen, schedule_job_key};
+use crate::config::Config;
+use crate::memory::schedules::{MakerRights, ScheduleRow, StoredWhen, schedule_job_key};
+use crate::protocol::ApprovalMode;
+use crate::sandbox::SandboxPolicy;
 
 /// What to store for `when` given at `now`. A cron line repeats by nature; `repeat: false`
 /// keeps only its next occurrence. `in 2h` with `repeat` runs every two hours from then on.
@@ -119,7 +122,37 @@ pub fn job(row: &ScheduleRow) -> Result<Job, String> {
         deliver: std::iter::once(Ok(Channel::Log))
             .chain(row.deliver.iter().map(|name| Channel::parse(name)))
             .collect::<Result<_, _>>()?,
+        rights: Some(row.rights),
     })
+}
+
+fn approval_rank(mode: ApprovalMode) -> u8 {
+    match mode {
+        ApprovalMode::ReadOnly => 0,
+        ApprovalMode::Ask => 1,
+        ApprovalMode::Auto => 2,
+        ApprovalMode::Full => 3,
+    }
+}
+
+fn policy_rank(policy: SandboxPolicy) -> u8 {
+    match policy {
+        SandboxPolicy::ReadOnly => 0,
+        SandboxPolicy::WorkspaceWrite => 1,
+        SandboxPolicy::FullAccess => 2,
+    }
+}
+
+/// Lowers the daemon's `config` for a run to what the schedule's maker had: the smaller
+/// approval mode and sandbox policy of the two, the network only when both had it.
+pub fn limit_to(config: &mut Config, maker: &MakerRights) {
+    if approval_rank(maker.approval) < approval_rank(config.approval) {
+        config.approval = maker.approval;
+    }
+    if policy_rank(maker.sandbox) < policy_rank(config.sandbox.policy) {
+        config.sandbox.policy = maker.sandbox;
+    }
+    config.sandbox.network &= maker.network;
 }
 
 #[cfg(test)]
@@ -175,6 +208,7 @@ mod tests {
             when: StoredWhen::Cron("0 9 * * *".into()),
             prompt: "check the deploy".into(),
             deliver: deliver.iter().map(|d| d.to_string()).collect(),
+            rights: MakerRights::default(),
         };
         assert_eq!(job(&row(&[]))?.deliver, [Channel::Log]);
         assert_eq!(
