@@ -525,3 +525,44 @@ async fn a_report_goes_to_the_telegram_chats_its_job_names_and_a_missing_channel
     );
     Ok(())
 }
+
+#[tokio::test(start_paused = true)]
+async fn at_most_max_running_schedules_run_at_once_and_the_rest_wait_their_turn() {
+    let runner = Runner::new(Clock::following_tokio(base()), MINUTE * 10);
+    let schedule = |id: i64| Job {
+        key: format!("schedule:{id}"),
+        label: format!("schedule #{id}"),
+        source: Source::Schedule {
+            id,
+            one_shot: false,
+        },
+        ..every(&format!("s{id}"), 60)
+    };
+    let book = Book::with((1..=3).map(|id| (schedule(id), Record::default())));
+    book.add(every("beat", 60));
+    let log = SharedBuffer::default();
+    let scheduler = Scheduler::new(
+        runner.clone(),
+        book.clone(),
+        Arc::new(Log::new(log.clone())),
+    )
+    .with_clock(runner.clock)
+    .with_reload_every(MINUTE * 60)
+    .with_max_schedules_running(2);
+    let cancel = CancellationToken::new();
+    let task = tokio::spawn(scheduler.run(cancel.clone()));
+    wait(15).await;
+    // Two schedules and the heartbeat (not counted) at once; the third schedule after one ends.
+    assert_eq!(runner.most_at_once(), 3);
+    assert_eq!(runner.start_times("schedule #1"), [minutes(0)]);
+    assert_eq!(runner.start_times("schedule #2"), [minutes(0)]);
+    assert_eq!(runner.start_times("schedule #3"), [minutes(10)]);
+    assert_eq!(runner.start_times("heartbeat beat"), [minutes(0)]);
+    cancel.cancel();
+    let _ = task.await;
+    let said = log.text();
+    assert!(
+        said.contains("1 due schedules wait: at most 2 run at once ([schedules] max_running)"),
+        "{said}"
+    );
+}
