@@ -199,6 +199,45 @@ mod tests {
     }
 
     #[test]
+    fn a_run_gets_the_lower_of_the_daemon_s_and_the_maker_s_rights() {
+        let daemon = || {
+            let mut config = Config::default();
+            config.approval = ApprovalMode::Full;
+            config.sandbox.policy = SandboxPolicy::FullAccess;
+            config.sandbox.network = true;
+            config
+        };
+        let maker = MakerRights {
+            approval: ApprovalMode::Ask,
+            sandbox: SandboxPolicy::WorkspaceWrite,
+            network: false,
+            trusted: true,
+        };
+        let mut config = daemon();
+        limit_to(&mut config, &maker);
+        assert_eq!(config.approval, ApprovalMode::Ask);
+        assert_eq!(config.sandbox.policy, SandboxPolicy::WorkspaceWrite);
+        assert!(!config.sandbox.network);
+        // A daemon stricter than the maker keeps its own settings.
+        let mut strict = Config::default();
+        strict.approval = ApprovalMode::ReadOnly;
+        let full = MakerRights {
+            approval: ApprovalMode::Full,
+            sandbox: SandboxPolicy::FullAccess,
+            network: true,
+            trusted: true,
+        };
+        limit_to(&mut strict, &full);
+        assert_eq!(strict.approval, ApprovalMode::ReadOnly);
+        assert_eq!(strict.sandbox.policy, SandboxPolicy::WorkspaceWrite);
+        assert!(!strict.sandbox.network);
+        let mut old = daemon();
+        limit_to(&mut old, &MakerRights::default());
+        assert_eq!(old.approval, ApprovalMode::ReadOnly);
+        assert_eq!(old.sandbox.policy, SandboxPolicy::ReadOnly);
+    }
+
+    #[test]
     fn a_schedule_reports_to_the_log_and_the_channels_it_names() -> Result<(), String> {
         let row = |deliver: &[&str]| ScheduleRow {
             id: 3,

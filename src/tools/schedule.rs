@@ -16,7 +16,7 @@ use crate::jobs::schedule::{describe, show_time, stored_when};
 use crate::jobs::timing::{When, Zone};
 use crate::memory::schedules::{MakerRights, NewSchedule, ScheduleRow};
 use crate::memory::{Store, StoreError};
-use crate::protocol::ApprovalAction;
+use crate::protocol::{ApprovalAction, ApprovalMode};
 use crate::sandbox::approval::Action;
 use crate::serve::lock::serve_running;
 
@@ -126,7 +126,13 @@ impl TypedTool for ScheduleCreate {
         let now = Utc::now();
         self.check_period(&when, repeat, now)?;
         let when = stored_when(when, repeat, now).map_err(ToolError::Failed)?;
-        let sandbox = ctx.approvals.configured();
+        // What the session's commands get now: a sub-agent started offline has less than its
+        // mode says, and full approval that still sandboxes it counts as auto.
+        let sandbox = ctx.approvals.sandbox_for(None);
+        let approval = match ctx.approvals.mode() {
+            ApprovalMode::Full if sandbox.is_sandboxed() => ApprovalMode::Auto,
+            mode => mode,
+        };
         let new = NewSchedule {
             session_id: Some(ctx.session_id.clone()),
             workspace: ctx.workspace.display().to_string(),
@@ -134,9 +140,9 @@ impl TypedTool for ScheduleCreate {
             prompt,
             deliver: args.deliver.iter().map(|d| d.trim().to_string()).collect(),
             rights: MakerRights {
-                approval: ctx.approvals.mode(),
+                approval,
                 sandbox: sandbox.policy,
-                network: sandbox.network,
+                network: sandbox.network_allowed(),
                 trusted: self.trusted,
             },
         };
@@ -301,5 +307,87 @@ impl ScheduleDelete {
             ))),
             Err(e) => Err(failed(e)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::sandbox::{SandboxConfig, SandboxPolicy};
+    use crate::tools::Approvals;
+    use crate::tools::builtin::test_support::{TestResult, context, workspace};
+
+    #[tokio::test]
+    async fn a_schedule_keeps_what_the_session_s_commands_get() -> TestResult {
+        let store = Store::open_in_memory()?;
+        let tool = ScheduleCreate {
+            store: store.clone(),
+            data_dir: None,
+            limits: ScheduleLimits::default(),
+            trusted: false,
+        };
+        let (_dir, ws) = workspace()?;
+        let cwd = ws.display().to_string();
+        store
+            .call(move |db| {
+                db.create_session(crate::memory::NewSession {
+                    id: "session".into(),
+                    parent_id: None,
+                    cwd,
+                    model: "m".into(),
+                    title: String::new(),
+                })
+            })
+            .await?;
+        let offline = SandboxConfig {
+            policy: SandboxPolicy::WorkspaceWrite,
+            network: false,
+        };
+        let online = SandboxConfig {
+            network: true,
+            ..offline
+        };
+        let full = Approvals::new(offline, ApprovalMode::Full);
+        let cases = [
+            (
+                Arc::new(Approvals::new(online, ApprovalMode::Ask)),
+                (ApprovalMode::Ask, offline.policy, true),
+            ),
+            (
+                Arc::new(Approvals::new(offline, ApprovalMode::Full)),
+                (ApprovalMode::Full, SandboxPolicy::FullAccess, true),
+            ),
+            // A sub-agent started offline under full approval is still sandboxed and offline.
+            (
+                full.for_subagent(false),
+                (ApprovalMode::Auto, SandboxPolicy::WorkspaceWrite, false),
+            ),
+        ];
+        for (approvals, (approval, sandbox, network)) in cases {
+            let mut ctx = context(&ws);
+            ctx.approvals = approvals;
+            let args = ScheduleCreateArgs {
+                when: "in 2h".into(),
+                prompt: "check".into(),
+                repeat: None,
+                deliver: Vec::new(),
+            };
+            tool.run(args, &ctx).await?;
+            let row = store
+                .call(|db| db.list_schedules())
+                .await?
+                .pop()
+                .ok_or("no schedule")?;
+            let kept = MakerRights {
+                approval,
+                sandbox,
+                network,
+                trusted: false,
+            };
+            assert_eq!(row.rights, kept);
+        }
+        Ok(())
     }
 }
