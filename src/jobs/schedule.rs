@@ -201,8 +201,10 @@ mod tests {
     #[test]
     fn a_run_gets_the_lower_of_the_daemon_s_and_the_maker_s_rights() {
         let daemon = || {
-            let mut config = Config::default();
-            config.approval = ApprovalMode::Full;
+            let mut config = Config {
+                approval: ApprovalMode::Full,
+                ..Config::default()
+            };
             config.sandbox.policy = SandboxPolicy::FullAccess;
             config.sandbox.network = true;
             config
@@ -219,8 +221,10 @@ mod tests {
         assert_eq!(config.sandbox.policy, SandboxPolicy::WorkspaceWrite);
         assert!(!config.sandbox.network);
         // A daemon stricter than the maker keeps its own settings.
-        let mut strict = Config::default();
-        strict.approval = ApprovalMode::ReadOnly;
+        let mut strict = Config {
+            approval: ApprovalMode::ReadOnly,
+            ..Config::default()
+        };
         let full = MakerRights {
             approval: ApprovalMode::Full,
             sandbox: SandboxPolicy::FullAccess,
