@@ -59,6 +59,7 @@ fn write_jobs(config: &Path, data: &Path, workspace: &Path) -> BenchResult {
             when,
             prompt: format!("reminder {i}"),
             deliver: Vec::new(),
+            rights: Default::default(),
         })?;
     }
     for i in 0..JOBS / 2 {

@@ -327,7 +327,14 @@ impl Loaded {
             tools.register(crate::tools::shell::Shell::in_sandbox(sandbox));
         }
         crate::tools::memory::register(&mut tools, store, self.embedder());
-        crate::tools::schedule::register(&mut tools, store, self.dirs.data.clone());
+        let trusted = self.sources.workspace_trust == Some(crate::config::trust::Trust::Trusted);
+        crate::tools::schedule::register(
+            &mut tools,
+            store,
+            self.dirs.data.clone(),
+            self.config.schedules,
+            trusted,
+        );
         tools.register(crate::tools::turn_report::TurnReport);
         tools
     }

@@ -95,6 +95,7 @@ fn real_main(cli: Cli) -> anyhow::Result<ExitCode> {
         approval: cli.approval,
         fallbacks: cli.fallbacks.clone(),
         broad_workspace: cli.broad_workspace,
+        distrust_workspace: false,
     };
     let choice = match (&cli.resume.resume, cli.resume.continue_last) {
         (Some(id), _) if !id.is_empty() => SessionChoice::Resume(id.clone()),

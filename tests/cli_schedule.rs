@@ -153,3 +153,131 @@ fn with_mnemo_serve_running_the_model_is_not_warned() {
     let out = ws.mnemo(&["schedule", "list"], None);
     assert!(!text(&out.stdout).contains("not running"));
 }
+
+#[test]
+fn a_read_only_sandbox_refuses_remember_and_schedule_create_whatever_the_mode_allows() {
+    let ws = Workspace::new();
+    let model = ws.script(json!({"turns": [
+        call("remember", json!({"text": "the deploy key is in vault"})),
+        call("schedule_create", json!({"when": "in 1h", "prompt": "touch pwned.txt"})),
+        {"text": "ok"}
+    ]}));
+    let out = ws.mnemo(
+        &[
+            "--model",
+            &model,
+            "--sandbox",
+            "read-only",
+            "run",
+            "--json",
+            "remember and schedule",
+        ],
+        None,
+    );
+    let results = tool_results(&out.stdout);
+    assert_eq!(results.len(), 2, "{}", text(&out.stderr));
+    for (what, (status, said)) in ["remembered experiences", "schedules"].iter().zip(&results) {
+        assert_eq!(*status, ToolStatus::Error, "{said}");
+        assert!(
+            said.contains(&format!("changing {what} is not allowed"))
+                && said.contains("sandbox is read-only"),
+            "{said}"
+        );
+    }
+    let out = ws.mnemo(&["schedule", "list"], None);
+    assert!(text(&out.stdout).starts_with("No schedules"));
+    let out = ws.mnemo(&["memory", "search", "deploy", "key", "vault"], None);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        !text(&out.stdout).contains("key is in vault"),
+        "{}",
+        text(&out.stdout)
+    );
+}
+
+#[test]
+fn a_session_sees_and_deletes_only_its_own_workspace_schedules() {
+    let ws = Workspace::new();
+    let model = ws.script(json!({"turns": [
+        call("schedule_create", json!({"when": "in 1h", "prompt": "check the deploy"})),
+        {"text": "ok"}
+    ]}));
+    let out = ws.mnemo(&["--model", &model, "run", "remind me"], None);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let other = ws.path().join("other");
+    std::fs::create_dir_all(&other).unwrap_or_else(|e| panic!("{e}"));
+    let model = ws.script(json!({"turns": [
+        call("schedule_list", json!({})),
+        call("schedule_delete", json!({"id": 1})),
+        {"text": "ok"}
+    ]}));
+    let out = ws.mnemo(
+        &[
+            "-C",
+            &other.display().to_string(),
+            "--model",
+            &model,
+            "run",
+            "--json",
+            "clean up",
+        ],
+        None,
+    );
+    let results = tool_results(&out.stdout);
+    assert_eq!(results.len(), 2, "{}", text(&out.stderr));
+    assert!(
+        !results[0].1.contains("check the deploy"),
+        "{}",
+        results[0].1
+    );
+    assert_eq!(results[1].0, ToolStatus::Error);
+    assert!(
+        results[1]
+            .1
+            .contains("there is no schedule #1 in this workspace"),
+        "{}",
+        results[1].1
+    );
+    let out = ws.mnemo(&["schedule", "list"], None);
+    assert!(
+        text(&out.stdout).contains("check the deploy"),
+        "{}",
+        text(&out.stdout)
+    );
+}
+
+#[test]
+fn the_schedule_limits_are_enforced_with_errors_naming_them() {
+    let ws = Workspace::new();
+    std::fs::create_dir_all(ws.path().join(".cfg")).unwrap_or_else(|e| panic!("{e}"));
+    ws.write(
+        ".cfg/config.toml",
+        "[schedules]\nmax_per_workspace = 1\nmin_interval_secs = 3600\n",
+    );
+    let model = ws.script(json!({"turns": [
+        call("schedule_create", json!({"when": "in 1m", "prompt": "ping", "repeat": true})),
+        call("schedule_create", json!({"when": "* * * * *", "prompt": "ping"})),
+        call("schedule_create", json!({"when": "in 2h", "prompt": "ping", "repeat": true})),
+        call("schedule_create", json!({"when": "in 3h", "prompt": "once more"})),
+        {"text": "ok"}
+    ]}));
+    let out = ws.mnemo(&["--model", &model, "run", "--json", "ping often"], None);
+    let results = tool_results(&out.stdout);
+    assert_eq!(results.len(), 4, "{}", text(&out.stderr));
+    for (status, said) in &results[..2] {
+        assert_eq!(*status, ToolStatus::Error, "{said}");
+        assert!(
+            said.contains("at most every 3600 s ([schedules] min_interval_secs)"),
+            "{said}"
+        );
+    }
+    assert_eq!(results[2].0, ToolStatus::Ok, "{}", results[2].1);
+    assert_eq!(results[3].0, ToolStatus::Error);
+    assert!(
+        results[3]
+            .1
+            .contains("this workspace has 1 schedules already, the most it may have ([schedules] max_per_workspace)"),
+        "{}",
+        results[3].1
+    );
+}

@@ -89,6 +89,7 @@ async fn a_heartbeat_that_needs_approval_is_denied_and_the_model_told_why() -> T
         model: Some(model),
         prompt: "Is https://example.com up?".into(),
         deliver: vec![Channel::Log],
+        rights: None,
     };
     let runner = HeadlessRunner::new(
         fx.dirs.clone(),

@@ -51,6 +51,7 @@ fn job(name: &str, rule: Rule) -> Job {
         model: None,
         prompt: format!("run {name}"),
         deliver: vec![Channel::Log],
+        rights: None,
     }
 }
 
@@ -105,13 +106,17 @@ impl JobBook for Book {
         Box::pin(async move { jobs })
     }
 
-    fn started<'a>(&'a self, job: &'a Job, at: DateTime<Utc>) -> BoxFuture<'a, ()> {
+    fn started<'a>(&'a self, job: &'a Job, seen: Record, at: DateTime<Utc>) -> BoxFuture<'a, bool> {
         let mut jobs = self.jobs.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some((_, record)) = jobs.iter_mut().find(|(j, _)| j.key == job.key) {
-            record.last_run = Some(at);
-            record.running = Some((at, std::process::id()));
-        }
-        Box::pin(async {})
+        let claimed = match jobs.iter_mut().find(|(j, _)| j.key == job.key) {
+            Some((_, record)) if *record == seen => {
+                record.last_run = Some(at);
+                record.running = Some((at, std::process::id()));
+                true
+            }
+            _ => false,
+        };
+        Box::pin(async move { claimed })
     }
 
     fn finished<'a>(
@@ -519,4 +524,45 @@ async fn a_report_goes_to_the_telegram_chats_its_job_names_and_a_missing_channel
         "{text}"
     );
     Ok(())
+}
+
+#[tokio::test(start_paused = true)]
+async fn at_most_max_running_schedules_run_at_once_and_the_rest_wait_their_turn() {
+    let runner = Runner::new(Clock::following_tokio(base()), MINUTE * 10);
+    let schedule = |id: i64| Job {
+        key: format!("schedule:{id}"),
+        label: format!("schedule #{id}"),
+        source: Source::Schedule {
+            id,
+            one_shot: false,
+        },
+        ..every(&format!("s{id}"), 60)
+    };
+    let book = Book::with((1..=3).map(|id| (schedule(id), Record::default())));
+    book.add(every("beat", 60));
+    let log = SharedBuffer::default();
+    let scheduler = Scheduler::new(
+        runner.clone(),
+        book.clone(),
+        Arc::new(Log::new(log.clone())),
+    )
+    .with_clock(runner.clock)
+    .with_reload_every(MINUTE * 60)
+    .with_max_schedules_running(2);
+    let cancel = CancellationToken::new();
+    let task = tokio::spawn(scheduler.run(cancel.clone()));
+    wait(15).await;
+    // Two schedules and the heartbeat (not counted) at once; the third schedule after one ends.
+    assert_eq!(runner.most_at_once(), 3);
+    assert_eq!(runner.start_times("schedule #1"), [minutes(0)]);
+    assert_eq!(runner.start_times("schedule #2"), [minutes(0)]);
+    assert_eq!(runner.start_times("schedule #3"), [minutes(10)]);
+    assert_eq!(runner.start_times("heartbeat beat"), [minutes(0)]);
+    cancel.cancel();
+    let _ = task.await;
+    let said = log.text();
+    assert!(
+        said.contains("1 due schedules wait: at most 2 run at once ([schedules] max_running)"),
+        "{said}"
+    );
 }

@@ -29,6 +29,7 @@ fn slash_schedule_lists_schedules_heartbeat_errors_and_whether_serve_runs() -> T
         when: StoredWhen::Cron("0 9 * * 1-5".into()),
         prompt: "summarise yesterday's commits".into(),
         deliver: Vec::new(),
+        rights: Default::default(),
     })?;
     let found = Heartbeats {
         errors: vec![HeartbeatError {

@@ -105,7 +105,7 @@ pub fn load(
         if file == workspace_file {
             let fingerprint = trust::fingerprint(text.as_bytes());
             let state = trust::status(dirs, workspace, Some(&fingerprint));
-            if state != Trust::Trusted {
+            if state != Trust::Trusted || cli.distrust_workspace {
                 let (kept, ignored) = trust::restrict(&merged, layer);
                 layer = kept;
                 sources.ignored = ignored;

@@ -4,6 +4,7 @@
 pub mod dream;
 mod layers;
 mod ranges;
+pub mod schedules;
 pub mod select;
 pub mod show;
 pub mod telegram;
@@ -43,6 +44,8 @@ pub struct Config {
     pub dream: dream::DreamConfig,
     /// `[telegram]`: talking to mnemo from a phone, through `mnemo serve`.
     pub telegram: telegram::TelegramConfig,
+    /// `[schedules]`: how many schedules, how often, how many running at once.
+    pub schedules: schedules::ScheduleLimits,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -299,6 +302,9 @@ pub struct CliOverrides {
     pub fallbacks: Vec<String>,
     /// `--broad-workspace`: the person confirmed a workspace as broad as `/` or home.
     pub broad_workspace: bool,
+    /// The workspace's config file counts as untrusted whatever the trust list says: a
+    /// schedule made before the person trusted it runs as it was made.
+    pub distrust_workspace: bool,
 }
 
 impl CliOverrides {

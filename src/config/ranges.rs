@@ -110,6 +110,15 @@ fn numbers(c: &Config, found: &mut Vec<OutOfRange>) {
         "telegram.poll_timeout_secs",
         c.telegram.poll_timeout_secs,
     );
+    let s = &c.schedules;
+    count(
+        found,
+        "schedules.max_per_workspace",
+        u64::from(s.max_per_workspace),
+        0,
+    );
+    whole_wait(found, "schedules.min_interval_secs", s.min_interval_secs);
+    count(found, "schedules.max_running", u64::from(s.max_running), 1);
     // Memory beyond a pebibyte per command is a typo, and MiB to bytes must not overflow.
     if c.sandbox.max_memory_mb > 1 << 30 {
         found.push(OutOfRange {

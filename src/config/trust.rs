@@ -269,6 +269,8 @@ pub fn restrict(lower: &Table, mut layer: Table) -> (Table, Vec<Ignored>) {
     drop(&mut layer, "crash_webhook", "");
     // The channel's base_url receives the bot token, and its chats reach the agent.
     drop(&mut layer, "telegram", "");
+    // How many schedules run, and how often, is the person's to raise.
+    drop(&mut layer, "schedules", "");
     // Which models get the conversation is the person's choice, not the repository's.
     for key in ["default_model", "fallbacks"] {
         if layer.get(key).is_some() && layer.get(key) != lower.get(key) {

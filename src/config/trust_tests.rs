@@ -231,3 +231,25 @@ fn an_untrusted_workspace_cannot_touch_the_telegram_channel() -> TestResult {
     assert_eq!(keys, ["telegram"]);
     Ok(())
 }
+
+#[test]
+fn a_distrusted_load_ignores_a_trusted_file_and_schedules_limits_need_trust() -> TestResult {
+    let project = "approval = \"full\"\n[schedules]\nmax_per_workspace = 100000\n";
+    let fx = fixture("", project)?;
+    let (config, _) = loaded(&fx)?;
+    assert_eq!(config.schedules.max_per_workspace, 50);
+    trust(&fx.dirs, &fx.workspace)?;
+    let (config, _) = loaded(&fx)?;
+    assert_eq!(config.approval, ApprovalMode::Full);
+    assert_eq!(config.schedules.max_per_workspace, 100000);
+    // A schedule made before the person trusted the file runs as if they had not.
+    let distrust = CliOverrides {
+        distrust_workspace: true,
+        ..Default::default()
+    };
+    let (config, sources) = load(&fx.dirs, &fx.workspace, &|_| None, &distrust)?;
+    assert_eq!(config.approval, ApprovalMode::Auto);
+    assert_eq!(config.schedules.max_per_workspace, 50);
+    assert!(sources.ignored.iter().any(|i| i.key == "approval"));
+    Ok(())
+}

@@ -20,8 +20,9 @@ use crate::memory::schedules::JobRun;
 pub trait JobBook: Send + Sync + 'static {
     /// Every job as it stands now, with its run record; `now` is when the scheduler asks.
     fn load(&self, now: DateTime<Utc>) -> BoxFuture<'_, Vec<(Job, Record)>>;
-    /// `job` starts at `at` in this process.
-    fn started<'a>(&'a self, job: &'a Job, at: DateTime<Utc>) -> BoxFuture<'a, ()>;
+    /// `job` starts at `at` in this process, if its record is still `seen` (no other daemon on
+    /// the same database took the run meanwhile); `false` when it must not run here.
+    fn started<'a>(&'a self, job: &'a Job, seen: Record, at: DateTime<Utc>) -> BoxFuture<'a, bool>;
     /// `job`'s run ended with `status` (a word such as `reported`), in `session`.
     fn finished<'a>(
         &'a self,
@@ -145,18 +146,30 @@ impl JobBook for StoreBook {
         Box::pin(self.jobs(now))
     }
 
-    fn started<'a>(&'a self, job: &'a Job, at: DateTime<Utc>) -> BoxFuture<'a, ()> {
+    fn started<'a>(&'a self, job: &'a Job, seen: Record, at: DateTime<Utc>) -> BoxFuture<'a, bool> {
         let key = job.key.clone();
         let pid = std::process::id();
+        let schedule = match job.source {
+            Source::Schedule { id, .. } => Some(id),
+            Source::Heartbeat(_) => None,
+        };
+        let seen = (
+            seen.last_run.map(|t| t.timestamp_millis()),
+            seen.running.map(|(_, pid)| pid),
+        );
         Box::pin(async move {
             let at = at.timestamp_millis();
-            if let Err(e) = self
+            match self
                 .store
-                .call(move |db| db.job_started(&key, at, pid))
+                .call(move |db| db.claim_job_run(&key, schedule, seen, at, pid))
                 .await
             {
-                self.log
-                    .line(&format!("cannot record the start of {}: {e}", job.label));
+                Ok(claimed) => claimed,
+                Err(e) => {
+                    self.log
+                        .line(&format!("cannot claim the run of {}: {e}", job.label));
+                    false
+                }
             }
         })
     }

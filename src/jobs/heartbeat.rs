@@ -203,6 +203,7 @@ impl Heartbeat {
             model: self.model.clone(),
             prompt,
             deliver: self.deliver.clone(),
+            rights: None,
         }
     }
 }

@@ -7,6 +7,7 @@ use chrono::{DateTime, Utc};
 
 use super::delivery::Channel;
 use super::plan::Timing;
+use crate::memory::schedules::MakerRights;
 
 /// Where a job comes from, which decides what happens after a run.
 #[derive(Debug, Clone, PartialEq)]
@@ -33,6 +34,9 @@ pub struct Job {
     /// What the agent is told.
     pub prompt: String,
     pub deliver: Vec<Channel>,
+    /// What the session that made it was allowed (a schedule): the run gets no more. `None`
+    /// for the person's own heartbeats, which run with the daemon's settings.
+    pub rights: Option<MakerRights>,
 }
 
 /// What is known of a job's runs.

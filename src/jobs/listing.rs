@@ -140,6 +140,7 @@ mod tests {
             when,
             prompt: "check the deploy\nand more".into(),
             deliver: Vec::new(),
+            rights: Default::default(),
         };
         let rows = [
             row(1, StoredWhen::Cron("0 9 * * *".into())),

@@ -48,6 +48,10 @@ impl HeadlessRunner {
         if job.model.is_some() {
             cli.model = job.model.clone();
         }
+        // A schedule made before its workspace was trusted runs as it was made.
+        if job.rights.is_some_and(|maker| !maker.trusted) {
+            cli.distrust_workspace = true;
+        }
         let failed = |error: String| RunOutcome::Failed {
             session_id: None,
             error,
@@ -64,11 +68,14 @@ impl HeadlessRunner {
             None => launch::load_config_from(&dirs, &workspace, &load_cli),
         })
         .await;
-        let loaded = match loaded {
+        let mut loaded = match loaded {
             Ok(Ok(loaded)) => loaded,
             Ok(Err(e)) => return failed(e.to_string()),
             Err(e) => return failed(format!("loading the configuration failed: {e}")),
         };
+        if let Some(maker) = &job.rights {
+            super::schedule::limit_to(&mut loaded.config, maker);
+        }
         let session = match launch::prepare_session_with(&loaded, &cli, SessionChoice::New).await {
             Ok(session) => session,
             Err(e) => return failed(e.to_string()),

@@ -10,7 +10,10 @@ use super::delivery::Channel;
 use super::job::{Job, Source};
 use super::plan::{Rule, Timing};
 use super::timing::{When, Zone};
-use crate::memory::schedules::{ScheduleRow, StoredWhen, schedule_job_key};
+use crate::config::Config;
+use crate::memory::schedules::{MakerRights, ScheduleRow, StoredWhen, schedule_job_key};
+use crate::protocol::ApprovalMode;
+use crate::sandbox::SandboxPolicy;
 
 /// What to store for `when` given at `now`. A cron line repeats by nature; `repeat: false`
 /// keeps only its next occurrence. `in 2h` with `repeat` runs every two hours from then on.
@@ -119,7 +122,37 @@ pub fn job(row: &ScheduleRow) -> Result<Job, String> {
         deliver: std::iter::once(Ok(Channel::Log))
             .chain(row.deliver.iter().map(|name| Channel::parse(name)))
             .collect::<Result<_, _>>()?,
+        rights: Some(row.rights),
     })
+}
+
+fn approval_rank(mode: ApprovalMode) -> u8 {
+    match mode {
+        ApprovalMode::ReadOnly => 0,
+        ApprovalMode::Ask => 1,
+        ApprovalMode::Auto => 2,
+        ApprovalMode::Full => 3,
+    }
+}
+
+fn policy_rank(policy: SandboxPolicy) -> u8 {
+    match policy {
+        SandboxPolicy::ReadOnly => 0,
+        SandboxPolicy::WorkspaceWrite => 1,
+        SandboxPolicy::FullAccess => 2,
+    }
+}
+
+/// Lowers the daemon's `config` for a run to what the schedule's maker had: the smaller
+/// approval mode and sandbox policy of the two, the network only when both had it.
+pub fn limit_to(config: &mut Config, maker: &MakerRights) {
+    if approval_rank(maker.approval) < approval_rank(config.approval) {
+        config.approval = maker.approval;
+    }
+    if policy_rank(maker.sandbox) < policy_rank(config.sandbox.policy) {
+        config.sandbox.policy = maker.sandbox;
+    }
+    config.sandbox.network &= maker.network;
 }
 
 #[cfg(test)]
@@ -166,6 +199,49 @@ mod tests {
     }
 
     #[test]
+    fn a_run_gets_the_lower_of_the_daemon_s_and_the_maker_s_rights() {
+        let daemon = || {
+            let mut config = Config {
+                approval: ApprovalMode::Full,
+                ..Config::default()
+            };
+            config.sandbox.policy = SandboxPolicy::FullAccess;
+            config.sandbox.network = true;
+            config
+        };
+        let maker = MakerRights {
+            approval: ApprovalMode::Ask,
+            sandbox: SandboxPolicy::WorkspaceWrite,
+            network: false,
+            trusted: true,
+        };
+        let mut config = daemon();
+        limit_to(&mut config, &maker);
+        assert_eq!(config.approval, ApprovalMode::Ask);
+        assert_eq!(config.sandbox.policy, SandboxPolicy::WorkspaceWrite);
+        assert!(!config.sandbox.network);
+        // A daemon stricter than the maker keeps its own settings.
+        let mut strict = Config {
+            approval: ApprovalMode::ReadOnly,
+            ..Config::default()
+        };
+        let full = MakerRights {
+            approval: ApprovalMode::Full,
+            sandbox: SandboxPolicy::FullAccess,
+            network: true,
+            trusted: true,
+        };
+        limit_to(&mut strict, &full);
+        assert_eq!(strict.approval, ApprovalMode::ReadOnly);
+        assert_eq!(strict.sandbox.policy, SandboxPolicy::WorkspaceWrite);
+        assert!(!strict.sandbox.network);
+        let mut old = daemon();
+        limit_to(&mut old, &MakerRights::default());
+        assert_eq!(old.approval, ApprovalMode::ReadOnly);
+        assert_eq!(old.sandbox.policy, SandboxPolicy::ReadOnly);
+    }
+
+    #[test]
     fn a_schedule_reports_to_the_log_and_the_channels_it_names() -> Result<(), String> {
         let row = |deliver: &[&str]| ScheduleRow {
             id: 3,
@@ -175,6 +251,7 @@ mod tests {
             when: StoredWhen::Cron("0 9 * * *".into()),
             prompt: "check the deploy".into(),
             deliver: deliver.iter().map(|d| d.to_string()).collect(),
+            rights: MakerRights::default(),
         };
         assert_eq!(job(&row(&[]))?.deliver, [Channel::Log]);
         assert_eq!(

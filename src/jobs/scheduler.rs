@@ -17,7 +17,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::book::JobBook;
 use super::delivery::{Channel, Channels, Log, Report};
-use super::job::{Job, Record, RunOutcome, is_quiet};
+use super::job::{Job, Record, RunOutcome, Source, is_quiet};
 use super::plan::{JobState, plan};
 
 /// How often the job set is read again when nothing else wakes the scheduler.
@@ -86,6 +86,8 @@ pub struct Scheduler<R, B> {
     clock: Clock,
     handle: SchedulerHandle,
     reload_every: Duration,
+    /// Most schedule runs going at once; more wait until one ends.
+    max_schedules_running: usize,
 }
 
 /// What a finished run task hands back.
@@ -102,7 +104,14 @@ impl<R: JobRunner, B: JobBook> Scheduler<R, B> {
             clock: Clock::System,
             handle: SchedulerHandle::default(),
             reload_every: RELOAD_EVERY,
+            max_schedules_running: usize::MAX,
         }
+    }
+
+    /// At most `max` schedule runs at once (heartbeats, the person's own, are not counted).
+    pub fn with_max_schedules_running(mut self, max: usize) -> Self {
+        self.max_schedules_running = max.max(1);
+        self
     }
 
     /// Reports also go to these channels (Telegram), besides the log.
@@ -132,6 +141,7 @@ impl<R: JobRunner, B: JobBook> Scheduler<R, B> {
         let mut running: HashSet<String> = HashSet::new();
         let mut tasks: JoinSet<Finished> = JoinSet::new();
         let mut task_keys: HashMap<tokio::task::Id, Job> = HashMap::new();
+        let mut told_waiting = false;
         loop {
             let now = self.clock.now();
             let jobs = self.book.load(now).await;
@@ -142,18 +152,48 @@ impl<R: JobRunner, B: JobBook> Scheduler<R, B> {
                     last_run: record.last_run,
                     running: busy,
                 };
-                (job, &job.timing, state)
+                ((job, record), &job.timing, state)
             });
             let decided = plan(states, now);
-            for job in decided.due {
-                self.book.started(job, now).await;
+            let mut schedules_running = task_keys
+                .values()
+                .filter(|job| matches!(job.source, Source::Schedule { .. }))
+                .count();
+            let mut waiting = 0;
+            let mut lost_claim = false;
+            for (job, record) in decided.due {
+                let schedule = matches!(job.source, Source::Schedule { .. });
+                if schedule && schedules_running >= self.max_schedules_running {
+                    waiting += 1;
+                    continue;
+                }
+                // Another daemon on the same database may have taken it since the load.
+                if !self.book.started(job, *record, now).await {
+                    lost_claim = true;
+                    continue;
+                }
+                schedules_running += usize::from(schedule);
                 self.log
                     .line(&format!("{} {}: started", stamp(now), job.label));
                 running.insert(job.key.clone());
                 let handle = tasks.spawn(self.run_one(job.clone(), cancel.child_token()));
                 task_keys.insert(handle.id(), job.clone());
             }
-            let cap = now + chrono::Duration::from_std(self.reload_every).unwrap_or_default();
+            if waiting > 0 && !told_waiting {
+                self.log.line(&format!(
+                    "{} {waiting} due schedules wait: at most {} run at once ([schedules] \
+                     max_running)",
+                    stamp(now),
+                    self.max_schedules_running
+                ));
+            }
+            told_waiting = waiting > 0;
+            // A run another daemon took is looked at again soon, not only when told.
+            let reload = match lost_claim {
+                true => self.reload_every.min(RELOAD_EVERY),
+                false => self.reload_every,
+            };
+            let cap = now + chrono::Duration::from_std(reload).unwrap_or_default();
             let wake = decided.next.map_or(cap, |next| next.min(cap));
             tokio::select! {
                 () = cancel.cancelled() => break,

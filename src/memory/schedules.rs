@@ -7,6 +7,8 @@ use rusqlite::{Row, params};
 use super::db::{Db, now_ms};
 use super::error::StoreError;
 use super::types::Millis;
+use crate::protocol::ApprovalMode;
+use crate::sandbox::SandboxPolicy;
 
 /// When a stored schedule runs. The jobs module turns it into a rule.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -19,6 +21,36 @@ pub enum StoredWhen {
     Once(Millis),
 }
 
+/// What the session that made a schedule was allowed; its runs never get more. The default
+/// is the least (what schedules stored before this was kept get).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MakerRights {
+    pub approval: ApprovalMode,
+    pub sandbox: SandboxPolicy,
+    /// Whether its sandboxed commands reached the network.
+    pub network: bool,
+    /// Whether the workspace's config file was trusted (or there was none to trust).
+    pub trusted: bool,
+}
+
+impl Default for MakerRights {
+    fn default() -> Self {
+        Self {
+            approval: ApprovalMode::ReadOnly,
+            sandbox: SandboxPolicy::ReadOnly,
+            network: false,
+            trusted: false,
+        }
+    }
+}
+
+fn policy_named(label: &str) -> SandboxPolicy {
+    [SandboxPolicy::WorkspaceWrite, SandboxPolicy::FullAccess]
+        .into_iter()
+        .find(|p| p.label() == label)
+        .unwrap_or(SandboxPolicy::ReadOnly)
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewSchedule {
     /// The session that made it.
@@ -28,6 +60,7 @@ pub struct NewSchedule {
     pub prompt: String,
     /// Channels the reply goes to besides the log (`telegram`, `telegram:CHAT_ID`).
     pub deliver: Vec<String>,
+    pub rights: MakerRights,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -40,6 +73,7 @@ pub struct ScheduleRow {
     pub prompt: String,
     /// Channels the reply goes to besides the log (`telegram`, `telegram:CHAT_ID`).
     pub deliver: Vec<String>,
+    pub rights: MakerRights,
 }
 
 /// A job's run record.
@@ -84,6 +118,13 @@ fn schedule_row(row: &Row<'_>) -> rusqlite::Result<ScheduleRow> {
             .filter(|name| !name.is_empty())
             .map(str::to_string)
             .collect(),
+        rights: MakerRights {
+            approval: ApprovalMode::parse(&row.get::<_, String>(9)?)
+                .unwrap_or(ApprovalMode::ReadOnly),
+            sandbox: policy_named(&row.get::<_, String>(10)?),
+            network: row.get(11)?,
+            trusted: row.get(12)?,
+        },
     })
 }
 
@@ -114,7 +155,8 @@ impl Db {
             .conn
             .prepare_cached(
                 "INSERT INTO schedules(created_at, session_id, workspace, cron, every_secs, at,
-                 prompt, deliver) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) RETURNING id",
+                 prompt, deliver, approval, sandbox, network, trusted)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) RETURNING id",
             )?
             .query_row(
                 params![
@@ -125,7 +167,11 @@ impl Db {
                     every,
                     at,
                     new.prompt,
-                    new.deliver.join(",")
+                    new.deliver.join(","),
+                    new.rights.approval.label(),
+                    new.rights.sandbox.label(),
+                    new.rights.network,
+                    new.rights.trusted
                 ],
                 |row| row.get(0),
             )?;
@@ -134,8 +180,8 @@ impl Db {
 
     pub fn schedule(&self, id: i64) -> Result<ScheduleRow, StoreError> {
         let mut stmt = self.conn.prepare_cached(
-            "SELECT id, created_at, session_id, workspace, cron, every_secs, at, prompt, deliver
-             FROM schedules WHERE id = ?1",
+            "SELECT id, created_at, session_id, workspace, cron, every_secs, at, prompt, deliver,
+             approval, sandbox, network, trusted FROM schedules WHERE id = ?1",
         )?;
         stmt.query_row([id], schedule_row).map_err(|e| match e {
             rusqlite::Error::QueryReturnedNoRows => StoreError::NotFound {
@@ -149,11 +195,37 @@ impl Db {
     /// Every schedule, oldest first.
     pub fn list_schedules(&self) -> Result<Vec<ScheduleRow>, StoreError> {
         let mut stmt = self.conn.prepare_cached(
-            "SELECT id, created_at, session_id, workspace, cron, every_secs, at, prompt, deliver
-             FROM schedules ORDER BY id",
+            "SELECT id, created_at, session_id, workspace, cron, every_secs, at, prompt, deliver,
+             approval, sandbox, network, trusted FROM schedules ORDER BY id",
         )?;
         let rows = stmt.query_map([], schedule_row)?;
         Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// The schedules of `workspace`, oldest first.
+    pub fn schedules_in(&self, workspace: &str) -> Result<Vec<ScheduleRow>, StoreError> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT id, created_at, session_id, workspace, cron, every_secs, at, prompt, deliver,
+             approval, sandbox, network, trusted FROM schedules WHERE workspace = ?1 ORDER BY id",
+        )?;
+        let rows = stmt.query_map([workspace], schedule_row)?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// Stores `new` unless its workspace has `max` schedules already; `None` then.
+    pub fn create_schedule_within(
+        &mut self,
+        new: &NewSchedule,
+        max: u32,
+    ) -> Result<Option<ScheduleRow>, StoreError> {
+        let count: i64 = self
+            .conn
+            .prepare_cached("SELECT count(*) FROM schedules WHERE workspace = ?1")?
+            .query_row([&new.workspace], |row| row.get(0))?;
+        if count >= i64::from(max) {
+            return Ok(None);
+        }
+        self.create_schedule(new).map(Some)
     }
 
     /// Removes a schedule with its run record; `false` when there was none.
@@ -178,17 +250,42 @@ impl Db {
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
-    /// Records that `job` started at `at` in process `pid`: this is its last run from now on.
-    pub fn job_started(&mut self, job: &str, at: Millis, pid: u32) -> Result<(), StoreError> {
-        self.conn
+    /// Claims `job`'s run at `at` for process `pid`, if its record is still as the caller saw
+    /// it (`seen`: last run and running pid) and, for a schedule (`schedule`), the schedule
+    /// still exists. `false` when another daemon on the same database took it first (or the
+    /// one-shot schedule already ran and is gone): then it must not run here.
+    pub fn claim_job_run(
+        &mut self,
+        job: &str,
+        schedule: Option<i64>,
+        seen: (Option<Millis>, Option<u32>),
+        at: Millis,
+        pid: u32,
+    ) -> Result<bool, StoreError> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        tx.prepare_cached(
+            "INSERT OR IGNORE INTO job_runs(job) SELECT ?1
+             WHERE ?2 IS NULL OR EXISTS (SELECT 1 FROM schedules WHERE id = ?2)",
+        )?
+        .execute(params![job, schedule])?;
+        let claimed = tx
             .prepare_cached(
-                "INSERT INTO job_runs(job, last_run, running_since, running_pid)
-                 VALUES (?1, ?2, ?2, ?3)
-                 ON CONFLICT(job) DO UPDATE SET last_run = excluded.last_run,
-                 running_since = excluded.running_since, running_pid = excluded.running_pid",
+                "UPDATE job_runs SET last_run = ?2, running_since = ?2, running_pid = ?3
+                 WHERE job = ?1 AND last_run IS ?4 AND running_pid IS ?5
+                 AND (?6 IS NULL OR EXISTS (SELECT 1 FROM schedules WHERE id = ?6))",
             )?
-            .execute(params![job, at, i64::from(pid)])?;
-        Ok(())
+            .execute(params![
+                job,
+                at,
+                i64::from(pid),
+                seen.0,
+                seen.1.map(i64::from),
+                schedule
+            ])?;
+        tx.commit()?;
+        Ok(claimed == 1)
     }
 
     /// Records how `job`'s run ended and that it no longer runs.
@@ -223,6 +320,7 @@ mod tests {
             when,
             prompt: "check the build".into(),
             deliver: Vec::new(),
+            rights: MakerRights::default(),
         };
         let cron = db.create_schedule(&new(StoredWhen::Cron("0 9 * * *".into())))?;
         let every = StoredWhen::Every {
@@ -242,7 +340,7 @@ mod tests {
             ]
         );
         let key = schedule_job_key(interval.id);
-        db.job_started(&key, 100, 4242)?;
+        assert!(db.claim_job_run(&key, Some(interval.id), (None, None), 100, 4242)?);
         let run = db.job_runs()?;
         assert_eq!(
             (run[0].last_run, run[0].running),
@@ -261,6 +359,65 @@ mod tests {
             Err(StoreError::NotFound { .. })
         ));
         assert_eq!(db.schedule(cron.id)?.prompt, "check the build");
+        Ok(())
+    }
+
+    #[test]
+    fn a_run_is_claimed_once_and_never_for_a_schedule_that_is_gone() -> TestResult {
+        let mut db = Db::open_in_memory()?;
+        let once = db.create_schedule(&NewSchedule {
+            session_id: None,
+            workspace: "/w".into(),
+            when: StoredWhen::Once(42),
+            prompt: "once".into(),
+            deliver: Vec::new(),
+            rights: MakerRights::default(),
+        })?;
+        let key = schedule_job_key(once.id);
+        // Two daemons loaded the same record; the first claim wins, the second finds it changed.
+        assert!(db.claim_job_run(&key, Some(once.id), (None, None), 100, 1)?);
+        assert!(!db.claim_job_run(&key, Some(once.id), (None, None), 100, 2)?);
+        db.job_finished(&key, "reported", None)?;
+        assert!(db.delete_schedule(once.id)?);
+        // A daemon that saw it before it ran and was removed cannot run it again.
+        assert!(!db.claim_job_run(&key, Some(once.id), (None, None), 200, 2)?);
+        assert!(db.job_runs()?.is_empty());
+        // A heartbeat (no schedule) is claimed against what was seen of its record.
+        assert!(db.claim_job_run("heartbeat:x", None, (None, None), 300, 1)?);
+        db.job_finished("heartbeat:x", "quiet", None)?;
+        assert!(db.claim_job_run("heartbeat:x", None, (Some(300), None), 400, 2)?);
+        assert!(!db.claim_job_run("heartbeat:x", None, (Some(300), None), 400, 3)?);
+        Ok(())
+    }
+
+    #[test]
+    fn schedules_are_counted_per_workspace_and_old_rows_get_the_least_rights() -> TestResult {
+        let mut db = Db::open_in_memory()?;
+        let new = |workspace: &str| NewSchedule {
+            session_id: None,
+            workspace: workspace.into(),
+            when: StoredWhen::Once(42),
+            prompt: "p".into(),
+            deliver: Vec::new(),
+            rights: MakerRights {
+                approval: ApprovalMode::Ask,
+                sandbox: SandboxPolicy::WorkspaceWrite,
+                network: true,
+                trusted: true,
+            },
+        };
+        let kept = db.create_schedule_within(&new("/a"), 2)?;
+        assert_eq!(kept.map(|row| row.rights), Some(new("/a").rights));
+        assert!(db.create_schedule_within(&new("/a"), 2)?.is_some());
+        assert!(db.create_schedule_within(&new("/a"), 2)?.is_none());
+        assert!(db.create_schedule_within(&new("/b"), 2)?.is_some());
+        assert_eq!(db.schedules_in("/a")?.len(), 2);
+        db.conn.execute_batch(
+            "INSERT INTO schedules(created_at, workspace, at, prompt) VALUES (1, '/c', 5, 'old')",
+        )?;
+        let old = db.schedules_in("/c")?;
+        assert_eq!(old[0].rights, MakerRights::default());
+        assert_eq!(old[0].rights.approval, ApprovalMode::ReadOnly);
         Ok(())
     }
 }

@@ -420,6 +420,17 @@ CREATE TRIGGER session_events_on_session_delete AFTER DELETE ON sessions BEGIN
 END;
 ";
 
+/// What the session that made a schedule was allowed (approval mode, sandbox policy, network,
+/// workspace trust), so that its runs never get more. Schedules made before this was kept get
+/// the least: read-only, offline, untrusted.
+const SCHEDULE_RIGHTS: &str = "
+ALTER TABLE schedules ADD COLUMN approval TEXT NOT NULL DEFAULT 'read-only';
+ALTER TABLE schedules ADD COLUMN sandbox TEXT NOT NULL DEFAULT 'read-only';
+ALTER TABLE schedules ADD COLUMN network INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE schedules ADD COLUMN trusted INTEGER NOT NULL DEFAULT 0;
+CREATE INDEX schedules_workspace ON schedules(workspace);
+";
+
 /// Migration `i` brings the schema from version `i` to `i + 1`.
 const MIGRATIONS: &[&str] = &[
     V1,
@@ -434,6 +445,7 @@ const MIGRATIONS: &[&str] = &[
     DREAM,
     TELEGRAM,
     SESSION_EVENTS,
+    SCHEDULE_RIGHTS,
 ];
 
 /// The schema version this build writes.

@@ -37,6 +37,9 @@ pub fn verdict(mode: ApprovalMode, base: &SandboxConfig, action: Action) -> Verd
              --approval"
         ))
     };
+    if let Some(refused) = sandbox_refusal(mode, base, action) {
+        return refused;
+    }
     match (mode, action) {
         (ApprovalMode::Full, _) => Verdict::Allow,
         (ApprovalMode::ReadOnly, Action::Write) => read_only("writing files"),
@@ -65,6 +68,25 @@ pub fn verdict(mode: ApprovalMode, base: &SandboxConfig, action: Action) -> Verd
             }
         }
     }
+}
+
+/// Memory and schedules outlive the session; under a read-only sandbox the session may not
+/// leave such writes behind, whatever the approval mode lets through.
+fn sandbox_refusal(mode: ApprovalMode, base: &SandboxConfig, action: Action) -> Option<Verdict> {
+    let what = match action {
+        Action::Memory => "changing remembered experiences",
+        Action::Schedule => "changing schedules",
+        _ => return None,
+    };
+    (mode != ApprovalMode::ReadOnly && write_policy(mode, base) == SandboxPolicy::ReadOnly).then(
+        || {
+            Verdict::Refuse(format!(
+                "{what} is not allowed: this session's sandbox is read-only (sandbox policy \
+                 read_only). Tell the user what you would change instead; they can start mnemo \
+                 with --sandbox workspace_write"
+            ))
+        },
+    )
 }
 
 fn already_granted(base: &SandboxConfig, escalation: Escalation) -> bool {

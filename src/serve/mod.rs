@@ -172,9 +172,11 @@ fn scheduler(
     let workspaces = vec![daemon.loaded.workspace.clone()];
     let book = StoreBook::new(store, dirs.clone(), workspaces, log.clone());
     let runner = HeadlessRunner::new(dirs, cli, daemon.host.clone()).sharing(daemon.loaded.clone());
+    let max_running = daemon.loaded.config.schedules.max_running;
     Scheduler::new(Settling(runner), book, log)
         .with_channels(channels)
         .with_reload_every(NO_RELOAD)
+        .with_max_schedules_running(usize::try_from(max_running).unwrap_or(usize::MAX))
 }
 
 /// The daemon's runner, saying when each run is over so the daemon can hand back what the

@@ -4,27 +4,37 @@
 
 use std::path::PathBuf;
 
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::{ToolContext, ToolError, TypedTool};
+use crate::config::schedules::ScheduleLimits;
 use crate::jobs::delivery::Channel;
 use crate::jobs::plan::{JobState, next_run};
 use crate::jobs::schedule::{describe, show_time, stored_when};
 use crate::jobs::timing::{When, Zone};
-use crate::memory::schedules::{NewSchedule, ScheduleRow};
+use crate::memory::schedules::{MakerRights, NewSchedule, ScheduleRow};
 use crate::memory::{Store, StoreError};
-use crate::protocol::ApprovalAction;
+use crate::protocol::{ApprovalAction, ApprovalMode};
 use crate::sandbox::approval::Action;
 use crate::serve::lock::serve_running;
 
 /// Registers the three schedule tools. `data_dir` is where a running `mnemo serve` holds its
-/// lock.
-pub fn register(registry: &mut super::ToolRegistry, store: &Store, data_dir: Option<PathBuf>) {
+/// lock; `trusted` says whether the session's workspace config is trusted, which a schedule
+/// keeps with the session's approval mode and sandbox.
+pub fn register(
+    registry: &mut super::ToolRegistry,
+    store: &Store,
+    data_dir: Option<PathBuf>,
+    limits: ScheduleLimits,
+    trusted: bool,
+) {
     registry.register(ScheduleCreate {
         store: store.clone(),
         data_dir: data_dir.clone(),
+        limits,
+        trusted,
     });
     registry.register(ScheduleList {
         store: store.clone(),
@@ -42,6 +52,8 @@ fn failed(err: StoreError) -> ToolError {
 pub struct ScheduleCreate {
     store: Store,
     data_dir: Option<PathBuf>,
+    limits: ScheduleLimits,
+    trusted: bool,
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -111,19 +123,42 @@ impl TypedTool for ScheduleCreate {
             ));
         }
         let (when, repeat) = args.parsed()?;
-        let when = stored_when(when, repeat, Utc::now()).map_err(ToolError::Failed)?;
+        let now = Utc::now();
+        self.check_period(&when, repeat, now)?;
+        let when = stored_when(when, repeat, now).map_err(ToolError::Failed)?;
+        // What the session's commands get now: a sub-agent started offline has less than its
+        // mode says, and full approval that still sandboxes it counts as auto.
+        let sandbox = ctx.approvals.sandbox_for(None);
+        let approval = match ctx.approvals.mode() {
+            ApprovalMode::Full if sandbox.is_sandboxed() => ApprovalMode::Auto,
+            mode => mode,
+        };
         let new = NewSchedule {
             session_id: Some(ctx.session_id.clone()),
             workspace: ctx.workspace.display().to_string(),
             when,
             prompt,
             deliver: args.deliver.iter().map(|d| d.trim().to_string()).collect(),
+            rights: MakerRights {
+                approval,
+                sandbox: sandbox.policy,
+                network: sandbox.network_allowed(),
+                trusted: self.trusted,
+            },
         };
+        let max = self.limits.max_per_workspace;
         let row = self
             .store
-            .call(move |db| db.create_schedule(&new))
+            .call(move |db| db.create_schedule_within(&new, max))
             .await
-            .map_err(failed)?;
+            .map_err(failed)?
+            .ok_or_else(|| {
+                ToolError::Failed(format!(
+                    "this workspace has {max} schedules already, the most it may have \
+                     ([schedules] max_per_workspace). Delete one it no longer needs \
+                     (schedule_list, schedule_delete) or tell the user"
+                ))
+            })?;
         let mut text = format!(
             "created schedule #{}: {}{}",
             row.id,
@@ -141,6 +176,28 @@ impl TypedTool for ScheduleCreate {
             );
         }
         Ok(text)
+    }
+}
+
+impl ScheduleCreate {
+    /// Refuses a repeating schedule that fires more often than `[schedules] min_interval_secs`.
+    fn check_period(&self, when: &When, repeat: bool, now: DateTime<Utc>) -> Result<(), ToolError> {
+        let min = self.limits.min_interval_secs;
+        let period = match (when, repeat) {
+            (When::In(delay), true) => Some(delay.as_secs()),
+            (When::Cron(line), true) => Zone::Local.next_cron(line, now).and_then(|first| {
+                let second = Zone::Local.next_cron(line, first)?;
+                u64::try_from((second - first).num_seconds()).ok()
+            }),
+            _ => None,
+        };
+        match period {
+            Some(secs) if secs < min => Err(ToolError::Failed(format!(
+                "a repeating schedule may run at most every {min} s ([schedules] \
+                 min_interval_secs); this one would run every {secs} s. Choose a longer period"
+            ))),
+            _ => Ok(()),
+        }
     }
 }
 
@@ -169,14 +226,15 @@ pub struct ScheduleListArgs {}
 impl TypedTool for ScheduleList {
     type Args = ScheduleListArgs;
     const NAME: &'static str = "schedule_list";
-    const DESCRIPTION: &'static str = "List the schedules (id, when, next and last run, \
-        workspace and prompt).";
+    const DESCRIPTION: &'static str = "List this workspace's schedules (id, when, next and \
+        last run, and prompt).";
     const MUTATES: bool = false;
 
-    async fn run(&self, _args: ScheduleListArgs, _ctx: &ToolContext) -> Result<String, ToolError> {
+    async fn run(&self, _args: ScheduleListArgs, ctx: &ToolContext) -> Result<String, ToolError> {
+        let workspace = ctx.workspace.display().to_string();
         let (rows, runs) = self
             .store
-            .call(|db| Ok((db.list_schedules()?, db.job_runs()?)))
+            .call(move |db| Ok((db.schedules_in(&workspace)?, db.job_runs()?)))
             .await
             .map_err(failed)?;
         Ok(crate::jobs::listing::schedules(&rows, &runs))
@@ -197,7 +255,7 @@ pub struct ScheduleDeleteArgs {
 impl TypedTool for ScheduleDelete {
     type Args = ScheduleDeleteArgs;
     const NAME: &'static str = "schedule_delete";
-    const DESCRIPTION: &'static str = "Delete a schedule by its id.";
+    const DESCRIPTION: &'static str = "Delete one of this workspace's schedules by its id.";
     const MUTATES: bool = true;
 
     fn action(&self, _args: &ScheduleDeleteArgs) -> Option<Action> {
@@ -207,20 +265,21 @@ impl TypedTool for ScheduleDelete {
     async fn preview(
         &self,
         args: ScheduleDeleteArgs,
-        _ctx: &ToolContext,
+        ctx: &ToolContext,
     ) -> Result<ApprovalAction, ToolError> {
         let id = args.id;
-        let about = match self.store.call(move |db| db.schedule(id)).await {
+        let about = match self.own(id, ctx).await {
             Ok(row) => format!("{}: {}", describe(&row.when), row.prompt),
-            Err(_) => "(no such schedule)".into(),
+            Err(_) => "(no such schedule in this workspace)".into(),
         };
         Ok(ApprovalAction::Schedule {
             change: format!("delete #{id}: {about}"),
         })
     }
 
-    async fn run(&self, args: ScheduleDeleteArgs, _ctx: &ToolContext) -> Result<String, ToolError> {
+    async fn run(&self, args: ScheduleDeleteArgs, ctx: &ToolContext) -> Result<String, ToolError> {
         let id = args.id;
+        self.own(id, ctx).await?;
         match self.store.call(move |db| db.delete_schedule(id)).await {
             Ok(true) => {
                 if let Some(data) = &self.data_dir {
@@ -228,8 +287,107 @@ impl TypedTool for ScheduleDelete {
                 }
                 Ok(format!("deleted schedule #{id}"))
             }
-            Ok(false) => Err(ToolError::Failed(format!("there is no schedule #{id}"))),
+            Ok(false) => Err(ToolError::Failed(format!(
+                "there is no schedule #{id} in this workspace"
+            ))),
             Err(e) => Err(failed(e)),
         }
+    }
+}
+
+impl ScheduleDelete {
+    /// Schedule `id` when it belongs to the calling session's workspace; another
+    /// workspace's schedules are not this session's to see or remove.
+    async fn own(&self, id: i64, ctx: &ToolContext) -> Result<ScheduleRow, ToolError> {
+        let workspace = ctx.workspace.display().to_string();
+        match self.store.call(move |db| db.schedule(id)).await {
+            Ok(row) if row.workspace == workspace => Ok(row),
+            Ok(_) | Err(StoreError::NotFound { .. }) => Err(ToolError::Failed(format!(
+                "there is no schedule #{id} in this workspace"
+            ))),
+            Err(e) => Err(failed(e)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::sandbox::{SandboxConfig, SandboxPolicy};
+    use crate::tools::Approvals;
+    use crate::tools::builtin::test_support::{TestResult, context, workspace};
+
+    #[tokio::test]
+    async fn a_schedule_keeps_what_the_session_s_commands_get() -> TestResult {
+        let store = Store::open_in_memory()?;
+        let tool = ScheduleCreate {
+            store: store.clone(),
+            data_dir: None,
+            limits: ScheduleLimits::default(),
+            trusted: false,
+        };
+        let (_dir, ws) = workspace()?;
+        let cwd = ws.display().to_string();
+        store
+            .call(move |db| {
+                db.create_session(crate::memory::NewSession {
+                    id: "session".into(),
+                    parent_id: None,
+                    cwd,
+                    model: "m".into(),
+                    title: String::new(),
+                })
+            })
+            .await?;
+        let offline = SandboxConfig {
+            policy: SandboxPolicy::WorkspaceWrite,
+            network: false,
+        };
+        let online = SandboxConfig {
+            network: true,
+            ..offline
+        };
+        let full = Approvals::new(offline, ApprovalMode::Full);
+        let cases = [
+            (
+                Arc::new(Approvals::new(online, ApprovalMode::Ask)),
+                (ApprovalMode::Ask, offline.policy, true),
+            ),
+            (
+                Arc::new(Approvals::new(offline, ApprovalMode::Full)),
+                (ApprovalMode::Full, SandboxPolicy::FullAccess, true),
+            ),
+            // A sub-agent started offline under full approval is still sandboxed and offline.
+            (
+                full.for_subagent(false),
+                (ApprovalMode::Auto, SandboxPolicy::WorkspaceWrite, false),
+            ),
+        ];
+        for (approvals, (approval, sandbox, network)) in cases {
+            let mut ctx = context(&ws);
+            ctx.approvals = approvals;
+            let args = ScheduleCreateArgs {
+                when: "in 2h".into(),
+                prompt: "check".into(),
+                repeat: None,
+                deliver: Vec::new(),
+            };
+            tool.run(args, &ctx).await?;
+            let row = store
+                .call(|db| db.list_schedules())
+                .await?
+                .pop()
+                .ok_or("no schedule")?;
+            let kept = MakerRights {
+                approval,
+                sandbox,
+                network,
+                trusted: false,
+            };
+            assert_eq!(row.rights, kept);
+        }
+        Ok(())
     }
 }
