@@ -19,6 +19,9 @@ pub enum Action {
     /// A tool of an MCP server that is not marked read-only: it acts outside mnemo's sandbox,
     /// so it counts as a write.
     External,
+    /// A write outside the workspace that every later session reads (the person's own
+    /// skills, a skill in `.mnemo/`): asked even under auto.
+    Shared,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -45,11 +48,12 @@ pub fn verdict(mode: ApprovalMode, base: &SandboxConfig, action: Action) -> Verd
         (ApprovalMode::ReadOnly, Action::External) => {
             read_only("an MCP tool that is not marked read-only")
         }
+        (ApprovalMode::ReadOnly, Action::Shared) => read_only("writing the user's skills"),
         (ApprovalMode::ReadOnly, Action::Command(None)) => Verdict::Allow,
         (ApprovalMode::ReadOnly, Action::Command(Some(escalation))) => {
             read_only(escalation.label())
         }
-        (ApprovalMode::Ask, _) => Verdict::Ask,
+        (ApprovalMode::Ask, _) | (ApprovalMode::Auto, Action::Shared) => Verdict::Ask,
         (
             ApprovalMode::Auto,
             Action::Write
