@@ -212,3 +212,33 @@ async fn under_a_read_only_sandbox_no_skill_is_written_or_patched() -> TestResul
     assert_eq!(std::fs::read(&file)?, before);
     Ok(())
 }
+
+/// What a launch tells the skill catalogue: the workspace is trusted once the person ran
+/// `mnemo trust` (with its config file as it is then, when it has one), and not after the
+/// file changed.
+#[test]
+fn a_launch_trusts_the_repository_s_skills_only_after_mnemo_trust() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let root = dir.path().canonicalize()?;
+    let (ws, dirs) = (
+        root.join("ws"),
+        mnemo::config::Dirs {
+            config: Some(root.join("cfg")),
+            data: Some(root.join("data")),
+        },
+    );
+    std::fs::create_dir_all(&ws)?;
+    let cli = mnemo::config::CliOverrides::default();
+    let trusted = || -> Fallible<bool> {
+        Ok(mnemo::launch::load_config_from(&dirs, &ws, &cli)?.workspace_trusted())
+    };
+    assert!(!trusted()?, "a new workspace");
+    mnemo::config::trust::trust(&dirs, &ws)?;
+    assert!(trusted()?, "trusted without a config file");
+    std::fs::create_dir_all(ws.join(".mnemo"))?;
+    std::fs::write(ws.join(".mnemo/config.toml"), "[agent]\n")?;
+    assert!(!trusted()?, "the config file appeared since");
+    mnemo::config::trust::trust(&dirs, &ws)?;
+    assert!(trusted()?, "trusted with its config file");
+    Ok(())
+}
