@@ -170,6 +170,15 @@ mod tests {
     };
 
     #[test]
+    fn a_write_every_workspace_reads_is_asked_even_under_auto() {
+        let shared = |mode| verdict(mode, &BASE, Action::Shared);
+        assert_eq!(shared(ApprovalMode::Auto), Verdict::Ask);
+        assert_eq!(shared(ApprovalMode::Ask), Verdict::Ask);
+        assert_eq!(shared(ApprovalMode::Full), Verdict::Allow);
+        assert!(matches!(shared(ApprovalMode::ReadOnly), Verdict::Refuse(_)));
+    }
+
+    #[test]
     fn ask_asks_for_everything_and_auto_only_for_more_than_the_sandbox() {
         for action in [
             Action::Write,
