@@ -176,7 +176,7 @@ fn session_start(
         let start = Instant::now();
         let skills = discover(workspace, config);
         let found = start.elapsed();
-        section = catalog(&skills, stats, budget);
+        section = catalog(&skills, stats, budget, true);
         totals.push(start.elapsed());
         discovering.push(found);
     }

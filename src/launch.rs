@@ -288,6 +288,16 @@ impl Loaded {
         })
     }
 
+    /// Whether the person trusted this workspace (`mnemo trust`), with its config file as it
+    /// is now when it has one.
+    pub fn workspace_trusted(&self) -> bool {
+        let fingerprint = config::trust::workspace_config(&self.workspace)
+            .map(|(_, fingerprint)| fingerprint)
+            .unwrap_or_default();
+        config::trust::status(&self.dirs, &self.workspace, Some(&fingerprint))
+            == config::trust::Trust::Trusted
+    }
+
     /// The MCP servers of this launch: every configured one, and those a workspace the person
     /// has not trusted defined (listed, never started). Their stderr goes to the data dir.
     pub fn mcp_settings(&self, env_policy: crate::sandbox::env_allow::EnvPolicy) -> McpSettings {
@@ -387,7 +397,8 @@ pub async fn prepare_session_with(
         session.start_mcp_later(settings);
     }
     if let Some(config_dir) = &loaded.dirs.config {
-        let library = SkillLibrary::empty(loaded.workspace.clone(), config_dir.clone());
+        let library = SkillLibrary::empty(loaded.workspace.clone(), config_dir.clone())
+            .trusting_repository(loaded.workspace_trusted());
         session.find_skills_later(Arc::new(library), loaded.config.skills.clone());
     }
     session.set_model_resolver(loaded.model_resolver(cli));

@@ -231,11 +231,16 @@ fn verify_runs_the_checks_of_learned_skills_in_the_workspace() -> TestResult {
     );
 
     ws.write("marker.txt", "here");
-    assert_eq!(ok(ws, &["verify", "learned-one"]), "ok      learned-one\n");
+    let passed = ok(ws, &["verify", "learned-one"]);
+    assert!(
+        passed.starts_with("run     learned-one (workspace-write, network off): test -f"),
+        "the command is shown before it runs: {passed}"
+    );
+    assert!(passed.ends_with("\nok      learned-one\n"), "{passed}");
     // A person's skill is checked when named.
     let named = skills(ws, &["verify", "persons-check"]);
     assert_eq!(named.status.code(), Some(1));
-    assert!(text(&named.stdout).starts_with("FAILED  persons-check"));
+    assert!(text(&named.stdout).contains("\nFAILED  persons-check"));
     assert!(fails(ws, &["verify", "user-one"], 1).contains("no `metadata.verify`"));
     Ok(())
 }
@@ -272,5 +277,38 @@ fn a_run_finds_the_skills_at_its_first_turn() -> TestResult {
         events.contains("Broken"),
         "the malformed skill is reported: {events}"
     );
+    Ok(())
+}
+
+/// An agent-written check runs in the sandbox even under `--approval full`, and is shown.
+#[test]
+fn verify_runs_the_check_sandboxed_under_approval_full() -> TestResult {
+    let ws = &Workspace::new();
+    // Outside /tmp, which the sandbox replaces: the host's directory, that a check must not
+    // write.
+    let outside = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR"))?;
+    let target = outside.path().join("pwned");
+    put(
+        &ws.path().join(".cfg/skills"),
+        "sneaky",
+        "A learned skill.",
+        &format!("metadata:\n  verify: touch {}\n", target.display()),
+    )?;
+    db(ws)?.skill_written("sneaky", SkillOrigin::Learned, None, None)?;
+    let out = ws.mnemo(&["--approval", "full", "skills", "verify", "sneaky"], None);
+    let report = text(&out.stdout);
+    assert!(
+        report.contains(&format!(
+            "run     sneaky (workspace-write, network off): touch {}",
+            target.display()
+        )),
+        "{report}{}",
+        text(&out.stderr)
+    );
+    assert!(
+        !target.exists(),
+        "the check wrote outside the workspace: {report}"
+    );
+    assert_eq!(out.status.code(), Some(1), "{report}");
     Ok(())
 }

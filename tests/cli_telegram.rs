@@ -43,11 +43,7 @@ fn a_chat_is_paired_with_its_code_listed_and_unpaired() -> TestResult {
     assert_eq!(out.status.code(), Some(1));
     assert!(text(&out.stderr).contains("no chat waits with that code"));
     let out = ws.mnemo(&["telegram", "pair", "OLDC0DE9"], None);
-    assert_eq!(
-        out.status.code(),
-        Some(1),
-        "a code older than an hour does not pair"
-    );
+    assert_eq!(out.status.code(), Some(1), "an expired code does not pair");
 
     let out = ws.mnemo(&["telegram", "pair", "abcd2345"], None);
     assert!(out.status.success(), "{}", text(&out.stderr));

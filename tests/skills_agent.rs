@@ -8,10 +8,13 @@ mod capability_support;
 mod common;
 mod skills_support;
 
-use capability_support::{TestResult, finished, last_results, sse_text, sse_tool_use, status};
+use capability_support::{
+    TestResult, approvals, finished, last_results, sse_text, sse_tool_use, status,
+};
 use common::{Reply, TestServer};
 use mnemo::memory::skills::SkillOrigin;
 use mnemo::protocol::{Event, Op, ToolStatus, TurnStatus};
+use mnemo::sandbox::ApprovalMode;
 use serde_json::json;
 use skills_support::{Env, bodies, final_text, last_texts, system_text};
 
@@ -90,11 +93,8 @@ async fn a_long_successful_turn_distils_a_skill_that_later_sessions_list_load_an
         "{asked}"
     );
 
-    let file = env
-        .config
-        .join("skills")
-        .join("deploy-docs")
-        .join("SKILL.md");
+    // Written where the workspace keeps its skills, without a question under auto.
+    let file = env.ws.join(".agents/skills/deploy-docs/SKILL.md");
     assert!(file.is_file(), "{}", file.display());
     let stats = env.stats("deploy-docs").await?.ok_or("no stats row")?;
     assert_eq!(stats.origin, SkillOrigin::Learned);
@@ -113,7 +113,11 @@ async fn a_long_successful_turn_distils_a_skill_that_later_sessions_list_load_an
     assert_eq!(status(&events), Some(TurnStatus::Completed));
     let requests = bodies(&server)?;
     let system = system_text(&requests[0]);
-    assert!(system.contains("- deploy-docs: "), "{system}");
+    // Listed as the workspace's own, which the person has not trusted here.
+    assert!(
+        system.contains("- deploy-docs (from this repository, not trusted"),
+        "{system}"
+    );
     let loaded = last_results(&requests[1]);
     assert_eq!(loaded.len(), 1);
     assert!(!loaded[0].1, "{}", loaded[0].0);
@@ -143,7 +147,8 @@ async fn two_failed_turns_with_a_learned_skill_mark_it_suspect_in_the_catalogue(
             &json!({
                 "name": "flaky-fix",
                 "description": "Fix the flaky build",
-                "body": "Restart the runner.\n"
+                "body": "Restart the runner.\n",
+                "scope": "user"
             }),
         )),
         Reply::sse(&sse_text("r1", "Written.")),
@@ -156,7 +161,10 @@ async fn two_failed_turns_with_a_learned_skill_mark_it_suspect_in_the_catalogue(
         Reply::sse(&sse_text("r5", "Hello.")),
     ];
     let server = TestServer::start(replies).await?;
-    let mut agent = env.agent(&server, 6, |_| {}).await?;
+    // Writing the person's own skills asks, except under full.
+    let mut agent = env
+        .agent(&server, 6, |s| s.approvals = approvals(ApprovalMode::Full))
+        .await?;
 
     let events = agent.turn("write down how to fix the flaky build").await?;
     assert_eq!(status(&events), Some(TurnStatus::Completed));
@@ -213,7 +221,9 @@ async fn a_patch_whose_old_text_occurs_twice_is_refused_and_changes_nothing() ->
         sse_text("r1", "It is ambiguous."),
     ]))
     .await?;
-    let mut agent = env.agent(&server, 6, |_| {}).await?;
+    let mut agent = env
+        .agent(&server, 6, |s| s.approvals = approvals(ApprovalMode::Full))
+        .await?;
     let events = agent.turn("make the step run once").await?;
     assert_eq!(status(&events), Some(TurnStatus::Completed));
     agent.finish().await?;

@@ -103,14 +103,15 @@ fn skills_are_found_in_every_folder_and_the_first_of_a_name_wins() -> TestResult
             ("agents-one", SkillSource::Project),
             ("claude-one", SkillSource::Claude),
             ("mnemo-one", SkillSource::Project),
-            ("shared", SkillSource::Project),
+            ("shared", SkillSource::User),
             ("user-one", SkillSource::User),
         ]
     );
+    // The person's skill wins a name clash: a repository cannot shadow it.
     let shared = skills.get("shared").ok_or("shared")?;
-    assert_eq!(shared.description, "The project's.");
+    assert_eq!(shared.description, "The person's copy.");
     assert!(shared.writable());
-    assert_eq!(shared.dir, d.ws.join(".agents/skills/shared"));
+    assert_eq!(shared.dir, d.config.join("skills/shared"));
     assert_eq!(shared.body, "# shared\n\nSteps.\n");
     let claude = skills.get("claude-one").ok_or("claude-one")?;
     assert!(!claude.writable());
@@ -300,7 +301,7 @@ fn the_catalogue_keeps_to_its_budget_leaving_out_the_least_used() -> TestResult 
         .map(|(i, n)| stats(n, i as u64))
         .collect();
 
-    let everything = catalog(&skills, &stats, 100_000);
+    let everything = catalog(&skills, &stats, 100_000, true);
     assert_eq!(
         everything.lines().filter(|l| l.starts_with("- ")).count(),
         30
@@ -308,7 +309,7 @@ fn the_catalogue_keeps_to_its_budget_leaving_out_the_least_used() -> TestResult 
     assert!(!everything.contains("more skills not listed"));
 
     let budget = 150;
-    let section = catalog(&skills, &stats, budget);
+    let section = catalog(&skills, &stats, budget, true);
     assert!(
         mnemo::llm::tokens::estimate_text(&section) <= budget,
         "{section}"
@@ -316,7 +317,7 @@ fn the_catalogue_keeps_to_its_budget_leaving_out_the_least_used() -> TestResult 
     let listed: Vec<&str> = section
         .lines()
         .filter_map(|l| l.strip_prefix("- "))
-        .filter_map(|l| l.split(':').next())
+        .filter_map(|l| l.split([':', ' ']).next())
         .collect();
     assert!(!listed.is_empty() && listed.len() < 30, "{section}");
     let kept: Vec<&str> = names[30 - listed.len()..]

@@ -597,3 +597,46 @@ async fn a_reply_telegram_cannot_parse_goes_out_as_plain_text() -> TestResult {
     assert_eq!(refused, 1);
     running.stop().await
 }
+
+/// Strangers' chats, more than may wait at once, cannot keep the owner from pairing: the
+/// owner's chat still gets a code, the oldest stranger's code gave way, and the store holds
+/// no more codes than the bound.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crowd_of_unpaired_chats_cannot_keep_the_owner_from_pairing() -> TestResult {
+    let server = BotServer::start(TOKEN).await?;
+    let setup = Setup::new(&server, json!({"turns": []}), "", "")?;
+    let running = setup.start()?;
+    let strangers: Vec<i64> = (0..80).map(|i| 90_000 + i).collect();
+    for &chat in &strangers {
+        server.send_text(chat, "let me in");
+    }
+    let first = pairing_code(&server, strangers[0]).await?;
+    for &chat in &strangers[1..] {
+        pairing_code(&server, chat).await?;
+    }
+
+    server.send_text(ADA, "hello, it is me");
+    let code = pairing_code(&server, ADA).await?;
+    let said = setup.pair(&code).await?;
+    assert!(said.contains(&format!("chat {ADA}")), "{said}");
+    assert!(
+        setup.pair(&first).await.is_err(),
+        "the oldest stranger's code gave way"
+    );
+    let waiting = running
+        .loaded
+        .store()?
+        .call(|db| {
+            let codes = (0..80)
+                .filter_map(|i| db.telegram_pairing(90_000 + i).transpose())
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok(codes.len())
+        })
+        .await?;
+    assert!(
+        waiting < mnemo::channels::telegram::pairing::MAX_WAITING,
+        "{waiting} codes wait"
+    );
+    running.stop().await?;
+    Ok(())
+}

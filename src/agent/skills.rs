@@ -91,7 +91,8 @@ impl Session {
         let stats = self.store.call(|db| db.skill_stats()).await?;
         let window = self.chain.primary().map_or(0, |m| m.context_window);
         let budget = settings.catalog_budget(window);
-        Ok(library.with_set(|set| crate::skills::catalog(set, &stats, budget)))
+        let trusted = library.repository_trusted;
+        Ok(library.with_set(|set| crate::skills::catalog(set, &stats, budget, trusted)))
     }
 
     /// Notes the skills the last tool calls loaded.

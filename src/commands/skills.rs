@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 use super::{CommandError, column_width, local_time};
 use crate::launch::Loaded;
 use crate::memory::skills::{SkillOrigin, SkillStats};
-use crate::sandbox::Confinement;
+use crate::sandbox::{ApprovalMode, Confinement, SandboxPolicy};
 use crate::skills::{Skill, SkillSet};
 use crate::tools::approvals::Approvals;
 use crate::tools::process::{self, SandboxSlot};
@@ -213,9 +213,18 @@ pub async fn verify(
         return Ok(true);
     }
     let config = &loaded.config;
+    // A check is a command the agent wrote: it runs sandboxed whatever the approval mode.
+    let mut sandbox = config.sandbox.config();
+    if sandbox.policy == SandboxPolicy::FullAccess {
+        sandbox.policy = SandboxPolicy::WorkspaceWrite;
+    }
+    let mode = match config.approval {
+        ApprovalMode::ReadOnly => ApprovalMode::ReadOnly,
+        _ => ApprovalMode::Auto,
+    };
     let approvals = Arc::new(Approvals::confined(
-        config.sandbox.config(),
-        config.approval,
+        sandbox,
+        mode,
         Arc::new(Confinement::from_section(&config.sandbox)),
     ));
     let timeout = Duration::from_secs(config.agent.tool_timeout_secs);
@@ -232,7 +241,12 @@ pub async fn verify(
             approvals.clone(),
         );
         let outcome = match slot.get(&ctx, None) {
-            Ok(sandbox) => process::run(&sandbox, command, None, timeout, &ctx).await,
+            Ok(sandbox) => {
+                let within = sandbox.config().describe();
+                writeln!(out, "run     {} ({within}): {command}", skill.name)?;
+                out.flush()?;
+                process::run(&sandbox, command, None, timeout, &ctx).await
+            }
             Err(error) => Err(error),
         };
         let failure = match outcome {

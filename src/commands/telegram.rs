@@ -14,7 +14,7 @@ pub fn pair(loaded: &Loaded, code: &str, out: &mut impl Write) -> Result<(), Com
         .call_blocking(move |db| db.pair_telegram_chat(&code, CODE_LIFETIME_MS))?;
     let Some(chat) = paired else {
         return Err(CommandError::Usage(
-            "no chat waits with that code (codes work once, for an hour); send the bot a \
+            "no chat waits with that code (codes work once, for 15 minutes); send the bot a \
              message to get a new one"
                 .into(),
         ));

@@ -13,9 +13,10 @@ use rmcp::model::{ClientCapabilities, ClientConfig, Implementation};
 use rmcp::service::{NotificationContext, RunningService};
 use rmcp::{ClientHandler, Peer, RoleClient, ServiceExt};
 use tokio::process::{Child, Command};
-use tokio::sync::Notify;
+use tokio::sync::{Notify, watch};
 
 use super::config::Transport;
+use super::oversize::LineWatch;
 use crate::sandbox::env_allow::EnvPolicy;
 
 pub(crate) type Service = RunningService<RoleClient, Handler>;
@@ -109,6 +110,8 @@ impl Drop for ChildGuard {
 pub(crate) struct Connection {
     pub(crate) service: Service,
     pub(crate) child: Option<ChildGuard>,
+    /// How many messages of a stdio server were too long to read (see `oversize`).
+    pub(crate) oversized: Option<watch::Receiver<u64>>,
 }
 
 impl Connection {
@@ -166,10 +169,12 @@ pub(crate) async fn connect(
             };
             let pid = child.id();
             let mut guard = ChildGuard { child, pid };
+            let (stdout, oversized) = LineWatch::new(stdout);
             match handler.serve((stdout, stdin)).await {
                 Ok(service) => Ok(Connection {
                     service,
                     child: Some(guard),
+                    oversized: Some(oversized),
                 }),
                 Err(e) => {
                     tokio::time::sleep(std::time::Duration::from_millis(50)).await;
@@ -213,6 +218,7 @@ pub(crate) async fn connect(
             Ok(Connection {
                 service,
                 child: None,
+                oversized: None,
             })
         }
     }

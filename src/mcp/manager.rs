@@ -97,6 +97,8 @@ pub(super) struct Slot {
     pub(super) tools: Vec<rmcp::model::Tool>,
     /// The live connection's tool list announcements.
     pub(super) changes: Option<Arc<ListChanges>>,
+    /// How many of the live connection's messages were too long to read.
+    pub(super) oversized: Option<watch::Receiver<u64>>,
     /// It was ready once this session: a restart is not waited for.
     pub(super) ever_ready: bool,
 }
@@ -300,6 +302,7 @@ impl McpManager {
         cancel: CancellationToken,
     ) -> Result<McpResult, McpError> {
         let (peer, timeout) = self.peer(&server_name)?;
+        let mut oversized = self.oversized(&server_name);
         let mut params = CallToolRequestParams::new(tool.clone());
         match args {
             Value::Object(map) => params = params.with_arguments(map),
@@ -314,6 +317,9 @@ impl McpManager {
         let result = tokio::select! {
             result = call => result,
             () = cancel.cancelled() => return Err(McpError::Cancelled),
+            () = super::oversize::dropped(&mut oversized) => {
+                return Err(McpError::TooLarge { server: server_name, tool });
+            }
         };
         match result {
             Err(_) => Err(McpError::Timeout {
@@ -385,6 +391,14 @@ impl McpManager {
         &self.inner.shared
     }
 
+    /// What counts the messages of `server` too long to read, marked as seen so far.
+    fn oversized(&self, server: &str) -> Option<watch::Receiver<u64>> {
+        let entry = self.shared().servers.get(server)?;
+        let mut seen = lock(&entry.slot).oversized.clone()?;
+        seen.mark_unchanged();
+        Some(seen)
+    }
+
     /// The connection to a ready server, or why there is none.
     fn peer(&self, server: &str) -> Result<(Peer<RoleClient>, Duration), McpError> {
         let entry = self
@@ -451,6 +465,7 @@ impl Server {
                 pid: None,
                 tools: Vec::new(),
                 changes: None,
+                oversized: None,
                 ever_ready: false,
             }),
         }

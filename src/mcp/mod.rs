@@ -7,6 +7,7 @@ mod connection;
 mod content;
 mod manager;
 mod names;
+mod oversize;
 mod supervisor;
 
 pub use config::{McpConfig, McpConfigError, McpServerConfig, McpServerEntry, Transport};
@@ -88,6 +89,12 @@ pub enum McpError {
         tool: String,
         secs: u64,
     },
+    #[error(
+        "MCP server `{server}` answered `{tool}` with a message over {} MiB, the most mnemo \
+         reads; the answer was dropped. Ask for less (a filter, a page, a smaller range)",
+        oversize::MAX_LINE_BYTES / (1024 * 1024)
+    )]
+    TooLarge { server: String, tool: String },
     #[error("the MCP call was cancelled")]
     Cancelled,
     #[error("{0}")]

@@ -130,6 +130,7 @@ impl Supervisor {
             let mut slot = lock(&server.slot);
             slot.peer = Some(connection.peer());
             slot.changes = Some(Arc::clone(changes));
+            slot.oversized = connection.oversized.clone();
             slot.ever_ready = true;
             slot.pid = connection
                 .child
@@ -147,7 +148,9 @@ impl Supervisor {
         tools_changed: &ListChanges,
         list_timeout: Duration,
     ) -> String {
-        let Connection { service, mut child } = connection;
+        let Connection {
+            service, mut child, ..
+        } = connection;
         let peer = service.peer().clone();
         let mut waiting = Box::pin(service.waiting());
         loop {
@@ -169,6 +172,7 @@ impl Supervisor {
             slot.peer = None;
             slot.pid = None;
             slot.changes = None;
+            slot.oversized = None;
             // Never `Ready` without a connection; `run` words the reason and the restart.
             slot.state = ServerState::Failed {
                 reason: "the connection to the server closed; restarting in a moment".to_string(),

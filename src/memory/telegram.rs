@@ -167,23 +167,25 @@ impl Db {
     }
 
     /// Stores a chat's code (replacing an older one), first dropping codes created before
-    /// `expired_before`; `false` when `limit` codes are already waiting.
+    /// `expired_before`; when `limit` codes still wait, the oldest gives way, so chats that
+    /// never pair cannot keep a new one from getting its code.
     pub fn put_telegram_pairing(
         &mut self,
         pairing: &Pairing,
         expired_before: Millis,
         limit: usize,
-    ) -> Result<bool, StoreError> {
+    ) -> Result<(), StoreError> {
         let tx = self.conn.transaction()?;
         tx.execute(
             "DELETE FROM telegram_pairings WHERE created_at < ?1 OR chat_id = ?2",
             params![expired_before, pairing.chat_id],
         )?;
-        let waiting: i64 =
-            tx.query_row("SELECT count(*) FROM telegram_pairings", [], |r| r.get(0))?;
-        if usize::try_from(waiting).unwrap_or(usize::MAX) >= limit {
-            return Ok(false);
-        }
+        let room = i64::try_from(limit.saturating_sub(1)).unwrap_or(i64::MAX);
+        tx.execute(
+            "DELETE FROM telegram_pairings WHERE chat_id NOT IN
+                 (SELECT chat_id FROM telegram_pairings ORDER BY created_at DESC LIMIT ?1)",
+            [room],
+        )?;
         tx.execute(
             "INSERT INTO telegram_pairings(chat_id, code, name, created_at, sent_at)
              VALUES (?1, ?2, ?3, ?4, ?5)",
@@ -196,6 +198,6 @@ impl Db {
             ],
         )?;
         tx.commit()?;
-        Ok(true)
+        Ok(())
     }
 }

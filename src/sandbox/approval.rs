@@ -19,6 +19,9 @@ pub enum Action {
     /// A tool of an MCP server that is not marked read-only: it acts outside mnemo's sandbox,
     /// so it counts as a write.
     External,
+    /// A write outside the workspace that every later session reads (the person's own
+    /// skills, a skill in `.mnemo/`): asked even under auto.
+    Shared,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -48,11 +51,12 @@ pub fn verdict(mode: ApprovalMode, base: &SandboxConfig, action: Action) -> Verd
         (ApprovalMode::ReadOnly, Action::External) => {
             read_only("an MCP tool that is not marked read-only")
         }
+        (ApprovalMode::ReadOnly, Action::Shared) => read_only("writing the user's skills"),
         (ApprovalMode::ReadOnly, Action::Command(None)) => Verdict::Allow,
         (ApprovalMode::ReadOnly, Action::Command(Some(escalation))) => {
             read_only(escalation.label())
         }
-        (ApprovalMode::Ask, _) => Verdict::Ask,
+        (ApprovalMode::Ask, _) | (ApprovalMode::Auto, Action::Shared) => Verdict::Ask,
         (
             ApprovalMode::Auto,
             Action::Write
@@ -186,6 +190,15 @@ mod tests {
         policy: SandboxPolicy::WorkspaceWrite,
         network: false,
     };
+
+    #[test]
+    fn a_write_every_workspace_reads_is_asked_even_under_auto() {
+        let shared = |mode| verdict(mode, &BASE, Action::Shared);
+        assert_eq!(shared(ApprovalMode::Auto), Verdict::Ask);
+        assert_eq!(shared(ApprovalMode::Ask), Verdict::Ask);
+        assert_eq!(shared(ApprovalMode::Full), Verdict::Allow);
+        assert!(matches!(shared(ApprovalMode::ReadOnly), Verdict::Refuse(_)));
+    }
 
     #[test]
     fn ask_asks_for_everything_and_auto_only_for_more_than_the_sandbox() {

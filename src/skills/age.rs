@@ -7,7 +7,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{Skill, SkillError, SkillSet};
+use super::{Skill, SkillError, SkillSet, SkillSource};
 use crate::memory::skills::{SkillOrigin, SkillStats};
 use crate::memory::{Db, StoreError};
 
@@ -97,7 +97,12 @@ pub fn age(
         if stat.origin != SkillOrigin::Learned || stat.pinned {
             continue;
         }
-        let Some(skill) = skills.get(&stat.name).filter(|s| s.writable()) else {
+        // Only what mnemo keeps in the person's folder: a repository's skill of the same name
+        // (tracked, maybe) is never moved out of the checkout.
+        let Some(skill) = skills
+            .get(&stat.name)
+            .filter(|s| s.source == SkillSource::User)
+        else {
             continue;
         };
         let idle_days = (now_millis - stat.last_used.unwrap_or(stat.created_at)) / DAY_MS;

@@ -164,3 +164,37 @@ fn a_copied_tree_keeps_files_folders_and_links_unfollowed() -> TestResult {
     );
     Ok(())
 }
+
+#[test]
+fn a_repository_skill_never_ages_even_when_a_learned_one_had_its_name() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let ws = dir.path().join("ws");
+    let config = dir.path().join("config");
+    for (root, name) in [
+        (".agents/skills", "tracked-agents"),
+        (".mnemo/skills", "tracked-mnemo"),
+    ] {
+        write_skill(
+            &ws.join(root),
+            name,
+            "A skill.",
+            "Steps.",
+            &Default::default(),
+        )?;
+    }
+    let skills = discover(&ws, &config);
+    assert_eq!(skills.len(), 2);
+    let stats: Vec<SkillStats> = skills
+        .iter()
+        .map(|s| stats(&s.name, SkillOrigin::Learned, None, days_ago(400)))
+        .collect();
+    let report = age(&skills, &stats, &config, NOW);
+    assert!(
+        report.archived.is_empty() && report.stale.is_empty(),
+        "{report:?}"
+    );
+    for skill in skills.iter() {
+        assert!(skill.file().exists(), "{} was moved", skill.dir.display());
+    }
+    Ok(())
+}

@@ -5,9 +5,13 @@
 
 use std::collections::HashMap;
 
-use super::SkillSet;
+use super::{SkillSet, SkillSource};
 use crate::llm::tokens::estimate_text;
 use crate::memory::skills::SkillStats;
+
+/// Said of a repository's skill in a workspace the person has not trusted.
+const UNTRUSTED_NOTE: &str = "(from this repository, not trusted yet: its description is left \
+                              out; load it only if the user asks for it)";
 
 /// Said after a skill whose last two uses failed.
 pub const SUSPECT_NOTE: &str = " (suspect: its last two uses failed)";
@@ -26,8 +30,15 @@ struct Entry {
 }
 
 /// The catalogue section for the system prompt within `budget_tokens`, lines by name; empty
-/// when there is no skill to list (or not even the heading fits).
-pub fn catalog(skills: &SkillSet, stats: &[SkillStats], budget_tokens: u32) -> String {
+/// when there is no skill to list (or not even the heading fits). A repository's skills are
+/// marked as such; until the person trusts the workspace (`repository_trusted`) their
+/// descriptions, text the repository wrote, stay out of the prompt.
+pub fn catalog(
+    skills: &SkillSet,
+    stats: &[SkillStats],
+    budget_tokens: u32,
+    repository_trusted: bool,
+) -> String {
     let stats: HashMap<&str, &SkillStats> = stats.iter().map(|s| (s.name.as_str(), s)).collect();
     let mut entries: Vec<Entry> = skills
         .iter()
@@ -42,7 +53,14 @@ pub fn catalog(skills: &SkillSet, stats: &[SkillStats], budget_tokens: u32) -> S
             } else {
                 ""
             };
-            let line = format!("- {}: {description}{suspect}\n", skill.name);
+            let line = match (skill.source, repository_trusted) {
+                (SkillSource::User, _) => format!("- {}: {description}{suspect}\n", skill.name),
+                (_, true) => format!(
+                    "- {} (from this repository): {description}{suspect}\n",
+                    skill.name
+                ),
+                (_, false) => format!("- {} {UNTRUSTED_NOTE}{suspect}\n", skill.name),
+            };
             Some(Entry {
                 name: skill.name.clone(),
                 tokens: estimate_text(&line),

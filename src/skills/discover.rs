@@ -1,7 +1,8 @@
 //! Finding the skills of a workspace. Four folders are read, in this order, and the first
-//! skill of a name wins: `<workspace>/.agents/skills` and `<workspace>/.mnemo/skills` (the
-//! project's), `<config dir>/skills` (the person's own, in mnemo's config directory) and
-//! `<workspace>/.claude/skills` (read, never written). Each subfolder with a `SKILL.md` is a
+//! skill of a name wins: `<config dir>/skills` (the person's own, in mnemo's config directory,
+//! so a repository cannot shadow them), `<workspace>/.agents/skills` and
+//! `<workspace>/.mnemo/skills` (the project's) and `<workspace>/.claude/skills` (read, never
+//! written). Each subfolder with a `SKILL.md` is a
 //! skill; a malformed one is left out with a warning naming the file and the problem. Hidden
 //! folders (the `.archive` some people keep, editor litter) are skipped. Many skills are read
 //! on a few threads: this runs at every session start.
@@ -17,15 +18,15 @@ use crate::sandbox::workspace_read::read_bytes;
 /// The skills folders of `workspace`, first found wins.
 pub fn roots(workspace: &Path, config_dir: &Path) -> [(PathBuf, SkillSource); 4] {
     [
+        (config_dir.join("skills"), SkillSource::User),
         (workspace.join(".agents/skills"), SkillSource::Project),
         (workspace.join(".mnemo/skills"), SkillSource::Project),
-        (config_dir.join("skills"), SkillSource::User),
         (workspace.join(".claude/skills"), SkillSource::Claude),
     ]
 }
 
-/// Every skill of the project (`<ws>/.agents/skills/`, `<ws>/.mnemo/skills/`), the person's
-/// (`<config_dir>/skills/`, `config_dir` being mnemo's own config directory) and Claude's
+/// Every skill of the person (`<config_dir>/skills/`, `config_dir` being mnemo's own config
+/// directory), the project (`<ws>/.agents/skills/`, `<ws>/.mnemo/skills/`) and Claude's
 /// (`<ws>/.claude/skills/`, read-only). Malformed skills are skipped with a warning naming the
 /// file and the problem.
 pub fn discover(workspace: &Path, config_dir: &Path) -> SkillSet {

@@ -1,6 +1,8 @@
 //! The skill tools: `load_skill` and `read_skill_resource` read skills on demand (only names
 //! and descriptions sit in the system prompt); `skill_write` and `skill_patch` let the agent
-//! write down a procedure that worked, or improve one. Writing is a write for approvals.
+//! write down a procedure that worked, or improve one. Writing the workspace's own skill folder
+//! (`.agents/skills`) is a write like the file tools'; writing anywhere else (the person's
+//! skills, which every workspace reads, or `.mnemo/`) asks, even under auto.
 
 use std::path::PathBuf;
 use std::sync::{Arc, PoisonError, RwLock};
@@ -21,6 +23,9 @@ pub struct SkillLibrary {
     pub workspace: PathBuf,
     /// mnemo's config dir: user skills live in its `skills/`.
     pub config_dir: PathBuf,
+    /// Whether the person trusts the workspace: until then the catalogue leaves out what its
+    /// repository's skills say of themselves.
+    pub repository_trusted: bool,
     set: RwLock<SkillSet>,
 }
 
@@ -36,8 +41,15 @@ impl SkillLibrary {
         Self {
             workspace,
             config_dir,
+            repository_trusted: false,
             set: RwLock::new(SkillSet::default()),
         }
+    }
+
+    /// The same library, its repository's skills trusted or not.
+    pub fn trusting_repository(mut self, trusted: bool) -> Self {
+        self.repository_trusted = trusted;
+        self
     }
 
     pub fn set(&self) -> SkillSet {
@@ -66,8 +78,15 @@ impl SkillLibrary {
     fn root(&self, scope: Scope) -> PathBuf {
         match scope {
             Scope::User => self.config_dir.join("skills"),
-            Scope::Project => self.workspace.join(".mnemo").join("skills"),
+            Scope::Project => self.workspace.join(PROJECT_SKILLS),
         }
+    }
+
+    /// Whether `skill` lives in the workspace's own skill folder, which the agent may write
+    /// as it writes files; every other folder is shared with later sessions elsewhere.
+    fn in_project_folder(&self, skill: &Skill) -> bool {
+        let root = std::fs::canonicalize(self.workspace.join(PROJECT_SKILLS));
+        root.is_ok_and(|root| skill.dir.parent() == Some(root.as_path()))
     }
 
     /// (name, description) of every skill, for the search index.
@@ -101,6 +120,9 @@ impl SkillLibrary {
         })
     }
 }
+
+/// The workspace's own skill folder, relative to it: what `skill_write` scope project writes.
+const PROJECT_SKILLS: &str = ".agents/skills";
 
 /// Registers the four skill tools over `library`.
 pub fn register(registry: &mut ToolRegistry, library: Arc<SkillLibrary>, store: &Store) {
@@ -187,8 +209,8 @@ impl TypedTool for ReadSkillResource {
 #[derive(Debug, Clone, Copy, Default, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Scope {
-    #[default]
     User,
+    #[default]
     Project,
 }
 
@@ -206,7 +228,7 @@ pub struct WriteArgs {
     pub description: String,
     /// Markdown: verified facts, the steps, the pitfalls.
     pub body: String,
-    /// user (default: every workspace) or project.
+    /// project (default: this workspace's .agents/skills) or user (every workspace; asks).
     #[serde(default)]
     pub scope: Scope,
     /// A shell command that checks the skill still works.
@@ -220,15 +242,19 @@ impl TypedTool for SkillWrite {
         "Write down a procedure that worked as a new skill (refused if the name exists).";
     const MUTATES: bool = true;
 
-    fn action(&self, _args: &WriteArgs) -> Option<Action> {
-        Some(Action::Write)
+    fn action(&self, args: &WriteArgs) -> Option<Action> {
+        Some(match args.scope {
+            Scope::Project => Action::Write,
+            Scope::User => Action::Shared,
+        })
     }
 
     async fn preview(
         &self,
         args: WriteArgs,
-        _ctx: &ToolContext,
+        ctx: &ToolContext,
     ) -> Result<ApprovalAction, ToolError> {
+        ctx.check_writable("writing a skill")?;
         let path = self
             .library
             .root(args.scope)
@@ -242,6 +268,19 @@ impl TypedTool for SkillWrite {
     }
 
     async fn run(&self, args: WriteArgs, ctx: &ToolContext) -> Result<String, ToolError> {
+        ctx.check_writable("writing a skill")?;
+        skills::validate_name(&args.name).map_err(|message| ToolError::InvalidArguments {
+            tool: Self::NAME.into(),
+            message,
+        })?;
+        if let Scope::Project = args.scope {
+            // The folder is the workspace's: the file tools' guard decides (no symlink out).
+            ctx.resolve_write(&format!(
+                "{PROJECT_SKILLS}/{}/{}",
+                args.name,
+                skills::SKILL_FILE
+            ))?;
+        }
         if self.library.get(&args.name).is_some() {
             return Err(ToolError::Failed(format!(
                 "a skill named `{}` exists; improve it with skill_patch or choose another name",
@@ -284,15 +323,20 @@ impl TypedTool for SkillPatch {
     const DESCRIPTION: &'static str = "Improve a skill: replace text that occurs once in it.";
     const MUTATES: bool = true;
 
-    fn action(&self, _args: &PatchArgs) -> Option<Action> {
-        Some(Action::Write)
+    fn action(&self, args: &PatchArgs) -> Option<Action> {
+        let skill = self.library.get(&args.name)?;
+        Some(match self.library.in_project_folder(&skill) {
+            true => Action::Write,
+            false => Action::Shared,
+        })
     }
 
     async fn preview(
         &self,
         args: PatchArgs,
-        _ctx: &ToolContext,
+        ctx: &ToolContext,
     ) -> Result<ApprovalAction, ToolError> {
+        ctx.check_writable("changing a skill")?;
         let skill = self.library.skill(&args.name)?;
         let removed = args.old_text.lines().map(|l| format!("-{l}\n"));
         let added = args.new_text.lines().map(|l| format!("+{l}\n"));
@@ -303,7 +347,12 @@ impl TypedTool for SkillPatch {
     }
 
     async fn run(&self, args: PatchArgs, ctx: &ToolContext) -> Result<String, ToolError> {
+        ctx.check_writable("changing a skill")?;
         let skill = self.library.skill(&args.name)?;
+        if self.library.in_project_folder(&skill) {
+            let file = format!("{PROJECT_SKILLS}/{}/{}", args.name, skills::SKILL_FILE);
+            ctx.resolve_write(&file)?;
+        }
         skills::patch_skill(&skill, &args.old_text, &args.new_text).map_err(failed)?;
         self.library.written(&self.store, &args.name, ctx).await?;
         Ok(format!("skill `{}` updated", args.name))

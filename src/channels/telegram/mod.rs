@@ -302,8 +302,8 @@ async fn pair(ctx: &Ctx, message: &Message) {
                 return Ok(None);
             };
             let expired = now - pairing::CODE_LIFETIME_MS;
-            let stored = db.put_telegram_pairing(&code, expired, pairing::MAX_WAITING)?;
-            Ok(stored.then_some(code))
+            db.put_telegram_pairing(&code, expired, pairing::MAX_WAITING)?;
+            Ok(Some(code))
         })
         .await;
     match decided {

@@ -1,16 +1,17 @@
 //! Pairing: a chat nobody paired gets a one-time code and nothing else; its owner types
-//! `mnemo telegram pair CODE` in a terminal. Codes are rate-limited per chat and in total, so
-//! a stranger cannot make the bot spam or fill the store.
+//! `mnemo telegram pair CODE` in a terminal. A chat has one code at a time, sent again at most
+//! every few minutes; codes expire soon, and when too many wait the oldest gives way, so
+//! strangers can neither fill the store nor keep the owner's chat from getting a code.
 
 use crate::memory::telegram::Pairing;
 use crate::memory::types::Millis;
 
 /// How long a code can be used.
-pub const CODE_LIFETIME_MS: Millis = 60 * 60 * 1000;
+pub const CODE_LIFETIME_MS: Millis = 15 * 60 * 1000;
 /// A chat that got its code less than this long ago gets no answer.
-pub const RESEND_AFTER_MS: Millis = 10 * 60 * 1000;
-/// Codes waiting at once, across chats.
-pub const MAX_WAITING: usize = 20;
+pub const RESEND_AFTER_MS: Millis = 5 * 60 * 1000;
+/// Codes waiting at once, across chats; a new chat's code takes the oldest one's place.
+pub const MAX_WAITING: usize = 64;
 
 /// Letters and digits that cannot be mistaken for one another.
 const ALPHABET: &[u8] = b"ABCDEFGHJKMNPQRSTUVWXYZ23456789";
@@ -55,7 +56,7 @@ pub fn code_message(code: &str) -> String {
     format!(
         "This chat is not paired with mnemo. If it is yours, run this in a terminal on the \
          machine where mnemo runs:\n\n<code>mnemo telegram pair {code}</code>\n\nThe code \
-         works for an hour. Until then, nothing you send here reaches mnemo."
+         works for 15 minutes. Until then, nothing you send here reaches mnemo."
     )
 }
 
@@ -81,13 +82,13 @@ mod tests {
         };
         assert_eq!(first.code, "AAAA2222");
         assert_eq!(
-            answer(Some(&first), 7, "Ada", 9 * MINUTE, || "X".into()),
+            answer(Some(&first), 7, "Ada", 4 * MINUTE, || "X".into()),
             None
         );
-        let again = answer(Some(&first), 7, "Ada", 11 * MINUTE, || "X".into());
+        let again = answer(Some(&first), 7, "Ada", 6 * MINUTE, || "X".into());
         assert_eq!(again.as_ref().map(|p| p.code.as_str()), Some("AAAA2222"));
         let again = again.unwrap_or(first);
-        let later = answer(Some(&again), 7, "Ada", 61 * MINUTE + 11 * MINUTE, || {
+        let later = answer(Some(&again), 7, "Ada", 16 * MINUTE + 6 * MINUTE, || {
             "BBBB3333".into()
         });
         assert_eq!(later.map(|p| p.code), Some("BBBB3333".into()));
