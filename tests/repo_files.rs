@@ -10,20 +10,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use cli_support::{Workspace, text};
-use common::{Reply, TestServer};
+use common::{Reply, TestServer, openai_text};
 use serde_json::json;
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;
-
-/// An OpenAI Chat Completions stream that answers with `text`.
-fn openai_text(text: &str) -> String {
-    format!(
-        "data: {{\"id\":\"c2\",\"object\":\"chat.completion.chunk\",\"choices\":[{{\"index\":0,\
-         \"delta\":{{\"role\":\"assistant\",\"content\":\"{text}\"}},\"finish_reason\":null}}]}}\n\n\
-         data: {{\"id\":\"c2\",\"object\":\"chat.completion.chunk\",\"choices\":[{{\"index\":0,\
-         \"delta\":{{}},\"finish_reason\":\"stop\"}}]}}\n\ndata: [DONE]\n\n"
-    )
-}
 
 /// Runs `mnemo run` against `server` with `env` added; a run longer than a minute is killed
 /// and reported as hanging.

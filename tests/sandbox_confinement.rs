@@ -15,20 +15,8 @@ use mnemo::sandbox::{Confinement, SandboxPolicy, SandboxSection};
 use mnemo::tools::ToolError;
 use mnemo::tools::fs_write::WriteFile;
 use mnemo::tools::shell::Shell;
-use sandbox_support::{Fixture, TestResult, call, failure, run};
+use sandbox_support::{Fixture, TestResult, call, failure, host_dir, run};
 use serde_json::json;
-
-/// A directory outside `/tmp` (which the sandbox replaces), so commands see it as the host has
-/// it: under the build's own temporary directory.
-/// A host directory the sandbox sees as it is (it puts its own /tmp over the host's): the
-/// build's temp dir, or /var/tmp when the checkout itself lives under /tmp.
-fn host_dir() -> std::io::Result<tempfile::TempDir> {
-    let target = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"));
-    match target.starts_with("/tmp") {
-        true => tempfile::tempdir_in("/var/tmp"),
-        false => tempfile::tempdir_in(target),
-    }
-}
 
 fn confined_shell(
     fx: &Fixture,

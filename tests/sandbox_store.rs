@@ -4,18 +4,11 @@
 #![cfg(target_os = "linux")]
 
 mod cli_support;
+mod sandbox_support;
 
 use cli_support::{Workspace, text};
+use sandbox_support::host_dir;
 use serde_json::json;
-
-/// A host directory the sandbox sees as it is (it puts its own /tmp over the host's).
-fn host_dir() -> std::io::Result<tempfile::TempDir> {
-    let target = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"));
-    match target.starts_with("/tmp") {
-        true => tempfile::tempdir_in("/var/tmp"),
-        false => tempfile::tempdir_in(target),
-    }
-}
 
 #[test]
 fn a_sandboxed_command_cannot_read_the_wal_of_a_database_given_with_db() {

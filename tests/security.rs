@@ -9,7 +9,7 @@ mod common;
 
 use agent_support::start;
 use cli_support::{Workspace, text};
-use common::{Reply, TestServer};
+use common::{Reply, TestServer, openai_text};
 use mnemo::protocol::{Event, Op, ToolStatus};
 use serde_json::json;
 
@@ -25,16 +25,6 @@ fn openai_tool_call(name: &str, arguments: &serde_json::Value) -> String {
          \"finish_reason\":null}}]}}\n\n\
          data: {{\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"choices\":[{{\"index\":0,\
          \"delta\":{{}},\"finish_reason\":\"tool_calls\"}}]}}\n\ndata: [DONE]\n\n"
-    )
-}
-
-/// An OpenAI Chat Completions stream that answers with `text`.
-fn openai_text(text: &str) -> String {
-    format!(
-        "data: {{\"id\":\"c2\",\"object\":\"chat.completion.chunk\",\"choices\":[{{\"index\":0,\
-         \"delta\":{{\"role\":\"assistant\",\"content\":\"{text}\"}},\"finish_reason\":null}}]}}\n\n\
-         data: {{\"id\":\"c2\",\"object\":\"chat.completion.chunk\",\"choices\":[{{\"index\":0,\
-         \"delta\":{{}},\"finish_reason\":\"stop\"}}]}}\n\ndata: [DONE]\n\n"
     )
 }
 

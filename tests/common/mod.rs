@@ -405,3 +405,13 @@ pub fn complete(
     let response = completed(&events).ok_or("no Completed event")?.clone();
     Ok((events, response))
 }
+
+/// An OpenAI Chat Completions stream that answers with `text`.
+pub fn openai_text(text: &str) -> String {
+    format!(
+        "data: {{\"id\":\"c2\",\"object\":\"chat.completion.chunk\",\"choices\":[{{\"index\":0,\
+         \"delta\":{{\"role\":\"assistant\",\"content\":\"{text}\"}},\"finish_reason\":null}}]}}\n\n\
+         data: {{\"id\":\"c2\",\"object\":\"chat.completion.chunk\",\"choices\":[{{\"index\":0,\
+         \"delta\":{{}},\"finish_reason\":\"stop\"}}]}}\n\ndata: [DONE]\n\n"
+    )
+}

@@ -111,3 +111,13 @@ pub async fn wait_until_gone(marker: &str) -> bool {
 pub fn marker(salt: u32) -> String {
     format!("{}.{}", 600 + salt, std::process::id())
 }
+
+/// A host directory the sandbox sees as it is (it puts its own /tmp over the host's): the
+/// build's temp dir, or /var/tmp when the checkout itself lives under /tmp.
+pub fn host_dir() -> std::io::Result<tempfile::TempDir> {
+    let target = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"));
+    match target.starts_with("/tmp") {
+        true => tempfile::tempdir_in("/var/tmp"),
+        false => tempfile::tempdir_in(target),
+    }
+}
