@@ -4,7 +4,10 @@
 //! (a transaction per `BATCH_WAIT` or `BATCH_EVENTS`) and serializes them there, off the
 //! agents' path. Its queue is bounded and the fan-out never waits for it: an event that finds
 //! it full is not journaled, and a replay that would need it is refused rather than gapped
-//! (`fanout::Fanout::subscribe` checks that what it replays is contiguous).
+//! (`fanout::Fanout::subscribe` checks that what it replays is contiguous). Text deltas that
+//! follow each other in a session are written as one row holding each delta's text, so a
+//! streamed reply costs a row per batch instead of a row per delta, and a replay from the
+//! middle of it still gets exactly the deltas after that point.
 
 use std::collections::HashMap;
 use std::sync::mpsc::{self, SyncSender};
@@ -12,7 +15,9 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::oneshot;
 
-use crate::memory::session_events::JournalRow;
+use serde::{Deserialize, Serialize};
+
+use crate::memory::session_events::{JournalRow, MAX_RUN};
 use crate::memory::{Store, StoreError};
 use crate::protocol::{Event, SessionEvent};
 
@@ -119,15 +124,117 @@ impl Journal {
             .await?;
         Ok(rows
             .into_iter()
-            .filter_map(|(seq, json)| {
-                let event: Event = serde_json::from_str(&json).ok()?;
-                Some(SessionEvent {
-                    session: session.to_string(),
-                    seq,
-                    event,
-                })
-            })
+            .flat_map(|(first, last, json)| expand(session, first, last, &json))
+            .filter(|event| event.seq > after && event.seq <= through)
             .collect())
+    }
+}
+
+/// How a run of text deltas is stored: each delta's text, numbered on from the row's first.
+#[derive(Serialize, Deserialize)]
+struct DeltaRun {
+    text_deltas: Vec<String>,
+}
+
+/// The events of one row; one whose JSON no longer reads is left out.
+fn expand(session: &str, first: u64, last: u64, json: &str) -> Vec<SessionEvent> {
+    let event = |seq, event| SessionEvent {
+        session: session.to_string(),
+        seq,
+        event,
+    };
+    if last == first {
+        return serde_json::from_str::<Event>(json)
+            .map(|e| vec![event(first, e)])
+            .unwrap_or_default();
+    }
+    let Ok(run) = serde_json::from_str::<DeltaRun>(json) else {
+        return Vec::new();
+    };
+    (first..)
+        .zip(run.text_deltas)
+        .map(|(seq, text)| event(seq, Event::TextDelta { text }))
+        .collect()
+}
+
+/// The rows of one batch, text deltas that follow each other in a session gathered into one.
+#[derive(Default)]
+struct Batch {
+    rows: Vec<Pending>,
+    /// Each session's row that a next delta may join.
+    open_run: HashMap<String, usize>,
+    events: usize,
+}
+
+enum Pending {
+    One(SessionEvent),
+    Run {
+        session: String,
+        first: u64,
+        texts: Vec<String>,
+    },
+}
+
+impl Batch {
+    fn push(&mut self, event: SessionEvent) {
+        self.events += 1;
+        let Event::TextDelta { text } = event.event else {
+            self.open_run.remove(&event.session);
+            self.rows.push(Pending::One(event));
+            return;
+        };
+        if let Some(&at) = self.open_run.get(&event.session)
+            && let Some(Pending::Run { first, texts, .. }) = self.rows.get_mut(at)
+            && *first + texts.len() as u64 == event.seq
+            && (texts.len() as u64) < MAX_RUN
+        {
+            texts.push(text);
+            return;
+        }
+        self.open_run.insert(event.session.clone(), self.rows.len());
+        self.rows.push(Pending::Run {
+            session: event.session,
+            first: event.seq,
+            texts: vec![text],
+        });
+    }
+
+    fn into_rows(self) -> Vec<JournalRow> {
+        self.rows.into_iter().filter_map(row).collect()
+    }
+}
+
+fn row(pending: Pending) -> Option<JournalRow> {
+    match pending {
+        Pending::One(event) => Some(JournalRow {
+            event: serde_json::to_string(&event.event).ok()?,
+            session: event.session,
+            seq: event.seq,
+            last_seq: event.seq,
+        }),
+        // A lone delta is stored as the event itself.
+        Pending::Run {
+            session,
+            first,
+            mut texts,
+        } if texts.len() == 1 => {
+            let text = texts.pop().unwrap_or_default();
+            row(Pending::One(SessionEvent {
+                session,
+                seq: first,
+                event: Event::TextDelta { text },
+            }))
+        }
+        Pending::Run {
+            session,
+            first,
+            texts,
+        } => Some(JournalRow {
+            last_seq: first + texts.len() as u64 - 1,
+            event: serde_json::to_string(&DeltaRun { text_deltas: texts }).ok()?,
+            session,
+            seq: first,
+        }),
     }
 }
 
@@ -140,24 +247,24 @@ impl Writer {
     fn run(self, entries: &mpsc::Receiver<Entry>) {
         while let Ok(first) = entries.recv() {
             let deadline = Instant::now() + BATCH_WAIT;
-            let mut rows = Vec::new();
+            let mut batch = Batch::default();
             let mut ended = Vec::new();
             let mut flushes = Vec::new();
             let mut next = Some(first);
             while let Some(entry) = next.take() {
                 match entry {
-                    Entry::Event(event) => rows.push(row(*event)),
+                    Entry::Event(event) => batch.push(*event),
                     Entry::Ended(session) => ended.push(session),
                     Entry::Flush(done) => flushes.push(done),
                 }
-                if rows.len() >= BATCH_EVENTS || !flushes.is_empty() {
+                if batch.events >= BATCH_EVENTS || !flushes.is_empty() {
                     break;
                 }
                 let wait = deadline.saturating_duration_since(Instant::now());
                 // Timed out (the batch is due) or every handle is gone (write what there is).
                 next = entries.recv_timeout(wait).ok();
             }
-            self.write(rows, ended);
+            self.write(batch.into_rows(), ended);
             for done in flushes {
                 let _ = done.send(());
             }
@@ -166,8 +273,7 @@ impl Writer {
 
     /// Writes one batch. A failed batch is lost to the journal only (the sessions' histories
     /// are written separately); a replay that needs it is refused as a gap.
-    fn write(&self, rows: Vec<Option<JournalRow>>, ended: Vec<String>) {
-        let rows: Vec<JournalRow> = rows.into_iter().flatten().collect();
+    fn write(&self, rows: Vec<JournalRow>, ended: Vec<String>) {
         if rows.is_empty() && ended.is_empty() {
             return;
         }
@@ -183,9 +289,9 @@ impl Writer {
     fn to_prune(&self, rows: &[JournalRow]) -> Vec<(String, u64)> {
         let mut spans: HashMap<&str, (u64, u64)> = HashMap::new();
         for row in rows {
-            let span = spans.entry(&row.session).or_insert((row.seq, row.seq));
+            let span = spans.entry(&row.session).or_insert((row.seq, row.last_seq));
             span.0 = span.0.min(row.seq);
-            span.1 = span.1.max(row.seq);
+            span.1 = span.1.max(row.last_seq);
         }
         spans
             .into_iter()
@@ -194,15 +300,6 @@ impl Writer {
             .map(|(session, (_, high))| (session.to_string(), high - self.keep))
             .collect()
     }
-}
-
-fn row(event: SessionEvent) -> Option<JournalRow> {
-    let json = serde_json::to_string(&event.event).ok()?;
-    Some(JournalRow {
-        session: event.session,
-        seq: event.seq,
-        event: json,
-    })
 }
 
 #[cfg(test)]
@@ -246,6 +343,37 @@ mod tests {
         assert_eq!(journal.last_seq("b").await?, 0);
         assert_eq!(journal.last_seq("a").await?, 3_200);
         assert_eq!(journal.events("a", 3_100, 3_102).await?.len(), 2);
+        Ok(())
+    }
+
+    #[tokio::test]
+    async fn a_streamed_reply_takes_a_row_per_batch_and_replays_exactly_from_its_middle()
+    -> TestResult {
+        let store = Store::open_in_memory()?;
+        let journal = Journal::spawn(store.clone(), 20_000)?;
+        let other = |seq| SessionEvent {
+            session: "a".into(),
+            seq,
+            event: Event::TurnStarted { turn: 1 },
+        };
+        journal.record(&other(1));
+        for seq in 2..=101 {
+            journal.record(&event("a", seq));
+            journal.record(&event("b", seq));
+        }
+        journal.record(&other(102));
+        assert_eq!(journal.last_seq("a").await?, 102);
+        let rows = store.call(|db| db.session_events("a", 0, u64::MAX)).await?;
+        assert!(rows.len() <= 4, "{} rows for 102 events", rows.len());
+        let replayed = journal.events("a", 50, u64::MAX).await?;
+        let mut expected: Vec<SessionEvent> = (51..=101).map(|seq| event("a", seq)).collect();
+        expected.push(other(102));
+        assert_eq!(replayed, expected);
+        assert_eq!(journal.events("a", 60, 61).await?, vec![event("a", 61)]);
+        assert_eq!(
+            journal.events("b", 0, 3).await?,
+            vec![event("b", 2), event("b", 3)]
+        );
         Ok(())
     }
 }

@@ -420,6 +420,12 @@ CREATE TRIGGER session_events_on_session_delete AFTER DELETE ON sessions BEGIN
 END;
 ";
 
+/// A run of text deltas is journaled as one row: `seq` is its first event's number and
+/// `last_seq` its last (NULL for a row of one event).
+const SESSION_EVENT_RUNS: &str = "
+ALTER TABLE session_events ADD COLUMN last_seq INTEGER;
+";
+
 /// What the session that made a schedule was allowed (approval mode, sandbox policy, network,
 /// workspace trust), so that its runs never get more. Schedules made before this was kept get
 /// the least: read-only, offline, untrusted.
@@ -446,6 +452,7 @@ const MIGRATIONS: &[&str] = &[
     TELEGRAM,
     SESSION_EVENTS,
     SCHEDULE_RIGHTS,
+    SESSION_EVENT_RUNS,
 ];
 
 /// The schema version this build writes.
