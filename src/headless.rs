@@ -4,6 +4,7 @@
 use std::io::Write;
 
 use crate::host::Attachment;
+use crate::present;
 use crate::protocol::{Event, Op, ToolStatus, TurnStatus};
 use crate::signals::{Signals, Stop};
 
@@ -134,7 +135,29 @@ pub async fn run_prompt(
                     stopped_by,
                 };
             }
-            _ => {}
+            Event::SessionStarted { .. }
+            | Event::QueuedWithdrawn { .. }
+            | Event::UserMessage { .. }
+            | Event::TextDelta { .. }
+            | Event::ReasoningDelta { .. }
+            | Event::AssistantMessage { .. }
+            | Event::ToolCallStarted { .. }
+            | Event::ApprovalRequested { .. }
+            | Event::ApprovalModeChanged { .. }
+            | Event::ApprovalResolved { .. }
+            | Event::AgentStarted { .. }
+            | Event::AgentActivity { .. }
+            | Event::AgentFinished { .. }
+            | Event::ToolOutput { .. }
+            | Event::ToolCallFinished { .. }
+            | Event::Usage { .. }
+            | Event::Retry { .. }
+            | Event::ModelFallback { .. }
+            | Event::Compacted { .. }
+            | Event::Notice { .. }
+            | Event::ToolsChanged { .. }
+            | Event::McpServers { .. }
+            | Event::Error { .. } => {}
         }
     };
     if mode == OutputMode::Text && !at_line_start {
@@ -177,11 +200,8 @@ fn print_event(
             duration_ms,
             ..
         } => match status {
-            ToolStatus::Ok => writeln!(err, "  ✓ {name} ({duration_ms} ms)")?,
-            ToolStatus::Error => {
-                let first = output.lines().next().unwrap_or_default();
-                writeln!(err, "  ✗ {name}: {first}")?;
-            }
+            ToolStatus::Ok => writeln!(err, "  ✓ {}", present::tool_succeeded(name, *duration_ms))?,
+            ToolStatus::Error => writeln!(err, "  ✗ {}", present::tool_failed(name, output))?,
         },
         Event::UserMessage {
             kind: crate::protocol::UserMessageKind::Continuation,
@@ -200,21 +220,22 @@ fn print_event(
             ..
         } => {
             let indent = "  ".repeat(*depth as usize);
-            writeln!(err, "{indent}⇢ sub-agent {run_id}: {label}")?;
+            writeln!(err, "{indent}⇢ {}", present::agent_started(run_id, label))?;
         }
         Event::AgentFinished {
             run_id,
             status,
             summary,
-        } => writeln!(err, "  ⇠ sub-agent {run_id} {}: {summary}", status.label())?,
-        Event::AgentsPending { count } => {
-            let agents = if *count == 1 {
-                "sub-agent"
-            } else {
-                "sub-agents"
-            };
-            writeln!(err, "… waiting for {count} {agents} in the background")?;
-        }
+        } => writeln!(
+            err,
+            "  ⇠ {}",
+            present::agent_finished(run_id, *status, summary)
+        )?,
+        Event::AgentsPending { count } => writeln!(
+            err,
+            "… waiting for {} in the background",
+            present::sub_agents(*count)
+        )?,
         Event::ApprovalModeChanged { mode } => writeln!(err, "note: approval {}", mode.explain())?,
         Event::Error { message } => writeln!(err, "error: {message}")?,
         Event::Notice { message } => writeln!(err, "note: {message}")?,
@@ -242,8 +263,8 @@ fn print_event(
             end_partial(out, err, *discard_partial, at_line_start)?;
             writeln!(
                 err,
-                "↻ {model}: {reason}; attempt {attempt} in {:.1} s",
-                *delay_ms as f64 / 1000.0
+                "↻ {}",
+                present::retry(model, *attempt, *delay_ms, reason)
             )?;
         }
         Event::ModelFallback {
@@ -253,7 +274,7 @@ fn print_event(
             discard_partial,
         } => {
             end_partial(out, err, *discard_partial, at_line_start)?;
-            writeln!(err, "↪ {from} failed ({reason}); {to} takes over")?;
+            writeln!(err, "↪ {}", present::fallback(from, to, reason))?;
         }
         Event::SessionStarted { .. }
         | Event::TurnStarted { .. }
@@ -286,7 +307,7 @@ fn end_partial(
             out.flush()?;
             *at_line_start = true;
         }
-        writeln!(err, "(the answer above broke off and starts over)")?;
+        writeln!(err, "({})", present::ANSWER_STARTS_OVER)?;
     }
     Ok(())
 }

@@ -15,6 +15,7 @@ pub mod launch;
 pub mod llm;
 pub mod mcp;
 pub mod memory;
+pub mod present;
 pub mod protocol;
 pub mod sandbox;
 pub mod serve;

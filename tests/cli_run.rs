@@ -1,6 +1,7 @@
 //! End-to-end `mnemo run` through the real binary on the scripted provider.
 
 mod cli_support;
+mod common;
 
 use std::process::Command;
 
@@ -250,5 +251,44 @@ fn the_configured_compressor_model_is_resolved_at_launch() {
     assert!(
         stderr.contains("unknown model `no-such-compressor`"),
         "{stderr}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_cut_and_retried_ends_with_the_whole_reply_once() {
+    let server = common::flaky_server()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let ws = Workspace::new();
+    std::fs::create_dir_all(ws.path().join(".cfg")).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(
+        ws.path().join(".cfg/config.toml"),
+        "[retry]\nbase_delay_secs = 0.05\n",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let url = format!("{}/v1", server.base_url);
+    let out = tokio::task::spawn_blocking(move || {
+        let args = ["--provider", "openai", "--base-url", &url];
+        let out = ws.mnemo(
+            &[&args[..], &["--model", "local", "run", "hi"]].concat(),
+            None,
+        );
+        drop(ws);
+        out
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(server.requests().len(), 2, "the cut stream was asked again");
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines, ["Hello from ", common::FLAKY_ANSWER], "{stdout}");
+    assert!(
+        stderr.contains("(the answer above broke off and starts over)"),
+        "the broken line is marked: {stderr}"
+    );
+    assert!(
+        stderr.contains("↻ openai:local: "),
+        "the retry is said: {stderr}"
     );
 }

@@ -3,6 +3,7 @@
 //! in place, long replies, approvals with buttons, /stop and injected messages, a restart
 //! between two updates, a 429 and a revoked token.
 
+mod common;
 mod jobs_support;
 mod telegram_support;
 
@@ -639,4 +640,29 @@ async fn a_crowd_of_unpaired_chats_cannot_keep_the_owner_from_pairing() -> TestR
     );
     running.stop().await?;
     Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_cut_and_retried_shows_the_reply_once() -> TestResult {
+    let server = BotServer::start(TOKEN).await?;
+    let model = common::flaky_server().await?;
+    // The retry waits long enough for the broken first attempt to reach the chat.
+    let config = "[retry]\nbase_delay_secs = 1.5\nmax_delay_secs = 2.0\n";
+    let mut setup = Setup::new(&server, json!({"turns": []}), config, "")?;
+    setup.cli.model = Some("local-coder".into());
+    setup.cli.provider = Some(mnemo::config::ProviderKind::OpenAi);
+    setup.cli.base_url = Some(format!("{}/v1", model.base_url));
+    let running = setup.start()?;
+    paired(&server, &setup, ADA).await?;
+
+    server.send_text(ADA, "say hello");
+    let reply = shown(&server, ADA, "flaky mock").await?;
+    assert_eq!(reply.text.trim(), common::FLAKY_ANSWER);
+    assert_eq!(model.requests().len(), 2, "the cut stream was asked again");
+    let texts: Vec<String> = server.messages(ADA).into_iter().map(|m| m.text).collect();
+    assert!(
+        texts.iter().all(|t| !t.contains("Hello from Hello")),
+        "the broken attempt's text stayed: {texts:?}"
+    );
+    running.stop().await
 }

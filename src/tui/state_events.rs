@@ -201,8 +201,7 @@ impl AppState {
                 reason,
                 discard_partial,
             } => {
-                let secs = delay_ms as f64 / 1000.0;
-                let text = format!("{model}: {reason}; attempt {attempt} in {secs:.1} s");
+                let text = crate::present::retry(&model, attempt, delay_ms, &reason);
                 self.model_trouble(text, discard_partial);
             }
             Event::ModelFallback {
@@ -211,7 +210,7 @@ impl AppState {
                 reason,
                 discard_partial,
             } => {
-                let text = format!("{from} failed ({reason}); {to} takes over");
+                let text = crate::present::fallback(&from, &to, &reason);
                 self.status.model = to;
                 self.model_trouble(text, discard_partial);
             }

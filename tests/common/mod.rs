@@ -415,3 +415,29 @@ pub fn openai_text(text: &str) -> String {
          \"delta\":{{}},\"finish_reason\":\"stop\"}}]}}\n\ndata: [DONE]\n\n"
     )
 }
+
+/// An OpenAI Chat Completions stream whose text comes in `pieces`, one event each.
+pub fn openai_pieces(pieces: &[&str]) -> String {
+    let mut body = String::new();
+    for piece in pieces {
+        body.push_str(&format!(
+            "data: {{\"id\":\"c3\",\"object\":\"chat.completion.chunk\",\"choices\":[{{\"index\":0,\
+             \"delta\":{{\"content\":\"{piece}\"}},\"finish_reason\":null}}]}}\n\n"
+        ));
+    }
+    body.push_str(
+        "data: {\"id\":\"c3\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\
+         \"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n",
+    );
+    body
+}
+
+/// The answer of the flaky-stream tests, and a server that cuts its first stream after
+/// "Hello from " and then streams the whole answer.
+pub const FLAKY_ANSWER: &str = "Hello from the flaky mock.";
+
+pub async fn flaky_server() -> std::io::Result<TestServer> {
+    let sse = openai_pieces(&["Hello from ", "the flaky mock."]);
+    let cut = sse.find("the flaky").map_or(sse.len(), |at| at - 10);
+    TestServer::start(vec![Reply::sse(&sse).cut_after(cut), Reply::sse(&sse)]).await
+}

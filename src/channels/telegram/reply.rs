@@ -30,6 +30,8 @@ pub struct Reply {
     last_change: Option<Instant>,
     /// Text came since the last flush.
     dirty: bool,
+    /// Where the text of the model's current step starts, so a retried step can be taken back.
+    step_from: usize,
 }
 
 impl Reply {
@@ -49,13 +51,23 @@ impl Reply {
         self.paragraph_break();
         self.markdown.push_str(line);
         self.markdown.push_str("\n\n");
+        self.step_from = self.markdown.len();
         self.dirty = true;
+    }
+
+    /// The model's step is streamed again from the start: the text it streamed so far goes.
+    pub fn discard_step(&mut self) {
+        if self.step_from < self.markdown.len() {
+            self.markdown.truncate(self.step_from);
+            self.dirty = true;
+        }
     }
 
     /// The model's step ended: its next text starts a new paragraph.
     pub fn paragraph_break(&mut self) {
         let trimmed = self.markdown.trim_end_matches([' ', '\t']);
         if trimmed.is_empty() || trimmed.ends_with("\n\n") {
+            self.step_from = self.markdown.len();
             return;
         }
         let missing = if trimmed.ends_with('\n') {
@@ -65,6 +77,7 @@ impl Reply {
         };
         self.markdown.truncate(trimmed.len());
         self.markdown.push_str(missing);
+        self.step_from = self.markdown.len();
     }
 
     /// When the reply may change next: `None` when it shows everything it holds.
@@ -119,6 +132,24 @@ impl Reply {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_discarded_step_takes_back_only_its_own_text() {
+        let mut reply = Reply::new();
+        reply.push_text("First step.");
+        reply.paragraph_break();
+        reply.push_line("🔧 _shell_");
+        reply.push_text("Hello from ");
+        reply.discard_step();
+        reply.push_text("Hello from the mock.");
+        assert_eq!(
+            reply.markdown,
+            "First step.\n\n🔧 _shell_\n\nHello from the mock."
+        );
+        reply.discard_step();
+        reply.discard_step();
+        assert_eq!(reply.markdown, "First step.\n\n🔧 _shell_\n\n");
+    }
 
     fn apply(reply: &mut Reply, changes: Vec<Change>, next_id: &mut i64) -> (usize, usize) {
         let (mut sends, mut edits) = (0, 0);

@@ -219,7 +219,34 @@ impl Chat {
                 let line = format!("⚠️ {}", escape_markdown(&message));
                 self.reply().push_line(&line);
             }
-            _ => {}
+            // A retried or handed-over step streams its whole message again.
+            Event::Retry {
+                discard_partial, ..
+            }
+            | Event::ModelFallback {
+                discard_partial, ..
+            } => {
+                if discard_partial {
+                    self.reply().discard_step();
+                }
+            }
+            // A phone shows the reply and the questions; the rest is for the terminal.
+            Event::SessionStarted { .. }
+            | Event::QueuedWithdrawn { .. }
+            | Event::UserMessage { .. }
+            | Event::ReasoningDelta { .. }
+            | Event::ApprovalModeChanged { .. }
+            | Event::AgentStarted { .. }
+            | Event::AgentActivity { .. }
+            | Event::AgentFinished { .. }
+            | Event::AgentsPending { .. }
+            | Event::ToolOutput { .. }
+            | Event::ToolCallFinished { .. }
+            | Event::Usage { .. }
+            | Event::Compacted { .. }
+            | Event::Notice { .. }
+            | Event::ToolsChanged { .. }
+            | Event::McpServers { .. } => {}
         }
     }
 
@@ -310,16 +337,8 @@ async fn sleep_until(due: Option<Instant>) {
     }
 }
 
-/// The line a turn that did not simply complete ends with.
+/// The line a turn that did not simply complete ends with, in italics.
 fn ending_line(status: TurnStatus, message: Option<&str>) -> Option<String> {
-    let what = match status {
-        TurnStatus::Completed => return None,
-        TurnStatus::Interrupted => "Stopped.",
-        _ => "The turn ended early",
-    };
-    let line = match message {
-        Some(why) if status != TurnStatus::Interrupted => format!("{what}: {why}"),
-        _ => what.to_string(),
-    };
+    let line = crate::present::turn_ending(status, message)?;
     Some(format!("_{}_", escape_markdown(&line)))
 }

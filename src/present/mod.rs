@@ -1,0 +1,72 @@
+//! Events in words for people, worded once. The front ends (the terminal of `mnemo run`, the
+//! TUI, Telegram) only lay these lines out: colours, widgets, markdown. Only protocol values
+//! come in, so a front end cannot word an event its own way by reaching into the agent.
+
+use crate::protocol::{AgentStatus, TurnStatus};
+
+#[cfg(test)]
+mod tests;
+
+/// A model call failed and is tried again.
+pub fn retry(model: &str, attempt: u32, delay_ms: u64, reason: &str) -> String {
+    format!(
+        "{model}: {reason}; attempt {attempt} in {:.1} s",
+        delay_ms as f64 / 1000.0
+    )
+}
+
+/// A model gave up and the next one in the chain answers.
+pub fn fallback(from: &str, to: &str, reason: &str) -> String {
+    format!("{from} failed ({reason}); {to} takes over")
+}
+
+/// Said where text already shown cannot be taken back when the attempt that streamed it
+/// is retried.
+pub const ANSWER_STARTS_OVER: &str = "the answer above broke off and starts over";
+
+/// A tool call that failed, by its first line of output.
+pub fn tool_failed(name: &str, output: &str) -> String {
+    let first = output.lines().next().unwrap_or_default();
+    format!("{name}: {first}")
+}
+
+/// A tool call that succeeded, with how long it took.
+pub fn tool_succeeded(name: &str, duration_ms: u64) -> String {
+    format!("{name} ({duration_ms} ms)")
+}
+
+/// A sub-agent started.
+pub fn agent_started(run_id: &str, label: &str) -> String {
+    format!("sub-agent {run_id}: {label}")
+}
+
+/// A sub-agent finished, with the first line of its answer or why it stopped.
+pub fn agent_finished(run_id: &str, status: AgentStatus, summary: &str) -> String {
+    format!("sub-agent {run_id} {}: {summary}", status.label())
+}
+
+/// "1 sub-agent", "3 sub-agents".
+pub fn sub_agents(count: u32) -> String {
+    match count {
+        1 => "1 sub-agent".to_string(),
+        n => format!("{n} sub-agents"),
+    }
+}
+
+/// The line a turn that did not simply complete ends with; `None` for a completed turn.
+/// `message` says why, when the agent knows.
+pub fn turn_ending(status: TurnStatus, message: Option<&str>) -> Option<String> {
+    let what = match status {
+        TurnStatus::Completed => return None,
+        TurnStatus::Interrupted => return Some("Stopped.".to_string()),
+        TurnStatus::LoopDetected => "Stopped: a repeated call",
+        TurnStatus::StepLimit => "Stopped: the step limit",
+        TurnStatus::Failed => "The turn failed",
+        TurnStatus::CutOff => "Cut off by the output limit",
+        TurnStatus::Refused => "Refused",
+    };
+    Some(match message {
+        Some(why) => format!("{what}: {why}"),
+        None => what.to_string(),
+    })
+}
