@@ -17,10 +17,10 @@ use mnemo::jobs::book::StoreBook;
 use mnemo::jobs::delivery::{Channel, Log};
 use mnemo::jobs::job::{Job, RunOutcome, Source};
 use mnemo::jobs::plan::{Rule, Timing};
-use mnemo::jobs::runner::HeadlessRunner;
 use mnemo::jobs::scheduler::{JobRunner, Scheduler};
 use mnemo::jobs::timing::Zone;
 use mnemo::memory::Store;
+use mnemo::serve::runner::HeadlessRunner;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 

@@ -4,7 +4,6 @@ use std::io::Write;
 
 use super::CommandError;
 use crate::config::CliOverrides;
-use crate::jobs::Dreamer;
 use crate::launch::Loaded;
 
 pub async fn dream(
@@ -21,7 +20,7 @@ pub async fn dream(
         )?;
         return Ok(());
     }
-    let dreamer = Dreamer::from_loaded(loaded, cli)?;
+    let dreamer = crate::serve::dreamer::from_loaded(loaded, cli)?;
     let report = dreamer.run().await?;
     for notice in &report.notices {
         writeln!(out, "note: {notice}")?;

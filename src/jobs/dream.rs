@@ -5,7 +5,7 @@
 //! and the cursor as they were. Each version is kept in the store (`mnemo memory notes`), and
 //! the files are written atomically before the cursor moves.
 //!
-//! `mnemo dream` runs it now; `mnemo serve` builds a [`Dreamer`] and runs it when
+//! `mnemo dream` runs it now; `mnemo serve` builds a [`Dreamer`] (`serve::dreamer`) and runs it when
 //! [`Dreamer::pending`] reaches `dream.min_entries`.
 
 use std::path::{Path, PathBuf};
@@ -17,12 +17,8 @@ use super::dream_batch::BatchClient;
 use super::dream_prompts::{
     ANALYST_PROMPT, EDITOR_PROMPT, analyst_message, editor_message, parse_editor, shared_context,
 };
-use crate::config::{CliOverrides, ProviderKind, ResolvedModel};
-use crate::launch::{LaunchError, Loaded};
 use crate::llm::fallback::{ChainError, Decision, FallbackChain};
-use crate::llm::{
-    Message, ModelRequest, ModelResponse, ProviderError, ProviderSettings, StreamEvent,
-};
+use crate::llm::{Message, ModelRequest, ModelResponse, ProviderError, StreamEvent};
 use crate::memory::dream_held::{MAX_HELD, hold_instructions};
 use crate::memory::dream_notes::{DreamNotes, NoteFile, NotesOrigin};
 use crate::memory::{Store, StoreError};
@@ -38,8 +34,9 @@ const MAX_EXPERIENCES: usize = 200;
 pub enum DreamError {
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// The launch could not give the dream its model or store.
     #[error(transparent)]
-    Launch(#[from] LaunchError),
+    Setup(Box<dyn std::error::Error + Send + Sync>),
     #[error("the dream model failed: {0}")]
     Model(#[from] ChainError),
     #[error(
@@ -107,35 +104,6 @@ impl Dreamer {
     pub fn with_batch(mut self, batch: BatchClient) -> Self {
         self.batch = Some(batch);
         self
-    }
-
-    /// The dreamer a launch configures: `[dream] model` (unless the command line chose one,
-    /// else the default model), the batch API when `[dream] batch` is on and that model is an
-    /// Anthropic one, the files in `<data dir>/memory/`.
-    pub fn from_loaded(loaded: &Loaded, cli: &CliOverrides) -> Result<Self, DreamError> {
-        let dream = &loaded.config.dream;
-        let (model, chain) = match (&dream.model, cli.chooses_model()) {
-            (Some(name), false) => {
-                let model = crate::config::select::named(&loaded.config, name)
-                    .map_err(LaunchError::from)?;
-                let chain = loaded.chain_of(&model)?;
-                (model, chain)
-            }
-            _ => {
-                let model =
-                    crate::config::resolve_model(&loaded.config, cli).map_err(LaunchError::from)?;
-                (model, loaded.chain(cli)?)
-            }
-        };
-        let notes_dir = notes_dir(loaded).ok_or(DreamError::NoDataDir)?;
-        let dreamer = Dreamer::new(loaded.store()?, notes_dir, chain);
-        Ok(match (dream.batch, model.provider) {
-            (true, ProviderKind::Anthropic) => {
-                let settings = batch_settings(&model, loaded.config.retry.timeouts());
-                dreamer.with_batch(BatchClient::new(settings, dream.batch_limit()))
-            }
-            _ => dreamer,
-        })
     }
 
     /// Where the notes files are written.
@@ -329,26 +297,6 @@ impl Dreamer {
             .notices
             .push("the notes files were edited by hand; the edit was kept as a version".into());
         Ok(())
-    }
-}
-
-/// Where the notes files live: `<data dir>/memory/`, or beside the database without one.
-pub fn notes_dir(loaded: &Loaded) -> Option<PathBuf> {
-    match (&loaded.dirs.data, &loaded.db_path) {
-        (Some(data), _) => Some(data.join("memory")),
-        (None, Some(db)) => db.parent().map(|dir| dir.join("memory")),
-        (None, None) => None,
-    }
-}
-
-fn batch_settings(model: &ResolvedModel, timeouts: crate::llm::Timeouts) -> ProviderSettings {
-    ProviderSettings {
-        base_url: model.base_url.clone(),
-        model: model.model.clone(),
-        // Read from the variable at each request, never kept.
-        api_key: None,
-        api_key_env: model.api_key_env.clone(),
-        timeouts,
     }
 }
 

@@ -1,5 +1,6 @@
 //! Work mnemo does while nobody watches, run by `mnemo serve` or by hand: heartbeats,
-//! schedules and the dream cycle.
+//! schedules and the dream cycle. Planning only: `mnemo serve`
+//! runs the jobs through a [`scheduler::JobRunner`] of its own.
 
 pub mod book;
 pub mod cron;
@@ -11,7 +12,6 @@ pub mod heartbeat;
 pub mod job;
 pub mod listing;
 pub mod plan;
-pub mod runner;
 pub mod schedule;
 pub mod scheduler;
 pub mod timing;

@@ -3,10 +3,12 @@
 //! without vectors; between deadlines it sleeps. SIGTERM (or Ctrl+C) stops it: running turns
 //! are interrupted (every completed message is already stored) and it exits.
 
+pub mod dreamer;
 pub mod idle;
 pub mod lock;
 pub mod log;
 pub mod nightly;
+pub mod runner;
 pub mod searcher;
 
 use std::sync::Arc;
@@ -20,12 +22,12 @@ use crate::host::SessionHost;
 use crate::jobs::book::StoreBook;
 use crate::jobs::delivery::Channels;
 use crate::jobs::job::{Job, RunOutcome};
-use crate::jobs::runner::HeadlessRunner;
 use crate::jobs::scheduler::{JobRunner, Scheduler};
 use crate::launch::{LaunchError, Loaded};
 use crate::signals::Stop;
 use lock::{LockError, ServeLock};
 use log::ServeLog;
+use runner::HeadlessRunner;
 use tokio::signal::unix::{Signal, SignalKind, signal};
 
 /// The scheduler reads its jobs again when told; this only bounds a sleep.

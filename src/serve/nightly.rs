@@ -8,7 +8,6 @@ use chrono::{DateTime, Local, NaiveTime, TimeZone};
 
 use super::Daemon;
 use crate::config::CliOverrides;
-use crate::jobs::Dreamer;
 
 /// The hour the daemon dreams, local time.
 pub const DREAM_HOUR: u32 = 3;
@@ -47,7 +46,7 @@ pub async fn run(daemon: Daemon, cli: CliOverrides) {
 }
 
 async fn dream(daemon: &Daemon, cli: &CliOverrides) {
-    let dreamer = match Dreamer::from_loaded(&daemon.loaded, cli) {
+    let dreamer = match crate::serve::dreamer::from_loaded(&daemon.loaded, cli) {
         Ok(dreamer) => dreamer,
         Err(err) => return daemon.log.line(&format!("dream: cannot start: {err}")),
     };

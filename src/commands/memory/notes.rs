@@ -4,11 +4,12 @@
 use std::io::Write;
 
 use super::super::{CommandError, local_time};
-use crate::jobs::dream::{notes_dir, write_note_files};
+use crate::jobs::dream::write_note_files;
 use crate::launch::Loaded;
 use crate::memory::StoreError;
 use crate::memory::dream_held::{HeldNote, Verdict};
 use crate::memory::dream_notes::{DreamNotes, NoteFile, NotesOrigin, NotesVersion};
+use crate::serve::dreamer::notes_dir;
 
 /// What `mnemo memory notes` shows or does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -6,10 +6,10 @@
 use futures_util::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 
-use super::job::{Job, RunOutcome};
-use super::scheduler::JobRunner;
 use crate::config::{CliOverrides, Dirs};
 use crate::host::{Attachment, Delivery, SessionHost};
+use crate::jobs::job::{Job, RunOutcome};
+use crate::jobs::scheduler::JobRunner;
 use crate::launch::{self, SessionChoice};
 use crate::protocol::{Event, Op, TurnStatus};
 
@@ -74,7 +74,7 @@ impl HeadlessRunner {
             Err(e) => return failed(format!("loading the configuration failed: {e}")),
         };
         if let Some(maker) = &job.rights {
-            super::schedule::limit_to(&mut loaded.config, maker);
+            crate::jobs::schedule::limit_to(&mut loaded.config, maker);
         }
         let session = match launch::prepare_session_with(&loaded, &cli, SessionChoice::New).await {
             Ok(session) => session,
