@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use super::Session;
 use super::compaction_plan::{Keep, plan};
+use super::decide;
 use crate::llm::fallback::ChainModel;
 use crate::llm::{Message, ModelRequest, StreamEvent};
 use crate::memory::types::{NewArchiveEntry, Scope};
@@ -100,20 +101,19 @@ impl Session {
     /// Compacts when the working set passed its message limit, when the estimated context
     /// (corrected by what the provider counted) passed the threshold, or when asked.
     pub(super) async fn maybe_compact(&mut self, asked: bool) -> Result<(), StoreError> {
-        // At the limit already: the step is about to add at least one message.
-        if self.history.len() >= self.settings.max_active_messages {
+        if decide::over_message_limit(self.history.len(), self.settings.max_active_messages) {
             self.compact(CompactReason::MessageLimit).await?;
         }
-        let used = self.context_tokens() as f64;
-        let budget = self.budget() as f64;
-        // Past a quarter of the budget, exact counts start to matter: load the tokenizer.
-        if used >= budget / 4.0 {
+        let fill = decide::Fill {
+            used: self.context_tokens() as f64,
+            budget: self.budget() as f64,
+            threshold: self.settings.compact_threshold,
+        };
+        if decide::tokenizer_needed(fill) {
             crate::llm::tokens::warm_up();
         }
-        if asked {
-            self.compact(CompactReason::Requested).await?;
-        } else if used >= self.settings.compact_threshold * budget {
-            self.compact(CompactReason::Threshold).await?;
+        if let Some(reason) = decide::compaction_due(asked, fill) {
+            self.compact(reason).await?;
         }
         Ok(())
     }

@@ -4,6 +4,7 @@
 mod checkpoint;
 mod compaction;
 pub mod compaction_plan;
+mod decide;
 mod guards;
 mod mcp;
 mod model_call;
@@ -29,6 +30,7 @@ use tokio_util::sync::CancellationToken;
 use crate::protocol::{ApprovalDecision, Event, Op, UserMessageKind};
 use crate::sandbox::ApprovalMode;
 use crate::tools::Approvals;
+use decide::OpAction;
 
 pub use session::{Session, SessionSettings};
 pub use skills::{SkillSettings, prepare_skills};
@@ -104,9 +106,7 @@ async fn drive(
             .lock()
             .map(|mut p| p.texts.drain(..).collect())
             .unwrap_or_default();
-        for text in arrived.into_iter().rev() {
-            queued.push_front((text, UserMessageKind::Injected));
-        }
+        decide::queue_arrived(&mut queued, arrived);
         let Some((text, kind)) = queued.pop_front() else {
             let op = tokio::select! {
                 op = ops.recv() => op,
@@ -119,22 +119,19 @@ async fn drive(
                     continue;
                 }
             };
-            match op {
-                Some(Op::UserInput { text } | Op::Inject { text }) => {
-                    queued.push_back((text, UserMessageKind::Prompt));
-                }
-                Some(Op::Interrupt) => runs.cancel_all(),
-                // Nothing waits between turns: a queued message has already started.
-                Some(Op::Withdraw { .. }) => {}
+            match decide::on_op(op, false) {
+                OpAction::Queue(text, kind) => queued.push_back((text, kind)),
+                OpAction::CancelBackground | OpAction::CancelTurn => runs.cancel_all(),
                 // Boxed like a turn below: compaction calls the model.
-                Some(Op::Compact) => Box::pin(session.compact_now()).await,
-                Some(Op::Approval { id, decision }) => control.answer(&id, decision),
-                Some(Op::SetApprovalMode { mode }) => control.set_mode(mode).await,
-                Some(Op::ListMcpServers) => {
+                OpAction::CompactNow | OpAction::CompactBeforeNextCall => {
+                    Box::pin(session.compact_now()).await;
+                }
+                OpAction::ListMcpServers => {
                     let servers = session.mcp_status();
                     let _ = control.events.send(Event::McpServers { servers }).await;
                 }
-                Some(Op::Shutdown) | None => break,
+                OpAction::Shutdown => break,
+                other => control.apply(other).await,
             }
             continue;
         };
@@ -147,39 +144,32 @@ async fn drive(
         loop {
             tokio::select! {
                 _ = &mut turn => break,
-                op = ops.recv(), if !shutting_down => match op {
-                    Some(Op::Inject { text }) => mailbox.deliver(text),
-                    Some(Op::UserInput { text }) => {
-                        queued.push_back((text, UserMessageKind::Queued));
-                    }
-                    Some(Op::Withdraw { text }) => {
-                        let waiting = queued
-                            .iter()
-                            .rposition(|(t, kind)| *t == text && *kind == UserMessageKind::Queued);
-                        if let Some(index) = waiting {
-                            queued.remove(index);
+                op = ops.recv(), if !shutting_down => match decide::on_op(op, true) {
+                    OpAction::Deliver(text) => mailbox.deliver(text),
+                    OpAction::Queue(text, kind) => queued.push_back((text, kind)),
+                    OpAction::Withdraw(text) => {
+                        if decide::withdraw(&mut queued, &text) {
                             let _ = control.events.send(Event::QueuedWithdrawn { text }).await;
                         }
                     }
-                    Some(Op::Interrupt) => {
+                    OpAction::CancelTurn | OpAction::CancelBackground => {
                         cancel.cancel();
                         runs.cancel_all();
                     }
-                    Some(Op::Approval { id, decision }) => control.answer(&id, decision),
-                    Some(Op::SetApprovalMode { mode }) => control.set_mode(mode).await,
-                    Some(Op::ListMcpServers) => {
+                    OpAction::ListMcpServers => {
                         let servers = mcp::status(mcp.as_ref(), mcp_budget);
                         let _ = control.events.send(Event::McpServers { servers }).await;
                     }
-                    Some(Op::Compact) => {
+                    OpAction::CompactBeforeNextCall | OpAction::CompactNow => {
                         if let Ok(mut pending) = mailbox.inbox.lock() {
                             pending.compact = true;
                         }
                     }
-                    Some(Op::Shutdown) | None => {
+                    OpAction::Shutdown => {
                         cancel.cancel();
                         shutting_down = true;
                     }
+                    other => control.apply(other).await,
                 },
             }
         }
@@ -213,6 +203,15 @@ struct Control {
 }
 
 impl Control {
+    /// The ops whose effect is the same whether a turn runs or not.
+    async fn apply(&self, action: OpAction) {
+        match action {
+            OpAction::Answer(id, decision) => self.answer(&id, decision),
+            OpAction::SetApprovalMode(mode) => self.set_mode(mode).await,
+            _ => {}
+        }
+    }
+
     fn answer(&self, id: &str, decision: ApprovalDecision) {
         self.approvals.resolve(id, decision);
     }

@@ -10,7 +10,7 @@ use crate::tools::truncate::{clip, first_line};
 const TITLE_CHARS: usize = 60;
 
 use super::compaction::CompactReason;
-use super::guards::RepeatGuard;
+use super::decide::{BeforeCall, CallFailure, Limits, Next, Reply, ToolsRan, TurnState};
 use super::model_call::StepFailure;
 use super::{Inbox, Session};
 use crate::llm::fallback::ChainError;
@@ -161,12 +161,11 @@ impl Session {
         cancel: &CancellationToken,
         inbox: &Inbox,
     ) -> Result<(TurnStatus, Option<String>), StoreError> {
-        let mut guard = RepeatGuard::new(self.settings.repeat_limit);
-        let mut steps = 0u32;
-        let mut continuations = 0u32;
-        let mut compacted_for_provider = false;
-        let mut tool_calls = 0u32;
-        let mut distil_asked = false;
+        let limits = Limits {
+            max_steps: self.settings.max_steps,
+            max_continuations: self.settings.max_continuations,
+        };
+        let mut state = TurnState::new(self.settings.repeat_limit);
         loop {
             let (texts, compact_asked) = drain(inbox);
             for text in texts {
@@ -183,15 +182,16 @@ impl Session {
             if cancel.is_cancelled() {
                 return Ok((TurnStatus::Interrupted, None));
             }
-            if steps >= self.settings.max_steps {
-                let note = format!(
-                    "stopped after {steps} model calls (the step limit); send a message to continue"
-                );
-                self.last_word(steps, cancel).await?;
-                return Ok((TurnStatus::StepLimit, Some(note)));
+            match state.before_call(limits) {
+                BeforeCall::Call { step } => self.step = step,
+                BeforeCall::LastWord { steps } => {
+                    let note = format!(
+                        "stopped after {steps} model calls (the step limit); send a message to continue"
+                    );
+                    self.last_word(steps, cancel).await?;
+                    return Ok((TurnStatus::StepLimit, Some(note)));
+                }
             }
-            steps += 1;
-            self.step = steps;
 
             let estimated = self.working_tokens();
             let mut wasted = Vec::new();
@@ -201,101 +201,107 @@ impl Session {
             }
             let (response, model) = match step {
                 Ok(answered) => answered,
-                // The provider refused the context: compact and try once more.
-                Err(StepFailure::Chain(ChainError::ContextTooLong { .. }))
-                    if !compacted_for_provider =>
-                {
-                    compacted_for_provider = true;
-                    self.compact(CompactReason::Requested).await?;
-                    continue;
-                }
-                Err(StepFailure::Cancelled { partial_text }) => {
-                    // What the user already saw stays in the conversation.
-                    if !partial_text.is_empty() {
-                        self.commit(Message::assistant(vec![ContentBlock::Text {
-                            text: partial_text,
-                        }]))
-                        .await?;
+                Err(failure) => match state.on_failure(failure_kind(&failure)) {
+                    Next::CompactAndRetry => {
+                        self.compact(CompactReason::Requested).await?;
+                        continue;
                     }
-                    return Ok((TurnStatus::Interrupted, None));
-                }
-                Err(StepFailure::Chain(err)) => {
-                    let message = err.to_string();
-                    self.emit(Event::Error {
-                        message: message.clone(),
-                    })
-                    .await;
-                    return Ok((TurnStatus::Failed, Some(message)));
-                }
+                    _ => return self.end_without_answer(failure).await,
+                },
             };
             self.record_usage(response.usage, &model, estimated).await;
             let stop = response.stop_reason;
             let message = response.message;
             let text = message.text();
             let message_calls = message.tool_calls().count() as u32;
-            let has_calls = message_calls > 0;
             self.commit(message).await?;
             self.emit(Event::AssistantMessage { text: text.clone() })
                 .await;
             let limit = model.max_output_tokens;
 
-            if !has_calls {
-                match stop {
-                    StopReason::Refusal => return Ok((TurnStatus::Refused, Some(refused(&text)))),
-                    StopReason::MaxTokens if continuations < self.settings.max_continuations => {
-                        continuations += 1;
-                        let ask = CONTINUE.to_string();
-                        self.add_user_text(ask, UserMessageKind::Continuation)
-                            .await?;
-                        continue;
-                    }
-                    StopReason::MaxTokens => {
-                        let note = format!(
-                            "the reply was cut off by the output limit ({limit} tokens) and is \
-                             incomplete, even after {continuations} continuation(s); send a \
-                             message to continue"
-                        );
-                        return Ok((TurnStatus::CutOff, Some(note)));
-                    }
-                    _ => {}
+            let reply = Reply {
+                stop: &stop,
+                tool_calls: message_calls,
+                inbox_empty: inbox_is_empty(inbox),
+                worth_a_skill: self.worth_a_skill(state.tool_calls),
+            };
+            let mut next = state.on_reply(&reply, limits);
+            let mut loop_note = None;
+            if next == Next::RunTools {
+                let cut_off = (stop == StopReason::MaxTokens).then_some(limit);
+                loop_note = self
+                    .run_tool_calls(&mut state.guard, cancel, cut_off)
+                    .await?;
+                self.note_checkpoint();
+                self.note_skills();
+                next = state.after_tools(ToolsRan {
+                    looped: loop_note.is_some(),
+                    cancelled: cancel.is_cancelled(),
+                    only_reported: self.only_reported(),
+                    inbox_empty: inbox_is_empty(inbox),
+                    worth_a_skill: self.worth_a_skill(state.tool_calls),
+                });
+            }
+            match next {
+                Next::Step | Next::RunTools | Next::CompactAndRetry => {}
+                Next::AskToContinue => {
+                    self.add_user_text(CONTINUE.into(), UserMessageKind::Continuation)
+                        .await?;
                 }
-                if inbox_is_empty(inbox) {
-                    if !distil_asked && self.worth_a_skill(tool_calls) {
-                        distil_asked = true;
-                        let ask = self.distil_request(tool_calls).await;
-                        self.add_user_text(ask, UserMessageKind::Continuation)
-                            .await?;
-                        continue;
-                    }
-                    return Ok((TurnStatus::Completed, None));
-                }
-                continue;
-            }
-            tool_calls += message_calls;
-            let cut_off = (stop == StopReason::MaxTokens).then_some(limit);
-            let loop_note = self.run_tool_calls(&mut guard, cancel, cut_off).await?;
-            self.note_checkpoint();
-            self.note_skills();
-            if let Some(note) = loop_note {
-                self.emit(Event::Error {
-                    message: note.clone(),
-                })
-                .await;
-                return Ok((TurnStatus::LoopDetected, Some(note)));
-            }
-            if cancel.is_cancelled() {
-                return Ok((TurnStatus::Interrupted, None));
-            }
-            // A response whose only calls are its turn report is the turn's final answer.
-            if self.only_reported() && inbox_is_empty(inbox) {
-                if !distil_asked && self.worth_a_skill(tool_calls) {
-                    distil_asked = true;
-                    let ask = self.distil_request(tool_calls).await;
+                Next::AskForSkill => {
+                    let ask = self.distil_request(state.tool_calls).await;
                     self.add_user_text(ask, UserMessageKind::Continuation)
                         .await?;
-                    continue;
                 }
-                return Ok((TurnStatus::Completed, None));
+                Next::End(TurnStatus::LoopDetected) => {
+                    if let Some(note) = &loop_note {
+                        self.emit(Event::Error {
+                            message: note.clone(),
+                        })
+                        .await;
+                    }
+                    return Ok((TurnStatus::LoopDetected, loop_note));
+                }
+                Next::End(status) => {
+                    let note = match status {
+                        TurnStatus::Refused => Some(refused(&text)),
+                        TurnStatus::CutOff => Some(format!(
+                            "the reply was cut off by the output limit ({limit} tokens) and is \
+                             incomplete, even after {} continuation(s); send a message to \
+                             continue",
+                            state.continuations
+                        )),
+                        _ => None,
+                    };
+                    return Ok((status, note));
+                }
+            }
+        }
+    }
+
+    /// Ends a turn whose model call gave no answer.
+    async fn end_without_answer(
+        &mut self,
+        failure: StepFailure,
+    ) -> Result<(TurnStatus, Option<String>), StoreError> {
+        match failure {
+            StepFailure::Cancelled { partial_text } => {
+                // What the user already saw stays in the conversation.
+                if !partial_text.is_empty() {
+                    self.commit(Message::assistant(vec![ContentBlock::Text {
+                        text: partial_text,
+                    }]))
+                    .await?;
+                }
+                Ok((TurnStatus::Interrupted, None))
+            }
+            StepFailure::Chain(err) => {
+                let message = err.to_string();
+                self.emit(Event::Error {
+                    message: message.clone(),
+                })
+                .await;
+                Ok((TurnStatus::Failed, Some(message)))
             }
         }
     }
@@ -365,11 +371,16 @@ fn refused(text: &str) -> String {
 fn drain(inbox: &Inbox) -> (Vec<String>, bool) {
     inbox
         .lock()
-        .map(|mut pending| {
-            let compact = std::mem::take(&mut pending.compact);
-            (pending.texts.drain(..).collect(), compact)
-        })
+        .map(|mut pending| super::decide::drain_inbox(&mut pending))
         .unwrap_or_default()
+}
+
+fn failure_kind(failure: &StepFailure) -> CallFailure {
+    match failure {
+        StepFailure::Cancelled { .. } => CallFailure::Cancelled,
+        StepFailure::Chain(ChainError::ContextTooLong { .. }) => CallFailure::ContextTooLong,
+        StepFailure::Chain(_) => CallFailure::Other,
+    }
 }
 
 fn inbox_is_empty(inbox: &Inbox) -> bool {
