@@ -45,8 +45,6 @@ const NOT_YET: &[(&str, &str)] = &[
     ("config", "sandbox"),
     ("gateway", "serve"),
     ("host", "launch"),
-    ("jobs", "host"),
-    ("jobs", "launch"),
     ("jobs", "tools"),
     ("llm", "config"),
     ("mcp", "sandbox"),
