@@ -32,7 +32,7 @@ pub(super) struct TurnState {
 /// What to do just before a model call.
 #[derive(Debug, PartialEq, Eq)]
 pub(super) enum BeforeCall {
-    /// Make model call number `step`.
+    /// Make model call number `step`: compaction and the tool list are settled for it.
     Call { step: u32 },
     /// The step limit is reached: one last call without tools, then end with `StepLimit`.
     LastWord { steps: u32 },

@@ -299,3 +299,24 @@ fn arrived_injections_go_ahead_of_queued_messages_in_order() {
     assert_eq!(order, ["one", "two", "later"]);
     assert_eq!(queued[0].1, UserMessageKind::Injected);
 }
+
+#[test]
+fn approvals_and_the_approval_mode_act_alike_during_and_between_turns() {
+    for running in [true, false] {
+        let approval = Op::Approval {
+            id: "call-1".into(),
+            decision: ApprovalDecision::Deny,
+        };
+        assert_eq!(
+            on_op(Some(approval), running),
+            OpAction::Answer("call-1".into(), ApprovalDecision::Deny)
+        );
+        let mode = Op::SetApprovalMode {
+            mode: ApprovalMode::ReadOnly,
+        };
+        assert_eq!(
+            on_op(Some(mode), running),
+            OpAction::SetApprovalMode(ApprovalMode::ReadOnly)
+        );
+    }
+}

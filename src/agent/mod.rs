@@ -130,8 +130,11 @@ async fn drive(
                     let servers = session.mcp_status();
                     let _ = control.events.send(Event::McpServers { servers }).await;
                 }
+                OpAction::Answer(id, decision) => control.answer(&id, decision),
+                OpAction::SetApprovalMode(mode) => control.set_mode(mode).await,
                 OpAction::Shutdown => break,
-                other => control.apply(other).await,
+                // Only a running turn takes these; between turns nothing waits for them.
+                OpAction::Deliver(_) | OpAction::Withdraw(_) | OpAction::Ignore => {}
             }
             continue;
         };
@@ -169,7 +172,9 @@ async fn drive(
                         cancel.cancel();
                         shutting_down = true;
                     }
-                    other => control.apply(other).await,
+                    OpAction::Answer(id, decision) => control.answer(&id, decision),
+                    OpAction::SetApprovalMode(mode) => control.set_mode(mode).await,
+                    OpAction::Ignore => {}
                 },
             }
         }
@@ -203,15 +208,6 @@ struct Control {
 }
 
 impl Control {
-    /// The ops whose effect is the same whether a turn runs or not.
-    async fn apply(&self, action: OpAction) {
-        match action {
-            OpAction::Answer(id, decision) => self.answer(&id, decision),
-            OpAction::SetApprovalMode(mode) => self.set_mode(mode).await,
-            _ => {}
-        }
-    }
-
     fn answer(&self, id: &str, decision: ApprovalDecision) {
         self.approvals.resolve(id, decision);
     }
