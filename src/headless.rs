@@ -1,6 +1,12 @@
 //! `mnemo run`: one prompt, no TUI. The reply streams to stdout, a compact tool log to
 //! stderr; with `--json` every event is printed as one JSON line instead.
 
+// A new event must be worded here on purpose, not dropped by a `_` arm.
+#![deny(
+    clippy::wildcard_enum_match_arm,
+    clippy::match_wildcard_for_single_variants
+)]
+
 use std::io::Write;
 
 use crate::host::Attachment;

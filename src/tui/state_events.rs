@@ -1,5 +1,11 @@
 //! How the session's events change what the screen shows.
 
+// A new event must be worded here on purpose, not dropped by a `_` arm.
+#![deny(
+    clippy::wildcard_enum_match_arm,
+    clippy::match_wildcard_for_single_variants
+)]
+
 use super::*;
 
 impl AppState {
