@@ -254,10 +254,11 @@ fn print_event(
             tokens_before,
             tokens_after,
             archive_id,
-            ..
+            kind,
         } => writeln!(
             err,
-            "⇣ compacted the conversation: {tokens_before} → {tokens_after} tokens (archive #{archive_id})"
+            "⇣ {}",
+            present::compacted(*tokens_before, *tokens_after, *archive_id, *kind)
         )?,
         Event::Retry {
             model,

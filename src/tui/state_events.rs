@@ -179,14 +179,10 @@ impl AppState {
                 self.notice(level, &text);
             }
             Event::AgentsPending { count } => {
-                let agents = if count == 1 {
-                    "sub-agent"
-                } else {
-                    "sub-agents"
-                };
                 let text = format!(
-                    "{count} {agents} still working in the background; their results will come \
-                     back as messages"
+                    "{} still working in the background; their results will come back as \
+                     messages",
+                    crate::present::sub_agents(count)
                 );
                 self.notice(NoticeLevel::Info, &text);
             }
@@ -226,16 +222,7 @@ impl AppState {
                 archive_id,
                 kind,
             } => {
-                let how = match kind {
-                    CompactionKind::Model => "",
-                    CompactionKind::Mechanical => " (mechanically)",
-                };
-                let text = format!(
-                    "Compacted the conversation{how}: {} → {} tokens; the older part is archive \
-                     entry {archive_id}",
-                    compact_count(tokens_before),
-                    compact_count(tokens_after)
-                );
+                let text = crate::present::compacted(tokens_before, tokens_after, archive_id, kind);
                 self.notice(NoticeLevel::Info, &text);
             }
             Event::Notice { message } => self.notice(NoticeLevel::Info, &message),
