@@ -1,6 +1,12 @@
 //! `mnemo run`: one prompt, no TUI. The reply streams to stdout, a compact tool log to
 //! stderr; with `--json` every event is printed as one JSON line instead.
 
+// A new event must be worded here on purpose, not dropped by a `_` arm.
+#![deny(
+    clippy::wildcard_enum_match_arm,
+    clippy::match_wildcard_for_single_variants
+)]
+
 use std::io::Write;
 
 use crate::host::Attachment;
@@ -248,10 +254,11 @@ fn print_event(
             tokens_before,
             tokens_after,
             archive_id,
-            ..
+            kind,
         } => writeln!(
             err,
-            "⇣ compacted the conversation: {tokens_before} → {tokens_after} tokens (archive #{archive_id})"
+            "⇣ {}",
+            present::compacted(*tokens_before, *tokens_after, *archive_id, *kind)
         )?,
         Event::Retry {
             model,

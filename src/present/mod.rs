@@ -2,7 +2,7 @@
 //! TUI, Telegram) only lay these lines out: colours, widgets, markdown. Only protocol values
 //! come in, so a front end cannot word an event its own way by reaching into the agent.
 
-use crate::protocol::{AgentStatus, TurnStatus};
+use crate::protocol::{AgentStatus, CompactionKind, TurnStatus};
 
 #[cfg(test)]
 mod tests;
@@ -69,4 +69,27 @@ pub fn turn_ending(status: TurnStatus, message: Option<&str>) -> Option<String> 
         Some(why) => format!("{what}: {why}"),
         None => what.to_string(),
     })
+}
+
+/// Tokens as "950", "12.3k", "1.2M".
+pub fn compact_count(n: u64) -> String {
+    match n {
+        0..1_000 => n.to_string(),
+        1_000..1_000_000 => format!("{:.1}k", n as f64 / 1e3),
+        _ => format!("{:.1}M", n as f64 / 1e6),
+    }
+}
+
+/// Older conversation moved to an archive entry and a summary replaced it.
+pub fn compacted(before: u64, after: u64, archive_id: i64, kind: CompactionKind) -> String {
+    let how = match kind {
+        CompactionKind::Model => "",
+        CompactionKind::Mechanical => " (mechanically)",
+    };
+    format!(
+        "Compacted the conversation{how}: {} → {} tokens; the older part is archive entry \
+         {archive_id}",
+        compact_count(before),
+        compact_count(after)
+    )
 }

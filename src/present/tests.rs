@@ -60,3 +60,15 @@ fn a_turn_that_did_not_complete_says_how_it_ended_and_why() {
         Some("The turn failed: every model failed")
     );
 }
+
+#[test]
+fn a_compaction_says_how_much_went_and_where_it_is_kept() {
+    assert_eq!(
+        compacted(151_000, 12_500, 7, CompactionKind::Model),
+        "Compacted the conversation: 151.0k → 12.5k tokens; the older part is archive entry 7"
+    );
+    assert!(
+        compacted(900, 2_500_000, 1, CompactionKind::Mechanical)
+            .starts_with("Compacted the conversation (mechanically): 900 → 2.5M tokens")
+    );
+}

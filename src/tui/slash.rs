@@ -5,7 +5,7 @@
 use super::cells::NoticeLevel;
 use super::model_picker::ModelPicker;
 use super::state::{AppState, Effect};
-use super::status::compact_count;
+use crate::present::compact_count;
 use crate::protocol::Op;
 use crate::sandbox::ApprovalMode;
 

@@ -16,11 +16,11 @@ use super::first_run::FirstRun;
 use super::model_picker::{ModelInfo, ModelPicker};
 use super::pager::Pager;
 use super::picker::SessionPicker;
-use super::status::{Activity, Status, compact_count};
+use super::status::{Activity, Status};
 use super::stream::StreamCollector;
 use super::tool_pane::{RunningTool, ToolCell};
 use crate::protocol::{
-    AgentActivity, AgentStatus, CompactionKind, Event, Op, ToolStatus, TurnStatus, UserMessageKind,
+    AgentActivity, AgentStatus, Event, Op, ToolStatus, TurnStatus, UserMessageKind,
 };
 
 /// How long a first Ctrl+C waits for the second one.

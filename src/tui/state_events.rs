@@ -1,5 +1,11 @@
 //! How the session's events change what the screen shows.
 
+// A new event must be worded here on purpose, not dropped by a `_` arm.
+#![deny(
+    clippy::wildcard_enum_match_arm,
+    clippy::match_wildcard_for_single_variants
+)]
+
 use super::*;
 
 impl AppState {
@@ -173,14 +179,10 @@ impl AppState {
                 self.notice(level, &text);
             }
             Event::AgentsPending { count } => {
-                let agents = if count == 1 {
-                    "sub-agent"
-                } else {
-                    "sub-agents"
-                };
                 let text = format!(
-                    "{count} {agents} still working in the background; their results will come \
-                     back as messages"
+                    "{} still working in the background; their results will come back as \
+                     messages",
+                    crate::present::sub_agents(count)
                 );
                 self.notice(NoticeLevel::Info, &text);
             }
@@ -220,16 +222,7 @@ impl AppState {
                 archive_id,
                 kind,
             } => {
-                let how = match kind {
-                    CompactionKind::Model => "",
-                    CompactionKind::Mechanical => " (mechanically)",
-                };
-                let text = format!(
-                    "Compacted the conversation{how}: {} → {} tokens; the older part is archive \
-                     entry {archive_id}",
-                    compact_count(tokens_before),
-                    compact_count(tokens_after)
-                );
+                let text = crate::present::compacted(tokens_before, tokens_after, archive_id, kind);
                 self.notice(NoticeLevel::Info, &text);
             }
             Event::Notice { message } => self.notice(NoticeLevel::Info, &message),

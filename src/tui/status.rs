@@ -11,6 +11,7 @@ use ratatui::widgets::Widget;
 
 use super::wrap::str_width;
 use crate::llm::Usage;
+use crate::present::compact_count;
 use crate::sandbox::ApprovalMode;
 
 /// What the agent is doing, as far as the events tell.
@@ -90,15 +91,6 @@ impl Default for Status {
             context_percent: 0.0,
             approval_mode: ApprovalMode::default(),
         }
-    }
-}
-
-/// Tokens as "950", "12.3k", "1.2M".
-pub fn compact_count(n: u64) -> String {
-    match n {
-        0..1_000 => n.to_string(),
-        1_000..1_000_000 => format!("{:.1}k", n as f64 / 1e3),
-        _ => format!("{:.1}M", n as f64 / 1e6),
     }
 }
 

@@ -41,29 +41,13 @@ pub fn short_id(id: &str) -> String {
     id.chars().take(8).collect()
 }
 
-/// Arguments that say best what a tool call does, in order of preference.
-const KEY_ARGUMENTS: &[&str] = &[
-    "command",
-    "path",
-    "file_path",
-    "pattern",
-    "query",
-    "url",
-    "name",
-    "when",
-];
-
-/// A tool call as one markdown line: the tool and its key argument.
+/// A tool call as one markdown line: the tool and its key argument, as the terminal shows it.
 pub fn tool_line(name: &str, arguments: &Value) -> String {
-    let key = KEY_ARGUMENTS
-        .iter()
-        .find_map(|k| arguments.get(k).and_then(Value::as_str))
-        .or_else(|| arguments.as_object()?.values().find_map(Value::as_str));
+    let key = crate::tools::describe::key_argument(name, arguments);
     let mut line = format!("🔧 _{}_", escape_markdown(name));
-    if let Some(key) = key {
+    if !key.is_empty() {
         line.push_str(" · ");
-        let flat = key.split_whitespace().collect::<Vec<_>>().join(" ");
-        line.push_str(&escape_markdown(&clip(&flat, 80)));
+        line.push_str(&escape_markdown(&clip(&key, 80)));
     }
     line
 }
@@ -117,6 +101,10 @@ mod tests {
         );
         assert_eq!(line, "🔧 _shell_ · ls \\*\\.rs \\| wc \\-l");
         assert_eq!(tool_line("status", &json!({})), "🔧 _status_");
+        let grep = json!({"pattern": "fn main", "path": "src"});
+        assert_eq!(tool_line("grep", &grep), "🔧 _grep_ · fn main  in src");
+        let multi = json!({"command": "cargo build\ncargo test"});
+        assert_eq!(tool_line("shell", &multi), "🔧 _shell_ · cargo build…");
     }
 
     #[test]

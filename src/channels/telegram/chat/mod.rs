@@ -2,6 +2,12 @@
 //! messages, tool calls as short lines, and approval questions with buttons. A task per chat
 //! that talked recently; an idle one ends (its session stops, resumed on the next message).
 
+// A new event must be worded here on purpose, not dropped by a `_` arm.
+#![deny(
+    clippy::wildcard_enum_match_arm,
+    clippy::match_wildcard_for_single_variants
+)]
+
 mod approvals;
 mod commands;
 
