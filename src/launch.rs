@@ -21,6 +21,7 @@ use crate::sandbox::workspace_check::{self, Broad};
 use crate::sandbox::{Confinement, Sandbox};
 use crate::tools::ToolRegistry;
 use crate::tools::builtin::builtin_tools;
+use crate::tools::services::ToolServices;
 use crate::tools::skills::SkillLibrary;
 
 #[derive(Debug, thiserror::Error)]
@@ -83,6 +84,8 @@ pub struct Loaded {
     embedder: OnceLock<Option<Arc<EmbeddingClient>>>,
     /// Shared by every chain this launch builds, so a model that failed rests everywhere.
     cooldowns: Cooldowns,
+    /// What this launch's sessions' tools reach beyond the session (the scheduler).
+    pub services: Arc<dyn ToolServices>,
 }
 
 pub fn load_config(workspace: &Path, cli: &CliOverrides) -> Result<Loaded, LaunchError> {
@@ -117,12 +120,13 @@ pub fn load_config_from(
         store: OnceLock::new(),
         embedder: OnceLock::new(),
         cooldowns: Cooldowns::default(),
+        services: Arc::new(crate::serve::notice::DaemonNotice::new(dirs.data.clone())),
     })
 }
 
 impl Loaded {
-    /// Shares `other`'s open store (when it is the same database), embedder and model
-    /// cooldowns: a daemon opening sessions for many workspaces keeps one database connection
+    /// Shares `other`'s open store (when it is the same database), embedder, model
+    /// cooldowns and tool services: a daemon opening sessions for many workspaces keeps one database connection
     /// and one model, not one per session.
     fn share_from(self, other: &Loaded) -> Loaded {
         if self.db_path == other.db_path
@@ -136,6 +140,7 @@ impl Loaded {
         }
         Loaded {
             cooldowns: other.cooldowns.clone(),
+            services: other.services.clone(),
             ..self
         }
     }
@@ -341,7 +346,7 @@ impl Loaded {
         crate::tools::schedule::register(
             &mut tools,
             store,
-            self.dirs.data.clone(),
+            self.services.clone(),
             self.config.schedules,
             trusted,
         );

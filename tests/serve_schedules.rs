@@ -1,6 +1,7 @@
 //! Schedules run by a real `mnemo serve`: a run gets no more than the session that made the
 //! schedule had, however freely the daemon itself was started, and two daemons sharing one
-//! database run a one-shot schedule once.
+//! database run a one-shot schedule once, and a schedule made by one of the daemon's own
+//! sessions reaches its scheduler in process, not through the daemon's socket.
 
 mod cli_support;
 
@@ -31,8 +32,18 @@ fn shell(command: &str) -> serde_json::Value {
 
 /// Stores a one-shot schedule due in a second, as a session with `rights` would have made it.
 fn schedule_soon(db: &Path, workspace: &Path, prompt: &str, rights: MakerRights) -> TestResult {
+    schedule_in(db, workspace, prompt, rights, 1000)
+}
+
+fn schedule_in(
+    db: &Path,
+    workspace: &Path,
+    prompt: &str,
+    rights: MakerRights,
+    millis: i64,
+) -> TestResult {
     let mut db = Db::open(db)?;
-    let soon = chrono::Utc::now().timestamp_millis() + 1000;
+    let soon = chrono::Utc::now().timestamp_millis() + millis;
     db.create_schedule(&NewSchedule {
         session_id: None,
         workspace: workspace.canonicalize()?.display().to_string(),
@@ -143,5 +154,45 @@ fn two_daemons_on_one_database_run_a_one_shot_schedule_once() -> TestResult {
     stop(a)?;
     stop(b)?;
     assert!(Db::open(&db)?.list_schedules()?.is_empty());
+    Ok(())
+}
+
+#[test]
+fn a_schedule_made_in_a_daemon_run_reaches_its_scheduler_without_the_daemon_s_socket() -> TestResult
+{
+    let ws = Workspace::new();
+    let model = ws.script(json!({"turns": [
+        {"when": "make a follow-up", "tool_calls": [{"name": "schedule_create",
+            "arguments": {"when": "in 1s", "prompt": "follow up now"}}]},
+        {"when": "make a follow-up", "tool_calls": [shell("sleep 5")]},
+        {"when": "make a follow-up", "text": "Made it."},
+        {"when": "follow up now", "text": "Followed up."}
+    ]}));
+    let full = MakerRights {
+        approval: ApprovalMode::Full,
+        sandbox: SandboxPolicy::WorkspaceWrite,
+        network: false,
+        trusted: true,
+    };
+    std::fs::create_dir_all(ws.path().join(".data"))?;
+    let db = ws.path().join(".data/mnemo.db");
+    schedule_in(&db, ws.path(), "make a follow-up", full, 3000)?;
+    let daemon = ws.command(&["--model", &model, "serve"]).spawn()?;
+    let socket = ws.path().join(".data/gateway.sock");
+    wait_for("the gateway socket", || socket.exists())?;
+    // With the socket gone nobody can dial the daemon: only an in-process notice tells its
+    // scheduler about the follow-up while the first run still sleeps.
+    std::fs::remove_file(&socket)?;
+    let log = ws.path().join(".data/serve.log");
+    wait_for("both runs' reports", || {
+        log_has(&log, "Made it.") && log_has(&log, "Followed up.")
+    })?;
+    stop(daemon)?;
+    let log = std::fs::read_to_string(&log)?;
+    let (followed, made) = (log.find("Followed up."), log.find("Made it."));
+    assert!(
+        followed < made,
+        "the follow-up waited for the run that made it to end:\n{log}"
+    );
     Ok(())
 }

@@ -8,6 +8,7 @@ pub mod idle;
 pub mod lock;
 pub mod log;
 pub mod nightly;
+pub mod notice;
 pub mod runner;
 pub mod searcher;
 
@@ -78,6 +79,10 @@ pub async fn serve(loaded: Loaded, options: ServeOptions) -> Result<Stop, ServeE
     let _lock = ServeLock::acquire(&data)?;
     let log = ServeLog::open(&data).map_err(ServeError::Log)?;
     let mut signals = DaemonSignals::new().map_err(ServeError::Signals)?;
+    let mut loaded = loaded;
+    // Its sessions tell the scheduler in process: the daemon never dials its own socket.
+    let notice = notice::InProcessNotice::default();
+    loaded.services = Arc::new(notice.clone());
     let loaded = Arc::new(loaded);
     // Opening (and migrating) the database is blocking IO, kept off the runtime's threads.
     let opening = loaded.clone();
@@ -103,6 +108,7 @@ pub async fn serve(loaded: Loaded, options: ServeOptions) -> Result<Stop, ServeE
     }
     let scheduler = scheduler(&daemon, store, options.cli.clone(), reports, channels);
     let jobs_changed = scheduler.handle();
+    notice.connect(jobs_changed.clone());
     let mut listening = options.gateway.clone();
     listening.jobs_changed = Some(jobs_changed.clone());
     listening.searcher = Some(searcher::Searcher::new(

@@ -15,6 +15,7 @@ pub mod registry;
 pub mod schedule;
 pub mod scrub;
 pub mod search;
+pub mod services;
 pub mod shell;
 pub mod skills;
 pub mod truncate;

@@ -2,12 +2,13 @@
 //! `mnemo serve` runs them as unwatched sessions, so making or removing one is a write that
 //! goes through approval like any other.
 
-use std::path::PathBuf;
+use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
+use super::services::ToolServices;
 use super::{ToolContext, ToolError, TypedTool};
 use crate::config::schedules::ScheduleLimits;
 use crate::jobs::delivery::Channel;
@@ -18,21 +19,20 @@ use crate::memory::schedules::{MakerRights, NewSchedule, ScheduleRow};
 use crate::memory::{Store, StoreError};
 use crate::protocol::{ApprovalAction, ApprovalMode};
 use crate::sandbox::approval::Action;
-use crate::serve::lock::serve_running;
 
-/// Registers the three schedule tools. `data_dir` is where a running `mnemo serve` holds its
-/// lock; `trusted` says whether the session's workspace config is trusted, which a schedule
+/// Registers the three schedule tools. `services` reach the scheduler that runs them;
+/// `trusted` says whether the session's workspace config is trusted, which a schedule
 /// keeps with the session's approval mode and sandbox.
 pub fn register(
     registry: &mut super::ToolRegistry,
     store: &Store,
-    data_dir: Option<PathBuf>,
+    services: Arc<dyn ToolServices>,
     limits: ScheduleLimits,
     trusted: bool,
 ) {
     registry.register(ScheduleCreate {
         store: store.clone(),
-        data_dir: data_dir.clone(),
+        services: services.clone(),
         limits,
         trusted,
     });
@@ -40,7 +40,7 @@ pub fn register(
         store: store.clone(),
     });
     registry.register(ScheduleDelete {
-        data_dir: data_dir.clone(),
+        services,
         store: store.clone(),
     });
 }
@@ -51,7 +51,7 @@ fn failed(err: StoreError) -> ToolError {
 
 pub struct ScheduleCreate {
     store: Store,
-    data_dir: Option<PathBuf>,
+    services: Arc<dyn ToolServices>,
     limits: ScheduleLimits,
     trusted: bool,
 }
@@ -165,11 +165,8 @@ impl TypedTool for ScheduleCreate {
             describe(&row.when),
             next_run_note(&row)
         );
-        let told = match &self.data_dir {
-            Some(data) => crate::gateway::client::tell_jobs_changed(data).await,
-            None => false,
-        };
-        if !told && !self.data_dir.as_deref().is_some_and(serve_running) {
+        let told = self.services.jobs_changed().await;
+        if !told && !self.services.scheduler_running() {
             text.push_str(
                 "\nmnemo serve is not running, so this schedule runs only once it is started \
                  (`mnemo serve`); tell the user.",
@@ -243,7 +240,7 @@ impl TypedTool for ScheduleList {
 
 pub struct ScheduleDelete {
     store: Store,
-    data_dir: Option<PathBuf>,
+    services: Arc<dyn ToolServices>,
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -282,9 +279,7 @@ impl TypedTool for ScheduleDelete {
         self.own(id, ctx).await?;
         match self.store.call(move |db| db.delete_schedule(id)).await {
             Ok(true) => {
-                if let Some(data) = &self.data_dir {
-                    crate::gateway::client::tell_jobs_changed(data).await;
-                }
+                self.services.jobs_changed().await;
                 Ok(format!("deleted schedule #{id}"))
             }
             Ok(false) => Err(ToolError::Failed(format!(
@@ -324,7 +319,7 @@ mod tests {
         let store = Store::open_in_memory()?;
         let tool = ScheduleCreate {
             store: store.clone(),
-            data_dir: None,
+            services: Arc::new(crate::tools::services::NoServices),
             limits: ScheduleLimits::default(),
             trusted: false,
         };
