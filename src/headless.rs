@@ -216,6 +216,7 @@ fn print_event(
             writeln!(err, "… waiting for {count} {agents} in the background")?;
         }
         Event::ApprovalModeChanged { mode } => writeln!(err, "note: approval {}", mode.explain())?,
+        Event::ModelChanged { model, .. } => writeln!(err, "note: now using {model}")?,
         Event::Error { message } => writeln!(err, "error: {message}")?,
         Event::Notice { message } => writeln!(err, "note: {message}")?,
         Event::ToolsChanged { added, removed } => writeln!(

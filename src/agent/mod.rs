@@ -7,6 +7,7 @@ pub mod compaction_plan;
 mod guards;
 mod mcp;
 mod model_call;
+mod model_switch;
 mod oversized;
 pub mod prompt;
 mod session;
@@ -49,6 +50,8 @@ pub struct AgentHandle {
 pub(crate) struct InboxState {
     pub texts: VecDeque<String>,
     pub compact: bool,
+    /// A model `Op::SetModel` named during the turn, taken before the next model call.
+    pub model: Option<String>,
 }
 
 pub(crate) type Inbox = Arc<Mutex<InboxState>>;
@@ -130,6 +133,7 @@ async fn drive(
                 Some(Op::Compact) => Box::pin(session.compact_now()).await,
                 Some(Op::Approval { id, decision }) => control.answer(&id, decision),
                 Some(Op::SetApprovalMode { mode }) => control.set_mode(mode).await,
+                Some(Op::SetModel { model }) => session.change_model(&model).await,
                 Some(Op::ListMcpServers) => {
                     let servers = session.mcp_status();
                     let _ = control.events.send(Event::McpServers { servers }).await;
@@ -176,6 +180,11 @@ async fn drive(
                             pending.compact = true;
                         }
                     }
+                    Some(Op::SetModel { model }) => {
+                        if let Ok(mut pending) = mailbox.inbox.lock() {
+                            pending.model = Some(model);
+                        }
+                    }
                     Some(Op::Shutdown) | None => {
                         cancel.cancel();
                         shutting_down = true;
@@ -183,8 +192,13 @@ async fn drive(
                 },
             }
         }
+        drop(turn);
         if shutting_down {
             break;
+        }
+        // Asked for after the turn's last model call: the next turn uses it.
+        if let Some(model) = model_switch::take_model(&mailbox.inbox) {
+            session.change_model(&model).await;
         }
     }
     runs.cancel_all();

@@ -168,6 +168,9 @@ impl Session {
         let mut tool_calls = 0u32;
         let mut distil_asked = false;
         loop {
+            if let Some(model) = super::model_switch::take_model(inbox) {
+                self.change_model(&model).await;
+            }
             let (texts, compact_asked) = drain(inbox);
             for text in texts {
                 self.add_user_text(text, UserMessageKind::Injected).await?;

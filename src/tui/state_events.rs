@@ -119,6 +119,10 @@ impl AppState {
                     self.status.activity = Activity::AwaitingApproval;
                 }
             }
+            Event::ModelChanged { model, .. } => {
+                self.notice(NoticeLevel::Info, &format!("Now using {model}"));
+                self.status.model = model;
+            }
             Event::ApprovalModeChanged { mode } => {
                 self.status.approval_mode = mode;
                 self.notice(NoticeLevel::Info, &format!("Approval {}", mode.explain()));
