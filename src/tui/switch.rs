@@ -73,7 +73,7 @@ impl<W: Write> App<W> {
 
     async fn start_new(&mut self) {
         if let Err(error) = self.prepare(SessionChoice::New, self.cli.clone()).await {
-            self.state.set_offline(FirstRun::from_error(&error));
+            self.not_prepared(&error);
         }
     }
 
@@ -114,7 +114,7 @@ impl<W: Write> App<W> {
         self.state.show_history(&row.title, restored);
         let choice = SessionChoice::Resume(row.id.clone());
         if let Err(error) = self.prepare(choice, self.cli.clone()).await {
-            self.state.set_offline(FirstRun::from_error(&error));
+            self.not_prepared(&error);
         }
         if row.message_count > active.len() as u64 {
             self.read_full_history(row.id, shown);
@@ -369,6 +369,33 @@ impl<W: Write> App<W> {
         self.state.first_run = None;
         self.agent = Some(attached);
         Ok(())
+    }
+
+    /// No session could be started. A session another mnemo holds is said as it is, with
+    /// the way to it when `mnemo serve` holds it: nothing needs setting up. Anything else
+    /// opens the set-up panel.
+    fn not_prepared(&mut self, error: &LaunchError) {
+        let LaunchError::Session(busy @ StoreError::SessionBusy { id, pid, .. }) = error else {
+            self.state.set_offline(FirstRun::from_error(error));
+            return;
+        };
+        let data = self.loaded.dirs.data.as_deref();
+        let text = match data.and_then(crate::serve::lock::running) == Some(*pid) {
+            true => {
+                let short: String = id.chars().take(8).collect();
+                format!(
+                    "Session {short} is running in mnemo serve: `mnemo attach {short}` continues                      it there (or resume it once serve has stopped)"
+                )
+            }
+            false => busy.to_string(),
+        };
+        // No session runs here, but nothing is wrong with the model either.
+        self.state.return_waiting();
+        self.state.status.activity = super::status::Activity::Idle;
+        self.state.notice(
+            NoticeLevel::Error,
+            &format!("{text}; /clear starts a new session"),
+        );
     }
 
     /// A session could not be opened as asked: say why and start a new one.
