@@ -88,6 +88,22 @@ async fn set_model_sends_the_next_request_to_the_new_model_with_the_history() ->
     assert!(asked.contains("remember the word walrus"), "{asked}");
     assert!(asked.contains("from the first model"), "{asked}");
     assert!(asked.contains("which word?"), "{asked}");
+
+    // A client attaching now is told the session runs on the new model.
+    let (mut c, _) = Client::connect(&served, Some(&token)).await?;
+    let mut replayed = Vec::new();
+    c.request(
+        1,
+        json!({"session": session, "op": {"op": "attach"}}),
+        &mut replayed,
+    )
+    .await?;
+    let started = match replayed.first() {
+        Some(event) => event.clone(),
+        None => c.next().await?,
+    };
+    assert_eq!(started["event"]["type"], "session_started", "{started}");
+    assert_eq!(started["event"]["model"], "gpt", "{started}");
     Ok(())
 }
 
