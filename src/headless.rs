@@ -163,6 +163,7 @@ pub async fn run_prompt(
             | Event::Notice { .. }
             | Event::ToolsChanged { .. }
             | Event::McpServers { .. }
+            | Event::ModelChanged { .. }
             | Event::Error { .. } => {}
         }
     };
@@ -243,6 +244,9 @@ fn print_event(
             present::sub_agents(*count)
         )?,
         Event::ApprovalModeChanged { mode } => writeln!(err, "note: approval {}", mode.explain())?,
+        Event::ModelChanged { model, .. } => {
+            writeln!(err, "note: {}", present::model_changed(model))?;
+        }
         Event::Error { message } => writeln!(err, "error: {message}")?,
         Event::Notice { message } => writeln!(err, "note: {message}")?,
         Event::ToolsChanged { added, removed } => writeln!(

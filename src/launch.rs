@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
-use crate::agent::subagents::ModelResolver;
+use crate::agent::subagents::{ModelFactory, ModelResolver};
 use crate::agent::{Session, SessionSettings, prompt};
 use crate::config::{
     self, CliOverrides, Config, ConfigError, ConfigSources, Dirs, KeyStatus, ResolvedModel,
@@ -86,6 +86,34 @@ pub struct Loaded {
     cooldowns: Cooldowns,
     /// What this launch's sessions' tools reach beyond the session (the scheduler).
     pub services: Arc<dyn ToolServices>,
+}
+
+/// The chosen model followed by `fallbacks` that have a key (or need none).
+fn build_chain(
+    config: &Config,
+    cooldowns: &Cooldowns,
+    cli: &CliOverrides,
+    fallbacks: &[String],
+) -> Result<Arc<FallbackChain>, LaunchError> {
+    let primary = config::resolve_model(config, cli)?;
+    let key = api_key(&primary)?;
+    let timeouts = config.retry.timeouts();
+    let mut models = vec![chain_model(&primary, key, timeouts)?];
+    for name in fallbacks {
+        if *name == primary.name {
+            continue;
+        }
+        let model = config::select::named(config, name)?;
+        // A fallback without its key could only fail; it is left out of the chain.
+        if let Ok(key) = api_key(&model) {
+            models.push(chain_model(&model, key, timeouts)?);
+        }
+    }
+    Ok(Arc::new(FallbackChain::sharing(
+        models,
+        config.retry.policy(),
+        cooldowns.clone(),
+    )))
 }
 
 pub fn load_config(workspace: &Path, cli: &CliOverrides) -> Result<Loaded, LaunchError> {
@@ -197,25 +225,34 @@ impl Loaded {
     /// The chosen model followed by the configured fallbacks that have a key (or need none).
     /// Every chain of the launch shares its cooldowns.
     pub fn chain(&self, cli: &CliOverrides) -> Result<Arc<FallbackChain>, LaunchError> {
-        let primary = config::resolve_model(&self.config, cli)?;
-        let key = api_key(&primary)?;
-        let timeouts = self.config.retry.timeouts();
-        let mut models = vec![chain_model(&primary, key, timeouts)?];
-        for name in self.fallbacks(cli) {
-            if *name == primary.name {
-                continue;
-            }
-            let model = config::select::named(&self.config, name)?;
-            // A fallback without its key could only fail; it is left out of the chain.
-            if let Ok(key) = api_key(&model) {
-                models.push(chain_model(&model, key, timeouts)?);
-            }
-        }
-        Ok(Arc::new(FallbackChain::sharing(
-            models,
-            self.config.retry.policy(),
-            self.cooldowns.clone(),
-        )))
+        build_chain(&self.config, &self.cooldowns, cli, self.fallbacks(cli))
+    }
+
+    /// Chains for `Op::SetModel`: the named model with the fallbacks a model chosen for this
+    /// run gets. The overrides that described the model mnemo started with (provider, base
+    /// URL, key variable) do not carry over to another model.
+    pub fn model_factory(&self, cli: &CliOverrides) -> ModelFactory {
+        let base = CliOverrides {
+            model: None,
+            provider: None,
+            base_url: None,
+            api_key_env: None,
+            ..cli.clone()
+        };
+        let chosen = CliOverrides {
+            model: Some(String::new()),
+            ..base.clone()
+        };
+        let fallbacks = self.fallbacks(&chosen).to_vec();
+        let config = self.config.clone();
+        let cooldowns = self.cooldowns.clone();
+        Arc::new(move |name: &str| {
+            let cli = CliOverrides {
+                model: Some(name.to_string()),
+                ..base.clone()
+            };
+            build_chain(&config, &cooldowns, &cli, &fallbacks).map_err(|e| e.to_string())
+        })
     }
 
     /// A chain of `model` alone, sharing the launch's cooldowns: for work the person pointed
@@ -407,6 +444,7 @@ pub async fn prepare_session_with(
         session.find_skills_later(Arc::new(library), loaded.config.skills.clone());
     }
     session.set_model_resolver(loaded.model_resolver(cli));
+    session.set_model_factory(loaded.model_factory(cli));
     if let Some(name) = &loaded.config.agent.compressor_model {
         let model = config::select::named(&loaded.config, name)?;
         let key = api_key(&model)?;

@@ -71,3 +71,75 @@ fn attach_shows_a_served_session_takes_a_prompt_and_detaches() -> TestResult {
     assert!(daemon.wait()?.success());
     Ok(())
 }
+
+#[test]
+fn model_switches_under_attach_and_leaving_says_how_to_come_back() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let script = dir.path().join("script.json");
+    std::fs::write(
+        &script,
+        r#"{"turns": [{"when": "started by a script", "text": "the first model kept this"}]}"#,
+    )?;
+    let second = dir.path().join("second.json");
+    std::fs::write(
+        &second,
+        r#"{"turns": [{"when": "which model now", "text": "answered by the second model"}]}"#,
+    )?;
+    std::fs::create_dir_all(dir.path().join("config"))?;
+    std::fs::write(
+        dir.path().join("config/config.toml"),
+        format!(
+            "[models.second]\nprovider = \"scripted\"\nmodel = \"second\"\nscript = {:?}\n",
+            second.display().to_string()
+        ),
+    )?;
+    let model = format!("scripted:{}", script.display());
+    let mut daemon = mnemo(dir.path(), &["--model", &model, "serve"]).spawn()?;
+    let socket = dir.path().join("data/gateway.sock");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !socket.exists() {
+        assert!(Instant::now() < deadline, "no gateway socket");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    output(dir.path(), &["run", "--attach", "started by a script"])?;
+
+    let mut term = Terminal::spawn(&["attach"], dir.path())?;
+    term.wait_for("the first model kept this")?;
+    term.wait_for("● idle")?;
+    term.send("/model second\r")?;
+    term.wait_for("Now using second")?;
+    term.send("which model now\r")?;
+    term.wait_for("answered by the second model")?;
+    term.wait_for("● idle")?;
+    let rows = term.all_rows();
+    let status = rows.iter().rfind(|row| row.contains("● idle"));
+    assert!(
+        status.is_some_and(|row| row.contains("second")),
+        "{rows:#?}"
+    );
+    term.quit()?;
+    term.wait_for("goes on in mnemo serve · mnemo attach ")?;
+    let contents = term.contents();
+    let short = contents
+        .split("mnemo attach ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .ok_or("no session id on leaving")?
+        .to_string();
+
+    // Resuming it while the daemon holds it says so plainly, with the way that works.
+    let mut term = Terminal::spawn(&["--model", &model, "--resume", &short], dir.path())?;
+    term.wait_for(&format!("`mnemo attach {short}` continues"))?;
+    term.wait_for("/clear starts a new session")?;
+    assert!(
+        !term.contents().contains("No model could be prepared"),
+        "{}",
+        term.contents()
+    );
+    term.quit()?;
+
+    // SAFETY: stops the daemon this test started.
+    unsafe { libc::kill(daemon.id() as libc::pid_t, libc::SIGTERM) };
+    assert!(daemon.wait()?.success());
+    Ok(())
+}

@@ -254,7 +254,10 @@ fn the_model_picker_shows_keys_and_filters_as_you_type() {
     harness.type_text("loc");
     let filtered = harness.screen(100, 14);
     let effects = harness.state.handle_key(key(KeyCode::Enter), harness.now);
-    assert_eq!(effects, [Effect::SwitchModel("ollama".into())]);
+    let asked = Op::SetModel {
+        model: "ollama".into(),
+    };
+    assert_eq!(effects, [Effect::Send(asked)]);
     insta::assert_snapshot!("model_picker", all);
     insta::assert_snapshot!("model_picker_filtered", filtered);
 }

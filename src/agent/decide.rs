@@ -211,6 +211,10 @@ pub(super) enum OpAction {
     CompactNow,
     /// Compact before the running turn's next model call.
     CompactBeforeNextCall,
+    /// No turn runs: go on with this model now.
+    SwitchModelNow(String),
+    /// Go on with this model from the running turn's next model call.
+    SwitchModelBeforeNextCall(String),
     Answer(String, ApprovalDecision),
     SetApprovalMode(ApprovalMode),
     ListMcpServers,
@@ -236,6 +240,8 @@ pub(super) fn on_op(op: Option<Op>, turn_running: bool) -> OpAction {
         Op::Interrupt => OpAction::CancelBackground,
         Op::Compact if turn_running => OpAction::CompactBeforeNextCall,
         Op::Compact => OpAction::CompactNow,
+        Op::SetModel { model } if turn_running => OpAction::SwitchModelBeforeNextCall(model),
+        Op::SetModel { model } => OpAction::SwitchModelNow(model),
         Op::Approval { id, decision } => OpAction::Answer(id, decision),
         Op::SetApprovalMode { mode } => OpAction::SetApprovalMode(mode),
         Op::ListMcpServers => OpAction::ListMcpServers,

@@ -320,3 +320,18 @@ fn approvals_and_the_approval_mode_act_alike_during_and_between_turns() {
         );
     }
 }
+
+#[test]
+fn a_model_switch_applies_at_once_between_turns_and_before_the_next_call_during_one() {
+    let switch = || Op::SetModel {
+        model: "gpt".into(),
+    };
+    assert_eq!(
+        on_op(Some(switch()), false),
+        OpAction::SwitchModelNow("gpt".into())
+    );
+    assert_eq!(
+        on_op(Some(switch()), true),
+        OpAction::SwitchModelBeforeNextCall("gpt".into())
+    );
+}

@@ -8,6 +8,7 @@ mod decide;
 mod guards;
 mod mcp;
 mod model_call;
+mod model_switch;
 mod oversized;
 pub mod prompt;
 mod session;
@@ -51,6 +52,8 @@ pub struct AgentHandle {
 pub(crate) struct InboxState {
     pub texts: VecDeque<String>,
     pub compact: bool,
+    /// A model `Op::SetModel` named during the turn, taken before the next model call.
+    pub model: Option<String>,
 }
 
 pub(crate) type Inbox = Arc<Mutex<InboxState>>;
@@ -126,6 +129,9 @@ async fn drive(
                 OpAction::CompactNow | OpAction::CompactBeforeNextCall => {
                     Box::pin(session.compact_now()).await;
                 }
+                OpAction::SwitchModelNow(model) | OpAction::SwitchModelBeforeNextCall(model) => {
+                    session.change_model(&model).await;
+                }
                 OpAction::ListMcpServers => {
                     let servers = session.mcp_status();
                     let _ = control.events.send(Event::McpServers { servers }).await;
@@ -168,6 +174,11 @@ async fn drive(
                             pending.compact = true;
                         }
                     }
+                    OpAction::SwitchModelBeforeNextCall(model) | OpAction::SwitchModelNow(model) => {
+                        if let Ok(mut pending) = mailbox.inbox.lock() {
+                            pending.model = Some(model);
+                        }
+                    }
                     OpAction::Shutdown => {
                         cancel.cancel();
                         shutting_down = true;
@@ -178,8 +189,13 @@ async fn drive(
                 },
             }
         }
+        drop(turn);
         if shutting_down {
             break;
+        }
+        // Asked for after the turn's last model call: the next turn uses it.
+        if let Some(model) = model_switch::take_model(&mailbox.inbox) {
+            session.change_model(&model).await;
         }
     }
     runs.cancel_all();

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use tokio::sync::mpsc;
 
-use super::subagents::{AgentRuns, Mailbox, ModelResolver};
+use super::subagents::{AgentRuns, Mailbox, ModelFactory, ModelResolver};
 use crate::capabilities::run::CapabilityRunner;
 use crate::capabilities::{self, CapSpec, CapabilityRefs, ToolSet};
 use crate::config::Config;
@@ -177,6 +177,8 @@ pub struct Session {
     pub(super) mailbox: Mailbox,
     /// Builds chains for sub-agents that ask for another model.
     pub(super) model_resolver: Option<ModelResolver>,
+    /// Builds the chain `Op::SetModel` names.
+    pub(super) model_factory: Option<ModelFactory>,
     events: Option<mpsc::Sender<Event>>,
 }
 
@@ -336,6 +338,7 @@ impl Session {
             runs,
             mailbox: Mailbox::default(),
             model_resolver: None,
+            model_factory: None,
             events: None,
         }
     }

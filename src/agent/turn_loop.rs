@@ -167,6 +167,9 @@ impl Session {
         };
         let mut state = TurnState::new(self.settings.repeat_limit);
         loop {
+            if let Some(model) = super::model_switch::take_model(inbox) {
+                self.change_model(&model).await;
+            }
             let (texts, compact_asked) = drain(inbox);
             for text in texts {
                 self.add_user_text(text, UserMessageKind::Injected).await?;

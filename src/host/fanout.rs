@@ -207,6 +207,12 @@ impl Fanout {
         if matches!(event, Event::SessionStarted { .. }) {
             shared.started = Some(event.clone());
         }
+        // A front end attaching later starts from the model the session uses now.
+        if let (Event::ModelChanged { model, .. }, Some(Event::SessionStarted { model: now, .. })) =
+            (&event, &mut shared.started)
+        {
+            now.clone_from(model);
+        }
         let event = SessionEvent {
             session: self.session.clone(),
             seq: shared.seq,

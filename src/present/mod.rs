@@ -15,6 +15,11 @@ pub fn retry(model: &str, attempt: u32, delay_ms: u64, reason: &str) -> String {
     )
 }
 
+/// The session goes on with another model (`/model`, or another client's `set_model`).
+pub fn model_changed(model: &str) -> String {
+    format!("Now using {model}")
+}
+
 /// A model gave up and the next one in the chain answers.
 pub fn fallback(from: &str, to: &str, reason: &str) -> String {
     format!("{from} failed ({reason}); {to} takes over")

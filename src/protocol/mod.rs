@@ -39,6 +39,10 @@ pub enum Op {
     },
     /// Changes when the agent asks before acting, from the next tool call on.
     SetApprovalMode { mode: ApprovalMode },
+    /// Goes on with the configured model `model` (and its fallbacks) from the next model call
+    /// on, keeping the history; answered by `Event::ModelChanged`, or `Event::Error` when that
+    /// model cannot be prepared (the session keeps its model).
+    SetModel { model: String },
     /// Asks for the MCP servers' states, answered by `Event::McpServers`.
     ListMcpServers,
     /// Ends the agent task after cancelling any running turn.
@@ -245,6 +249,12 @@ pub enum Event {
     /// `Op::SetApprovalMode` took effect.
     ApprovalModeChanged {
         mode: ApprovalMode,
+    },
+    /// `Op::SetModel` took effect: the next model call goes to `model`.
+    ModelChanged {
+        model: String,
+        /// Its context window in tokens.
+        context_window: u64,
     },
     /// The request `id` was answered (a request dropped by an interrupt counts as denied).
     ApprovalResolved {

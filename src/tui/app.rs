@@ -118,7 +118,7 @@ impl<W: Write> App<W> {
                 Wake::Terminal(Some(event)) => self.on_terminal(event?, now, &mut effects),
                 Wake::Terminal(None) => return Ok(Some(Stop::Hangup)),
                 Wake::Signal(stop) => return Ok(Some(stop)),
-                Wake::Agent(Some(event)) => self.state.handle_event(event, now),
+                Wake::Agent(Some(event)) => self.agent_event(event, now),
                 Wake::Agent(None) => self.agent_stopped(),
                 Wake::History(read) => self.history_arrived(read),
                 Wake::Timer => self.state.tick(now),
@@ -141,7 +141,6 @@ impl<W: Write> App<W> {
                     }
                     Effect::OpenPicker => self.open_picker(PickerCancel::Close).await,
                     Effect::Resume(id) => self.resume(id).await,
-                    Effect::SwitchModel(name) => self.switch_model(name).await,
                     Effect::SearchMemory(query) => self.search_memory(query).await,
                     Effect::ListCapabilities => self.list_capabilities().await,
                     Effect::ListSkills => self.list_skills().await,
@@ -210,7 +209,7 @@ impl<W: Write> App<W> {
                 return;
             };
             match agent.events.try_recv() {
-                Ok(event) => self.state.handle_event(event.event, now),
+                Ok(event) => self.agent_event(event.event, now),
                 Err(TryRecvError::Empty) => return,
                 Err(TryRecvError::Disconnected) => return self.agent_stopped(),
             }

@@ -77,13 +77,17 @@ pub async fn run(
     let (width, height) = crossterm::terminal::size()?;
     let out = BufWriter::with_capacity(64 * 1024, io::stdout());
     let screen = terminal::Screen::new(out, Size::new(width, height));
+    let served = matches!(backend, Backend::Served(_));
     let mut app = app::App::new(screen, loaded, cli, backend);
     let result = app.run(start).await;
     let saved = app.saved_session();
     let finished = app.finish().await;
     drop(guard);
     if let Some(id) = saved {
-        println!("{}", exit_line(&id));
+        match served {
+            true => println!("{}", detach_line(&id)),
+            false => println!("{}", exit_line(&id)),
+        }
     }
     let stopped = result?;
     finished?;
@@ -94,4 +98,13 @@ pub async fn run(
 pub fn exit_line(session_id: &str) -> String {
     let short: String = session_id.chars().take(8).collect();
     format!("Session {short} saved · mnemo --resume {short}")
+}
+
+/// What `mnemo attach` says as it leaves a served session with messages: the daemon keeps
+/// it (and its lease), so attaching again is the way back; resuming works once serve stopped.
+pub fn detach_line(session_id: &str) -> String {
+    let short: String = session_id.chars().take(8).collect();
+    format!(
+        "Session {short} goes on in mnemo serve · mnemo attach {short}          (mnemo --resume {short} once serve has stopped)"
+    )
 }

@@ -216,10 +216,10 @@ fn model(name: &str, state: &mut AppState) -> Vec<Effect> {
         state.notice(NoticeLevel::Error, &text);
         return Vec::new();
     }
-    if refuse_while_busy(state, "switching the model") {
-        return Vec::new();
-    }
-    vec![Effect::SwitchModel(name.to_string())]
+    // The agent switches at its next model call, so a running turn need not end first.
+    vec![Effect::Send(Op::SetModel {
+        model: name.to_string(),
+    })]
 }
 
 /// `/approval` shows the modes; `/approval MODE` switches from the next tool call on.
@@ -343,7 +343,9 @@ mod tests {
         assert!(execute(SlashCommand::Model, "", &mut state).is_empty());
         assert_eq!(
             execute(SlashCommand::Model, "fast", &mut state),
-            [Effect::SwitchModel("fast".into())]
+            [Effect::Send(Op::SetModel {
+                model: "fast".into()
+            })]
         );
         assert!(execute(SlashCommand::Model, "nope", &mut state).is_empty());
         assert_eq!(

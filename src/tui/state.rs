@@ -42,8 +42,6 @@ pub enum Effect {
     OpenPicker,
     /// Shut the agent down and continue the stored session with this id.
     Resume(String),
-    /// Continue the same session with the named model.
-    SwitchModel(String),
     /// Search the memory archive and show the hits.
     SearchMemory(String),
     /// `/capabilities`: the tools offered now and the capability store.

@@ -125,6 +125,10 @@ impl AppState {
                     self.status.activity = Activity::AwaitingApproval;
                 }
             }
+            Event::ModelChanged { model, .. } => {
+                self.notice(NoticeLevel::Info, &crate::present::model_changed(&model));
+                self.status.model = model;
+            }
             Event::ApprovalModeChanged { mode } => {
                 self.status.approval_mode = mode;
                 self.notice(NoticeLevel::Info, &format!("Approval {}", mode.explain()));

@@ -1,10 +1,11 @@
 //! Starting, resuming and switching sessions from the app loop: a new session, a stored one
 //! (its transcript rebuilt from the store first), the latest of the directory, the picker,
-//! another model for the same session, and archive searches. Store reads run on the store
+//! the new model a session switched to, and archive searches. Store reads run on the store
 //! thread; the loop awaits them like any other effect, except the whole history of a resumed
 //! session, which arrives in the background once the prompt is ready.
 
 use std::io::Write;
+use std::time::Instant;
 
 use tokio::sync::oneshot;
 
@@ -20,6 +21,7 @@ use crate::launch::{LaunchError, SessionChoice};
 use crate::memory::recall::RecallScope;
 use crate::memory::types::{SessionRow, StoredMessage};
 use crate::memory::{ArchiveSearch, StoreError, search_archive};
+use crate::protocol::Event;
 use crate::tools::memory::format_hits;
 
 /// Sessions the picker lists.
@@ -71,7 +73,7 @@ impl<W: Write> App<W> {
 
     async fn start_new(&mut self) {
         if let Err(error) = self.prepare(SessionChoice::New, self.cli.clone()).await {
-            self.state.set_offline(FirstRun::from_error(&error));
+            self.not_prepared(&error);
         }
     }
 
@@ -112,7 +114,7 @@ impl<W: Write> App<W> {
         self.state.show_history(&row.title, restored);
         let choice = SessionChoice::Resume(row.id.clone());
         if let Err(error) = self.prepare(choice, self.cli.clone()).await {
-            self.state.set_offline(FirstRun::from_error(&error));
+            self.not_prepared(&error);
         }
         if row.message_count > active.len() as u64 {
             self.read_full_history(row.id, shown);
@@ -185,38 +187,20 @@ impl<W: Write> App<W> {
         }
     }
 
-    /// `/model NAME`: the same session goes on with another model. The overrides that
-    /// described the model mnemo started with (provider, base URL, key variable) are dropped.
-    /// When the new model cannot be prepared, the session goes on with the old one.
-    pub(super) async fn switch_model(&mut self, name: String) {
-        let cli = CliOverrides {
-            model: Some(name.clone()),
-            provider: None,
-            base_url: None,
-            api_key_env: None,
-            ..self.cli.clone()
-        };
-        self.shutdown_agent().await;
-        let choice = match &self.session_id {
-            Some(id) => SessionChoice::Resume(id.clone()),
-            None => SessionChoice::New,
-        };
-        let mut outcome = self.prepare(choice.clone(), cli.clone()).await;
-        // A session without a message is not stored yet: a new one is the same to the user.
-        if let Err(LaunchError::Session(StoreError::NotFound { .. })) = outcome {
-            outcome = self.prepare(SessionChoice::New, cli.clone()).await;
+    /// An event of the running session. After `/model` took effect, a session started
+    /// later (`/clear`) uses the new model too; the overrides that described the model mnemo
+    /// started with (provider, base URL, key variable) are dropped.
+    pub(super) fn agent_event(&mut self, event: Event, now: Instant) {
+        if let Event::ModelChanged { model, .. } = &event {
+            self.cli = CliOverrides {
+                model: Some(model.clone()),
+                provider: None,
+                base_url: None,
+                api_key_env: None,
+                ..self.cli.clone()
+            };
         }
-        let Err(error) = outcome else {
-            self.cli = cli;
-            return;
-        };
-        let text = format!("Cannot switch to {name}: {error}");
-        self.state.notice(NoticeLevel::Error, &text);
-        if self.session_id.is_some()
-            && let Err(error) = self.prepare(choice, self.cli.clone()).await
-        {
-            self.state.set_offline(FirstRun::from_error(&error));
-        }
+        self.state.handle_event(event, now);
     }
 
     /// `/memory QUERY`: the best archive entries, as a note.
@@ -385,6 +369,33 @@ impl<W: Write> App<W> {
         self.state.first_run = None;
         self.agent = Some(attached);
         Ok(())
+    }
+
+    /// No session could be started. A session another mnemo holds is said as it is, with
+    /// the way to it when `mnemo serve` holds it: nothing needs setting up. Anything else
+    /// opens the set-up panel.
+    fn not_prepared(&mut self, error: &LaunchError) {
+        let LaunchError::Session(busy @ StoreError::SessionBusy { id, pid, .. }) = error else {
+            self.state.set_offline(FirstRun::from_error(error));
+            return;
+        };
+        let data = self.loaded.dirs.data.as_deref();
+        let text = match data.and_then(crate::serve::lock::running) == Some(*pid) {
+            true => {
+                let short: String = id.chars().take(8).collect();
+                format!(
+                    "Session {short} is running in mnemo serve: `mnemo attach {short}` continues                      it there (or resume it once serve has stopped)"
+                )
+            }
+            false => busy.to_string(),
+        };
+        // No session runs here, but nothing is wrong with the model either.
+        self.state.return_waiting();
+        self.state.status.activity = super::status::Activity::Idle;
+        self.state.notice(
+            NoticeLevel::Error,
+            &format!("{text}; /clear starts a new session"),
+        );
     }
 
     /// A session could not be opened as asked: say why and start a new one.

@@ -30,6 +30,9 @@ pub use tools::register;
 /// Builds the model chain of a named model for a sub-agent that asks for one.
 pub type ModelResolver = Arc<dyn Fn(&str) -> Result<Arc<FallbackChain>, String> + Send + Sync>;
 
+/// Builds the whole chain (the model and its fallbacks) of a named model for `Op::SetModel`.
+pub type ModelFactory = ModelResolver;
+
 /// Where a session's user-side messages arrive while it is not asking for them: injected text
 /// and, for background sub-agents, their results. `wake` rouses an idle agent task.
 #[derive(Clone, Default)]

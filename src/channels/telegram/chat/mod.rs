@@ -221,6 +221,10 @@ impl Chat {
                     self.reply().push_line(&line);
                 }
             }
+            Event::ModelChanged { model, .. } => {
+                let line = escape_markdown(&crate::present::model_changed(&model));
+                self.reply().push_line(&line);
+            }
             Event::Error { message } => {
                 let line = format!("⚠️ {}", escape_markdown(&message));
                 self.reply().push_line(&line);
