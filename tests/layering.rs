@@ -57,8 +57,6 @@ const NOT_YET: &[(&str, &str)] = &[
     ("memory", "tools"),
     ("sandbox", "tools"),
     ("tools", "agent"),
-    ("tools", "gateway"),
-    ("tools", "serve"),
     ("tui", "gateway"),
     ("tui", "serve"),
 ];
