@@ -148,7 +148,8 @@ pub fn load_config_from(
         store: OnceLock::new(),
         embedder: OnceLock::new(),
         cooldowns: Cooldowns::default(),
-        services: Arc::new(crate::serve::notice::DaemonNotice::new(dirs.data.clone())),
+        // The entry point that runs sessions hands in how to reach a scheduler.
+        services: Arc::new(crate::tools::services::NoServices),
     })
 }
 

@@ -103,7 +103,11 @@ fn real_main(cli: Cli) -> anyhow::Result<ExitCode> {
         (None, true) => SessionChoice::Continue,
         (None, false) => SessionChoice::New,
     };
-    let loaded = launch::load_config(&workspace, &overrides)?;
+    let mut loaded = launch::load_config(&workspace, &overrides)?;
+    // Sessions of this process tell a running `mnemo serve` of the schedules they make.
+    loaded.services = std::sync::Arc::new(mnemo::serve::notice::DaemonNotice::new(
+        loaded.dirs.data.clone(),
+    ));
     mnemo::crash::set_webhook(loaded.config.crash_webhook.clone());
     let mut out = std::io::stdout().lock();
     match cli.command {

@@ -46,9 +46,6 @@ const NOT_YET: &[(&str, &str)] = &[
     ("gateway", "serve"),
     ("host", "launch"),
     ("jobs", "tools"),
-    // The default tool services of a standalone session (telling a running daemon): the
-    // entry points should hand them in.
-    ("launch", "serve"),
     ("llm", "config"),
     ("mcp", "sandbox"),
     ("memory", "llm"),

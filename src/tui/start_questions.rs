@@ -70,7 +70,9 @@ pub fn ask(
         if yes(input, output, "Trust this workspace? [y/N] ")? {
             let dirs = loaded.dirs.clone();
             trust::trust(&dirs, &loaded.workspace)?;
+            let services = loaded.services.clone();
             loaded = launch::load_config_from(&dirs, &loaded.workspace, cli)?;
+            loaded.services = services;
         } else {
             writeln!(output, "Going on without them.")?;
         }
