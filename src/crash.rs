@@ -288,3 +288,20 @@ pub fn recent(dir: &Path, limit: usize) -> Vec<(PathBuf, CrashRecord)> {
     records.truncate(limit);
     records
 }
+
+#[cfg(test)]
+mod tests {
+    // Beside the code, not in tests/crash.rs: a panic here must not race the records that
+    // binary's tests check.
+    #[tokio::test]
+    async fn a_request_that_panics_is_answered_with_an_error() {
+        let answer: Result<u32, String> = super::answered("gateway:test", async {
+            let empty: Vec<u32> = Vec::new();
+            Ok(empty[1])
+        })
+        .await;
+        let error = answer.err().unwrap_or_default();
+        assert!(error.contains("mnemo failed inside"), "{error}");
+        assert!(error.contains("index out of bounds"), "{error}");
+    }
+}
