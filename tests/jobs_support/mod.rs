@@ -1,5 +1,8 @@
 //! What the job tests share: a log they can read back.
 
+// Each test binary uses a different part of this module.
+#![allow(dead_code)]
+
 use std::io::Write;
 use std::sync::{Arc, Mutex, PoisonError};
 
