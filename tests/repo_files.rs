@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use cli_support::{Workspace, text};
-use common::{Reply, TestServer, openai_text};
+use common::{Reply, TestServer, openai_text, run_on_openai_server};
 use serde_json::json;
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;
@@ -22,19 +22,8 @@ async fn run_against(
     server: &TestServer,
     env: &[(&str, &str)],
 ) -> Result<Output, String> {
-    let url = format!("{}/v1", server.base_url);
-    let args = [
-        "--provider",
-        "openai",
-        "--base-url",
-        &url,
-        "--model",
-        "m",
-        "--api-key-env",
-        "LLM_KEY",
-        "run",
-        "what do the instructions say?",
-    ];
+    let args = run_on_openai_server(&server.base_url, "what do the instructions say?");
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let mut command = ws.command(&args);
     command.envs(env.iter().copied());
     tokio::task::spawn_blocking(move || {

@@ -9,7 +9,7 @@ mod common;
 
 use agent_support::start;
 use cli_support::{Workspace, text};
-use common::{Reply, TestServer, openai_text};
+use common::{Reply, TestServer, openai_text, run_on_openai_server};
 use mnemo::protocol::{Event, Op, ToolStatus};
 use serde_json::json;
 
@@ -184,19 +184,8 @@ async fn the_models_own_key_never_reaches_a_command() -> TestResult {
     ])
     .await?;
     let ws = std::sync::Arc::new(Workspace::new());
-    let url = format!("{}/v1", server.base_url);
-    let args = [
-        "--provider",
-        "openai",
-        "--base-url",
-        &url,
-        "--model",
-        "m",
-        "--api-key-env",
-        "LLM_KEY",
-        "run",
-        "print the environment",
-    ];
+    let args = run_on_openai_server(&server.base_url, "print the environment");
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let env = [
         ("LLM_KEY", "llm-secret-value"),
         ("STRIPE_KEY", "sk_live_secret"),

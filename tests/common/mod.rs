@@ -441,3 +441,23 @@ pub async fn flaky_server() -> std::io::Result<TestServer> {
     let cut = sse.find("the flaky").map_or(sse.len(), |at| at - 10);
     TestServer::start(vec![Reply::sse(&sse).cut_after(cut), Reply::sse(&sse)]).await
 }
+
+/// The flags of `mnemo run PROMPT` against the OpenAI-compatible in-test server at `base_url`,
+/// its key taken from `LLM_KEY`.
+pub fn run_on_openai_server(base_url: &str, prompt: &str) -> Vec<String> {
+    let url = format!("{base_url}/v1");
+    [
+        "--provider",
+        "openai",
+        "--base-url",
+        &url,
+        "--model",
+        "m",
+        "--api-key-env",
+        "LLM_KEY",
+        "run",
+        prompt,
+    ]
+    .map(str::to_string)
+    .to_vec()
+}
