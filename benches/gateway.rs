@@ -51,7 +51,7 @@ async fn latency() -> BenchResult {
         config: Some(cfg),
         data: Some(data.clone()),
     };
-    let loaded = Arc::new(mnemo::launch::load_config_from(&dirs, dir.path(), &cli)?);
+    let loaded = Arc::new(mnemo::host::load_config_from(&dirs, dir.path(), &cli)?);
     let host = SessionHost::new();
     let socket = dir.path().join("gw.sock");
     let options = GatewayOptions {

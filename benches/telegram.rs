@@ -56,7 +56,7 @@ async fn latency() -> BenchResult {
         config: Some(cfg),
         data: Some(data),
     };
-    let loaded = Arc::new(mnemo::launch::load_config_from(&dirs, dir.path(), &cli)?);
+    let loaded = Arc::new(mnemo::host::load_config_from(&dirs, dir.path(), &cli)?);
     let host = SessionHost::new();
     let cancel = CancellationToken::new();
     let ctx = mnemo::channels::telegram::Ctx::with_token(
@@ -136,7 +136,7 @@ async fn wait_for<T>(mut found: impl FnMut() -> Option<T>) -> BenchResult<T> {
 
 /// Pairs `chats` the way people do: each messages the bot and its code is paired, twenty
 /// at a time (the most codes that wait at once).
-async fn pair(server: &BotServer, loaded: &mnemo::launch::Loaded, chats: &[i64]) -> BenchResult {
+async fn pair(server: &BotServer, loaded: &mnemo::host::Loaded, chats: &[i64]) -> BenchResult {
     let store = loaded.store()?;
     for batch in chats.chunks(20) {
         for chat in batch {
@@ -187,7 +187,7 @@ async fn memory() -> BenchResult {
         config: Some(dir.path().join("cfg")),
         data: Some(daemon.data.clone()),
     };
-    let loaded = mnemo::launch::load_config_from(&dirs, dir.path(), &CliOverrides::default())?;
+    let loaded = mnemo::host::load_config_from(&dirs, dir.path(), &CliOverrides::default())?;
     let chats: Vec<i64> = (1..=CHATS).collect();
     pair(&server, &loaded, &chats).await?;
     let paired = settled_rss(&daemon).await?;

@@ -11,7 +11,6 @@ pub mod gateway;
 pub mod headless;
 pub mod host;
 pub mod jobs;
-pub mod launch;
 pub mod llm;
 pub mod mcp;
 pub mod memory;

@@ -8,7 +8,7 @@ use clap::Parser;
 use mnemo::commands::{self, sessions::ExportFormat};
 use mnemo::config::{CliOverrides, ProviderKind};
 use mnemo::headless::{OutputMode, run_prompt};
-use mnemo::launch::{self, SessionChoice};
+use mnemo::host::{self, SessionChoice};
 use mnemo::memory::StoreError;
 use mnemo::tui::start_questions;
 
@@ -103,7 +103,7 @@ fn real_main(cli: Cli) -> anyhow::Result<ExitCode> {
         (None, true) => SessionChoice::Continue,
         (None, false) => SessionChoice::New,
     };
-    let mut loaded = launch::load_config(&workspace, &overrides)?;
+    let mut loaded = host::load_config(&workspace, &overrides)?;
     // Sessions of this process tell a running `mnemo serve` of the schedules they make.
     loaded.services = std::sync::Arc::new(mnemo::serve::notice::DaemonNotice::new(
         loaded.dirs.data.clone(),
@@ -369,7 +369,7 @@ fn real_main(cli: Cli) -> anyhow::Result<ExitCode> {
                 let attached = match host.open(&loaded, &overrides, choice, options).await {
                     Ok(attached) => attached,
                     // The prompt must not be lost with the session it could not reach.
-                    Err(busy @ launch::LaunchError::Session(StoreError::SessionBusy { .. })) => {
+                    Err(busy @ host::LaunchError::Session(StoreError::SessionBusy { .. })) => {
                         anyhow::bail!("{busy}. Your prompt was not sent:\n{prompt}")
                     }
                     Err(other) => return Err(other.into()),

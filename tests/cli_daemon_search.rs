@@ -140,7 +140,7 @@ async fn a_daemon_that_cannot_answer_leaves_the_search_to_the_caller() -> TestRe
         config: Some(cfg),
         data: Some(data.clone()),
     };
-    let loaded = mnemo::launch::load_config_from(&dirs, dir.path(), &Default::default())?;
+    let loaded = mnemo::host::load_config_from(&dirs, dir.path(), &Default::default())?;
     let cancel = tokio_util::sync::CancellationToken::new();
     let options = mnemo::gateway::GatewayOptions {
         listen: vec![mnemo::gateway::Listen::Unix(socket)],

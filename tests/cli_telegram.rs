@@ -15,7 +15,7 @@ fn store(ws: &Workspace) -> Result<mnemo::memory::Store, Box<dyn std::error::Err
         config: Some(ws.path().join(".cfg")),
         data: Some(ws.path().join(".data")),
     };
-    let loaded = mnemo::launch::load_config_from(&dirs, ws.path(), &Default::default())?;
+    let loaded = mnemo::host::load_config_from(&dirs, ws.path(), &Default::default())?;
     Ok(loaded.store()?)
 }
 

@@ -76,7 +76,7 @@ async fn a_listener_off_the_loopback_needs_tls() -> TestResult {
         config: Some(dir.path().join("cfg")),
         data: Some(dir.path().join("data")),
     };
-    let loaded = mnemo::launch::load_config_from(&dirs, dir.path(), &CliOverrides::default())?;
+    let loaded = mnemo::host::load_config_from(&dirs, dir.path(), &CliOverrides::default())?;
     let listen: Listen = "0.0.0.0:0".parse()?;
     let refused = gateway::start(
         SessionHost::new(),

@@ -88,7 +88,7 @@ async fn mutual_tls_lets_in_only_clients_with_a_certificate() -> TestResult {
         data: Some(dir.path().join("data")),
     };
     std::fs::create_dir_all(dir.path().join("data"))?;
-    let loaded = Arc::new(mnemo::launch::load_config_from(
+    let loaded = Arc::new(mnemo::host::load_config_from(
         &dirs,
         dir.path(),
         &CliOverrides::default(),
@@ -178,7 +178,7 @@ async fn the_cli_gets_its_reply_over_mutual_tls_and_a_clear_error_without_its_ce
         config: Some(dir.path().join("cfg")),
         data: Some(dir.path().join("data")),
     };
-    let loaded = Arc::new(mnemo::launch::load_config_from(
+    let loaded = Arc::new(mnemo::host::load_config_from(
         &dirs,
         &dir.path().join("ws"),
         &cli,

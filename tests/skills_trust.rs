@@ -230,7 +230,7 @@ fn a_launch_trusts_the_repository_s_skills_only_after_mnemo_trust() -> TestResul
     std::fs::create_dir_all(&ws)?;
     let cli = mnemo::config::CliOverrides::default();
     let trusted = || -> Fallible<bool> {
-        Ok(mnemo::launch::load_config_from(&dirs, &ws, &cli)?.workspace_trusted())
+        Ok(mnemo::host::load_config_from(&dirs, &ws, &cli)?.workspace_trusted())
     };
     assert!(!trusted()?, "a new workspace");
     mnemo::config::trust::trust(&dirs, &ws)?;

@@ -9,7 +9,7 @@ mod tui_support;
 use std::time::Duration;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-use mnemo::launch::LaunchError;
+use mnemo::host::LaunchError;
 use mnemo::protocol::{ApprovalAction, ApprovalDecision, Event, Op, ToolStatus};
 use mnemo::tui::first_run::FirstRun;
 use mnemo::tui::pager_view;

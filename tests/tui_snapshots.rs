@@ -5,7 +5,7 @@
 mod tui_support;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-use mnemo::launch::LaunchError;
+use mnemo::host::LaunchError;
 use mnemo::llm::Usage;
 use mnemo::protocol::{CompactionKind, Event, Op, ToolStatus, TurnStatus, UserMessageKind};
 use mnemo::tui::first_run::FirstRun;

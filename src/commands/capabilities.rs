@@ -5,7 +5,7 @@ use std::io::Write;
 use serde_json::Value;
 
 use super::{CommandError, local_time};
-use crate::launch::Loaded;
+use crate::host::Loaded;
 use crate::memory::{Capability, CapabilityVersion};
 
 /// The marker of a pinned capability in the list.

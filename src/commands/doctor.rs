@@ -7,7 +7,7 @@ use std::io::Write;
 use super::CommandError;
 use crate::config::trust::Trust;
 use crate::config::{KeyStatus, select};
-use crate::launch::Loaded;
+use crate::host::Loaded;
 
 /// How many crash records are listed.
 const RECENT_CRASHES: usize = 5;

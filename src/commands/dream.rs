@@ -4,7 +4,7 @@ use std::io::Write;
 
 use super::CommandError;
 use crate::config::CliOverrides;
-use crate::launch::Loaded;
+use crate::host::Loaded;
 
 pub async fn dream(
     loaded: &Loaded,

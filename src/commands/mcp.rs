@@ -6,7 +6,7 @@ use std::io::Write;
 use tokio::time::Instant;
 
 use super::CommandError;
-use crate::launch::Loaded;
+use crate::host::Loaded;
 use crate::mcp::{McpManager, McpServerEntry, ServerState};
 use crate::sandbox::Confinement;
 use crate::tools::mcp::deferred_servers;

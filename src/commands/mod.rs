@@ -15,7 +15,7 @@ pub mod status;
 pub mod telegram;
 pub mod trust;
 
-use crate::launch::LaunchError;
+use crate::host::LaunchError;
 use crate::memory::StoreError;
 
 #[derive(Debug, thiserror::Error)]

@@ -4,8 +4,8 @@
 use std::io::Write;
 
 use super::CommandError;
+use crate::host::Loaded;
 use crate::jobs::{heartbeat, listing};
-use crate::launch::Loaded;
 use crate::serve::lock as serve_lock;
 
 /// Schedules, heartbeats (with the files that cannot be read) and whether `mnemo serve` runs.

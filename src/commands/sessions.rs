@@ -5,7 +5,7 @@ use std::io::Write;
 use serde_json::json;
 
 use super::{CommandError, local_time};
-use crate::launch::Loaded;
+use crate::host::Loaded;
 use crate::llm::transcript::to_markdown;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -10,7 +10,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use super::{CommandError, column_width, local_time};
-use crate::launch::Loaded;
+use crate::host::Loaded;
 use crate::memory::skills::{SkillOrigin, SkillStats};
 use crate::sandbox::{ApprovalMode, Confinement, SandboxPolicy};
 use crate::skills::{Skill, SkillSet};

@@ -5,8 +5,8 @@ use std::io::Write;
 
 use super::CommandError;
 use crate::gateway::client::GatewayClient;
+use crate::host::{LaunchError, Loaded};
 use crate::jobs::{heartbeat, listing};
-use crate::launch::{LaunchError, Loaded};
 use crate::serve::{lock, nightly};
 
 pub async fn status(loaded: &Loaded, out: &mut impl Write) -> Result<(), CommandError> {

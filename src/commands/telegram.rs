@@ -5,7 +5,7 @@ use std::io::Write;
 
 use super::{CommandError, local_time};
 use crate::channels::telegram::pairing::CODE_LIFETIME_MS;
-use crate::launch::Loaded;
+use crate::host::Loaded;
 
 pub fn pair(loaded: &Loaded, code: &str, out: &mut impl Write) -> Result<(), CommandError> {
     let code = code.trim().to_string();

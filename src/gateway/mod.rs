@@ -20,7 +20,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::CliOverrides;
 use crate::host::{Attachment, Delivery, OpenOptions, SessionHost};
-use crate::launch::{Loaded, SessionChoice};
+use crate::host::{Loaded, SessionChoice};
 use admission::Admission;
 use token::TokenFile;
 

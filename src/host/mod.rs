@@ -3,8 +3,10 @@
 //! events leave it numbered (`SessionEvent`), fanned out to whoever is attached and written
 //! to the store's event journal; a session lives on while nobody is attached.
 
+mod compose;
 mod fanout;
 mod journal;
+mod providers;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -14,9 +16,11 @@ use tokio::sync::mpsc;
 
 use crate::agent::{self, Session};
 use crate::config::CliOverrides;
-use crate::launch::{self, LaunchError, Loaded, SessionChoice};
 use crate::memory::Store;
 use crate::protocol::{Op, SessionEvent};
+pub use compose::{
+    LaunchError, Loaded, SessionChoice, load_config, load_config_from, prepare_session_with,
+};
 pub use fanout::ReplayError;
 use fanout::{Fanout, Refused, Stored, Subscriber};
 use journal::{Journal, KEEP_PER_SESSION};
@@ -92,7 +96,7 @@ impl SessionHost {
         {
             return Ok(attached);
         }
-        let session = launch::prepare_session_with(loaded, cli, choice).await?;
+        let session = prepare_session_with(loaded, cli, choice).await?;
         if let Some(mode) = options.approval_mode {
             session.settings.approvals.set_mode(mode);
         }

@@ -3,7 +3,6 @@
 
 pub mod anthropic;
 pub mod error;
-pub mod factory;
 pub mod fallback;
 pub mod http;
 pub mod openai;

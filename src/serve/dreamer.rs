@@ -4,9 +4,9 @@
 use std::path::PathBuf;
 
 use crate::config::{CliOverrides, ProviderKind, ResolvedModel};
+use crate::host::{LaunchError, Loaded};
 use crate::jobs::dream_batch::BatchClient;
 use crate::jobs::{DreamError, Dreamer};
-use crate::launch::{LaunchError, Loaded};
 use crate::llm::ProviderSettings;
 
 fn setup(err: impl Into<LaunchError>) -> DreamError {

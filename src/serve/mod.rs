@@ -20,11 +20,11 @@ use tokio_util::sync::CancellationToken;
 
 use crate::channels::telegram::deliver::TelegramDelivery;
 use crate::host::SessionHost;
+use crate::host::{LaunchError, Loaded};
 use crate::jobs::book::StoreBook;
 use crate::jobs::delivery::Channels;
 use crate::jobs::job::{Job, RunOutcome};
 use crate::jobs::scheduler::{JobRunner, Scheduler};
-use crate::launch::{LaunchError, Loaded};
 use crate::signals::Stop;
 use lock::{LockError, ServeLock};
 use log::ServeLog;

@@ -7,10 +7,10 @@ use futures_util::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{CliOverrides, Dirs};
+use crate::host::{self, SessionChoice};
 use crate::host::{Attachment, Delivery, SessionHost};
 use crate::jobs::job::{Job, RunOutcome};
 use crate::jobs::scheduler::JobRunner;
-use crate::launch::{self, SessionChoice};
 use crate::protocol::{Event, Op, TurnStatus};
 
 /// How long a finished run waits for its session to end.
@@ -24,7 +24,7 @@ pub struct HeadlessRunner {
     cli: CliOverrides,
     host: SessionHost,
     /// The daemon's launch, whose store and model runs share.
-    shared: Option<std::sync::Arc<launch::Loaded>>,
+    shared: Option<std::sync::Arc<host::Loaded>>,
 }
 
 impl HeadlessRunner {
@@ -38,7 +38,7 @@ impl HeadlessRunner {
     }
 
     /// Runs share `loaded`'s open store and model instead of opening their own.
-    pub fn sharing(mut self, loaded: std::sync::Arc<launch::Loaded>) -> Self {
+    pub fn sharing(mut self, loaded: std::sync::Arc<host::Loaded>) -> Self {
         self.shared = Some(loaded);
         self
     }
@@ -65,7 +65,7 @@ impl HeadlessRunner {
         );
         let loaded = tokio::task::spawn_blocking(move || match shared {
             Some(shared) => shared.for_workspace(&workspace, &load_cli),
-            None => launch::load_config_from(&dirs, &workspace, &load_cli),
+            None => host::load_config_from(&dirs, &workspace, &load_cli),
         })
         .await;
         let mut loaded = match loaded {
@@ -76,7 +76,7 @@ impl HeadlessRunner {
         if let Some(maker) = &job.rights {
             crate::jobs::schedule::limit_to(&mut loaded.config, maker);
         }
-        let session = match launch::prepare_session_with(&loaded, &cli, SessionChoice::New).await {
+        let session = match host::prepare_session_with(&loaded, &cli, SessionChoice::New).await {
             Ok(session) => session,
             Err(e) => return failed(e.to_string()),
         };

@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::log::ServeLog;
 use crate::gateway::search::SearchAsk;
-use crate::launch::{LaunchError, Loaded};
+use crate::host::{LaunchError, Loaded};
 use crate::memory::embed::{ArchiveSearch, EmbeddingClient};
 use crate::memory::recall::RecallScope;
 use crate::memory::{StoreError, search_archive};

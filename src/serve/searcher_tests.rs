@@ -25,7 +25,7 @@ fn searcher(dir: &Path) -> Result<Arc<Searcher>, Box<dyn std::error::Error>> {
         config: Some(cfg),
         data: Some(data.clone()),
     };
-    let loaded = crate::launch::load_config_from(&dirs, dir, &CliOverrides::default())?;
+    let loaded = crate::host::load_config_from(&dirs, dir, &CliOverrides::default())?;
     let log = ServeLog::open(&data)?;
     Ok(Searcher::new(
         Arc::new(loaded),

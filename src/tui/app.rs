@@ -26,7 +26,7 @@ use super::wrap::wrap_lines;
 use crate::config::CliOverrides;
 use crate::config::KeyStatus;
 use crate::host::Attachment;
-use crate::launch::Loaded;
+use crate::host::Loaded;
 use crate::protocol::{Event, Op};
 use crate::signals::{Signals, Stop};
 

@@ -7,7 +7,7 @@ use std::time::Duration;
 use crate::config::CliOverrides;
 use crate::gateway::client::GatewayClient;
 use crate::host::{Attachment, OpenOptions, SessionHost};
-use crate::launch::{LaunchError, Loaded, SessionChoice};
+use crate::host::{LaunchError, Loaded, SessionChoice};
 
 #[derive(Clone)]
 pub enum Backend {

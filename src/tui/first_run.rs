@@ -9,7 +9,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, BorderType, Borders, Widget};
 
 use super::wrap::wrap_lines;
-use crate::launch::LaunchError;
+use crate::host::LaunchError;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FirstRun {

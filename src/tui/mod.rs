@@ -44,7 +44,7 @@ use std::io::{self, BufWriter};
 use ratatui::layout::Size;
 
 use crate::config::CliOverrides;
-use crate::launch::{Loaded, SessionChoice};
+use crate::host::{Loaded, SessionChoice};
 use crate::signals::Stop;
 pub use backend::Backend;
 

@@ -7,7 +7,7 @@
 use std::io::{self, BufRead, Write};
 
 use crate::config::{CliOverrides, trust};
-use crate::launch::{self, LaunchError, Loaded};
+use crate::host::{self, LaunchError, Loaded};
 
 /// How the questions ended.
 pub enum Outcome {
@@ -71,7 +71,7 @@ pub fn ask(
             let dirs = loaded.dirs.clone();
             trust::trust(&dirs, &loaded.workspace)?;
             let services = loaded.services.clone();
-            loaded = launch::load_config_from(&dirs, &loaded.workspace, cli)?;
+            loaded = host::load_config_from(&dirs, &loaded.workspace, cli)?;
             loaded.services = services;
         } else {
             writeln!(output, "Going on without them.")?;
@@ -114,7 +114,7 @@ mod tests {
         dirs: &Dirs,
     ) -> Result<(Outcome, String), Box<dyn std::error::Error>> {
         let mut cli = CliOverrides::default();
-        let loaded = launch::load_config_from(dirs, &root.path().join("ws"), &cli)?;
+        let loaded = host::load_config_from(dirs, &root.path().join("ws"), &cli)?;
         let mut output = Vec::new();
         let outcome = ask(loaded, &mut cli, &mut answer.as_bytes(), &mut output)?;
         Ok((outcome, String::from_utf8(output)?))

@@ -17,7 +17,7 @@ use super::history::{restore, restore_active};
 use super::picker::{PickerCancel, SessionPicker};
 use crate::config::CliOverrides;
 use crate::host::{Delivery, OpenOptions};
-use crate::launch::{LaunchError, SessionChoice};
+use crate::host::{LaunchError, SessionChoice};
 use crate::memory::recall::RecallScope;
 use crate::memory::types::{SessionRow, StoredMessage};
 use crate::memory::{ArchiveSearch, StoreError, search_archive};

@@ -25,7 +25,7 @@ pub struct Served {
     pub running: Option<gateway::Running>,
     pub cancel: CancellationToken,
     pub host: SessionHost,
-    pub loaded: Arc<mnemo::launch::Loaded>,
+    pub loaded: Arc<mnemo::host::Loaded>,
 }
 
 /// A gateway in a new directory whose sessions run `script`, with `config` as config.toml.
@@ -64,7 +64,7 @@ async fn serve_in(dir: tempfile::TempDir, script: Value, config: &str) -> AnyRes
         config: Some(cfg),
         data: Some(data.clone()),
     };
-    let loaded = Arc::new(mnemo::launch::load_config_from(&dirs, &ws, &cli)?);
+    let loaded = Arc::new(mnemo::host::load_config_from(&dirs, &ws, &cli)?);
     let socket = dir.path().join("gw.sock");
     let cancel = CancellationToken::new();
     let host = SessionHost::new();

@@ -11,9 +11,9 @@ use std::time::Duration;
 use crate::jobs_support::SharedBuffer;
 use crate::telegram_support::BotServer;
 use mnemo::config::{CliOverrides, Dirs};
+use mnemo::host::Loaded;
 use mnemo::host::SessionHost;
 use mnemo::jobs::delivery::Log;
-use mnemo::launch::Loaded;
 use serde_json::{Value, json};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -72,7 +72,7 @@ impl Setup {
     }
 
     pub fn loaded(&self) -> AnyResult<Loaded> {
-        Ok(mnemo::launch::load_config_from(
+        Ok(mnemo::host::load_config_from(
             &self.dirs,
             &self.workspace(),
             &self.cli,
@@ -108,7 +108,7 @@ impl Setup {
         let (dirs, workspace, cli) = (self.dirs.clone(), self.workspace(), self.cli.clone());
         let code = code.to_string();
         let paired = tokio::task::spawn_blocking(move || {
-            let loaded = mnemo::launch::load_config_from(&dirs, &workspace, &cli)
+            let loaded = mnemo::host::load_config_from(&dirs, &workspace, &cli)
                 .map_err(|e| e.to_string())?;
             let mut out = Vec::new();
             mnemo::commands::telegram::pair(&loaded, &code, &mut out).map_err(|e| e.to_string())?;

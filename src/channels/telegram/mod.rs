@@ -23,8 +23,8 @@ use tokio_util::sync::CancellationToken;
 use crate::config::CliOverrides;
 use crate::config::telegram::TelegramConfig;
 use crate::host::{Attachment, Delivery, OpenOptions, SessionHost};
+use crate::host::{Loaded, SessionChoice};
 use crate::jobs::delivery::Log;
-use crate::launch::{Loaded, SessionChoice};
 use crate::memory::Store;
 use api::{ApiError, BotApi};
 use chat::Input;
@@ -60,7 +60,7 @@ pub enum TelegramError {
     #[error("the Telegram channel is enabled but ${0} (its bot token) is not set")]
     NoToken(String),
     #[error(transparent)]
-    Launch(#[from] crate::launch::LaunchError),
+    Launch(#[from] crate::host::LaunchError),
 }
 
 impl Ctx {

@@ -8,7 +8,7 @@ mod notes;
 
 use super::{CommandError, local_time};
 use crate::gateway::search::{SearchAsk, ask_daemon};
-use crate::launch::Loaded;
+use crate::host::Loaded;
 use crate::memory::embed::{INSTALL_HINT, backfill, local_model_dir};
 use crate::memory::recall::RecallScope;
 use crate::memory::types::Scope;

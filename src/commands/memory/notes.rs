@@ -4,8 +4,8 @@
 use std::io::Write;
 
 use super::super::{CommandError, local_time};
+use crate::host::Loaded;
 use crate::jobs::dream::write_note_files;
-use crate::launch::Loaded;
 use crate::memory::StoreError;
 use crate::memory::dream_held::{HeldNote, Verdict};
 use crate::memory::dream_notes::{DreamNotes, NoteFile, NotesOrigin, NotesVersion};

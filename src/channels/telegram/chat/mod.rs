@@ -24,7 +24,7 @@ use super::questions::Questions;
 use super::reply::{Change, Reply};
 use super::text::{approval_question, escape_markdown, tool_line};
 use crate::host::Attachment;
-use crate::launch::SessionChoice;
+use crate::host::SessionChoice;
 use crate::protocol::{Event, Op, TurnStatus};
 
 /// A chat with nothing going on for this long lets its session go.

@@ -1,18 +1,13 @@
 //! Turns a workspace and command-line overrides into a ready session: config, store, model,
 //! key, provider, tools and system prompt. Every front end starts here.
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, OnceLock};
 
-use crate::agent::subagents::{ModelFactory, ModelResolver};
+use super::providers::{api_key, chain_model};
 use crate::agent::{Session, SessionSettings, prompt};
-use crate::config::{
-    self, CliOverrides, Config, ConfigError, ConfigSources, Dirs, KeyStatus, ResolvedModel,
-};
-use crate::llm::Timeouts;
-use crate::llm::factory::build_provider;
-use crate::llm::fallback::{ChainModel, Cooldowns, FallbackChain};
+use crate::config::{self, CliOverrides, Config, ConfigError, ConfigSources, Dirs};
+use crate::llm::fallback::Cooldowns;
 use crate::llm::scripted::ScriptLoadError;
 use crate::mcp::{Backoff, McpSettings};
 use crate::memory::embed::{self, EmbeddingClient};
@@ -83,37 +78,9 @@ pub struct Loaded {
     store: OnceLock<Store>,
     embedder: OnceLock<Option<Arc<EmbeddingClient>>>,
     /// Shared by every chain this launch builds, so a model that failed rests everywhere.
-    cooldowns: Cooldowns,
+    pub(super) cooldowns: Cooldowns,
     /// What this launch's sessions' tools reach beyond the session (the scheduler).
     pub services: Arc<dyn ToolServices>,
-}
-
-/// The chosen model followed by `fallbacks` that have a key (or need none).
-fn build_chain(
-    config: &Config,
-    cooldowns: &Cooldowns,
-    cli: &CliOverrides,
-    fallbacks: &[String],
-) -> Result<Arc<FallbackChain>, LaunchError> {
-    let primary = config::resolve_model(config, cli)?;
-    let key = api_key(&primary)?;
-    let timeouts = config.retry.timeouts();
-    let mut models = vec![chain_model(&primary, key, timeouts)?];
-    for name in fallbacks {
-        if *name == primary.name {
-            continue;
-        }
-        let model = config::select::named(config, name)?;
-        // A fallback without its key could only fail; it is left out of the chain.
-        if let Ok(key) = api_key(&model) {
-            models.push(chain_model(&model, key, timeouts)?);
-        }
-    }
-    Ok(Arc::new(FallbackChain::sharing(
-        models,
-        config.retry.policy(),
-        cooldowns.clone(),
-    )))
 }
 
 pub fn load_config(workspace: &Path, cli: &CliOverrides) -> Result<Loaded, LaunchError> {
@@ -223,62 +190,6 @@ impl Loaded {
         }
     }
 
-    /// The chosen model followed by the configured fallbacks that have a key (or need none).
-    /// Every chain of the launch shares its cooldowns.
-    pub fn chain(&self, cli: &CliOverrides) -> Result<Arc<FallbackChain>, LaunchError> {
-        build_chain(&self.config, &self.cooldowns, cli, self.fallbacks(cli))
-    }
-
-    /// Chains for `Op::SetModel`: the named model with the fallbacks a model chosen for this
-    /// run gets. The overrides that described the model mnemo started with (provider, base
-    /// URL, key variable) do not carry over to another model.
-    pub fn model_factory(&self, cli: &CliOverrides) -> ModelFactory {
-        let base = CliOverrides {
-            model: None,
-            provider: None,
-            base_url: None,
-            api_key_env: None,
-            ..cli.clone()
-        };
-        let chosen = CliOverrides {
-            model: Some(String::new()),
-            ..base.clone()
-        };
-        let fallbacks = self.fallbacks(&chosen).to_vec();
-        let config = self.config.clone();
-        let cooldowns = self.cooldowns.clone();
-        Arc::new(move |name: &str| {
-            let cli = CliOverrides {
-                model: Some(name.to_string()),
-                ..base.clone()
-            };
-            build_chain(&config, &cooldowns, &cli, &fallbacks).map_err(|e| e.to_string())
-        })
-    }
-
-    /// A chain of `model` alone, sharing the launch's cooldowns: for work the person pointed
-    /// at one model (`[dream] model`).
-    pub fn chain_of(&self, model: &ResolvedModel) -> Result<Arc<FallbackChain>, LaunchError> {
-        let timeouts = self.config.retry.timeouts();
-        let models = vec![chain_model(model, api_key(model)?, timeouts)?];
-        Ok(Arc::new(FallbackChain::sharing(
-            models,
-            self.config.retry.policy(),
-            self.cooldowns.clone(),
-        )))
-    }
-
-    /// The fallbacks of the chosen model. A model chosen on the command line has none but the
-    /// ones named for this run (`--fallback`, `MNEMO_FALLBACKS`): a conversation never goes to
-    /// a provider the person did not choose for it.
-    fn fallbacks<'a>(&'a self, cli: &'a CliOverrides) -> &'a [String] {
-        match (cli.chooses_model(), cli.fallbacks.is_empty()) {
-            (_, false) => &cli.fallbacks,
-            (true, true) if !self.sources.fallbacks_from_env => &[],
-            _ => &self.config.fallbacks,
-        }
-    }
-
     /// Why the workspace is too broad for the agent, if it is.
     pub fn broad_workspace(&self) -> Option<Broad> {
         let home = std::env::var_os("HOME").map(PathBuf::from);
@@ -287,48 +198,6 @@ impl Loaded {
             home.as_deref(),
             &self.config.sandbox.own_dirs,
         )
-    }
-
-    /// Chains for sub-agents that ask for a configured model by name; one chain per model for
-    /// the whole launch, sharing the launch's cooldowns.
-    pub fn model_resolver(&self, cli: &CliOverrides) -> ModelResolver {
-        let mut allowed: Vec<String> = self.config.agent.subagent_models.clone();
-        allowed.extend(self.fallbacks(cli).iter().cloned());
-        if !cli.chooses_model() {
-            allowed.push(self.config.default_model.clone());
-        }
-        let config = self.config.clone();
-        let cooldowns = self.cooldowns.clone();
-        let chains: Mutex<HashMap<String, Arc<FallbackChain>>> = Mutex::default();
-        Arc::new(move |name: &str| {
-            let mut chains = chains.lock().unwrap_or_else(PoisonError::into_inner);
-            if let Some(chain) = chains.get(name) {
-                return Ok(chain.clone());
-            }
-            if !allowed.iter().any(|a| a == name) {
-                let offered = match allowed.is_empty() {
-                    true => "none".to_string(),
-                    false => allowed.join(", "),
-                };
-                return Err(format!(
-                    "model `{name}` was not chosen by the user for this session (models for \
-                     sub-agents: {offered}; the user adds more with `agent.subagent_models`); \
-                     leave model out to use your own"
-                ));
-            }
-            let model = config::select::named(&config, name).map_err(|e| e.to_string())?;
-            let key = api_key(&model).map_err(|e| e.to_string())?;
-            let timeouts = config.retry.timeouts();
-            let model = chain_model(&model, key, timeouts).map_err(|e| e.to_string())?;
-            let policy = config.retry.policy();
-            let chain = Arc::new(FallbackChain::sharing(
-                vec![model],
-                policy,
-                cooldowns.clone(),
-            ));
-            chains.insert(name.to_string(), chain.clone());
-            Ok(chain)
-        })
     }
 
     /// Whether the person trusted this workspace (`mnemo trust`), with its config file as it
@@ -464,32 +333,4 @@ pub async fn prepare_session_with(
         session.notify_at_start(error.to_string());
     }
     Ok(session)
-}
-
-fn chain_model(
-    model: &ResolvedModel,
-    key: Option<String>,
-    timeouts: Timeouts,
-) -> Result<ChainModel, LaunchError> {
-    Ok(ChainModel {
-        name: model.name.clone(),
-        provider: build_provider(model, key, timeouts)?,
-        context_window: model.context_window,
-        max_output_tokens: model.max_output_tokens,
-        price: model.price,
-    })
-}
-
-/// Reads the model's key from the environment. A local server may run without one.
-fn api_key(model: &ResolvedModel) -> Result<Option<String>, LaunchError> {
-    let env = |name: &str| std::env::var(name).ok();
-    match model.key_status(&env) {
-        KeyStatus::NotNeeded => Ok(None),
-        KeyStatus::Available(var) => Ok(std::env::var(var).ok()),
-        KeyStatus::Missing(_) if model.is_local() => Ok(None),
-        KeyStatus::Missing(var) => Err(LaunchError::MissingKey {
-            model: model.name.clone(),
-            var,
-        }),
-    }
 }
