@@ -128,7 +128,7 @@ fn asking_costs(data: &Path) {
     const CHECKS: u32 = 10_000;
     let started = Instant::now();
     for _ in 0..CHECKS {
-        std::hint::black_box(mnemo::serve::lock::serve_running(data));
+        std::hint::black_box(mnemo::host::daemon::serve_running(data));
     }
     println!(
         "asking whether mnemo serve runs, none running: {:.1} us",

@@ -119,7 +119,7 @@ async fn a_daemon_that_cannot_answer_leaves_the_search_to_the_caller() -> TestRe
     assert!(ask_daemon(&data, &ask).await.is_none(), "none runs");
     assert!(started.elapsed() < Duration::from_millis(50));
 
-    let _lock = mnemo::serve::lock::ServeLock::acquire(&data)?;
+    let _lock = mnemo::host::daemon::ServeLock::acquire(&data)?;
     let socket = mnemo::gateway::client::default_socket(&data);
     let silent = tokio::net::UnixListener::bind(&socket)?;
     let accepted = tokio::spawn(async move { silent.accept().await.map(|(stream, _)| stream) });

@@ -5,8 +5,8 @@
 mod cli_support;
 
 use cli_support::{Workspace, text};
+use mnemo::host::daemon::ServeLock;
 use mnemo::protocol::{Event, ToolStatus};
-use mnemo::serve::lock::ServeLock;
 use serde_json::json;
 
 /// The (status, output) of every tool call of a `mnemo run --json`.

@@ -42,7 +42,6 @@ const NOT_YET: &[(&str, &str)] = &[
     ("config", "mcp"),
     ("config", "memory"),
     ("config", "sandbox"),
-    ("gateway", "serve"),
     ("jobs", "tools"),
     ("llm", "config"),
     ("mcp", "sandbox"),
@@ -53,7 +52,6 @@ const NOT_YET: &[(&str, &str)] = &[
     ("sandbox", "tools"),
     ("tools", "agent"),
     ("tui", "gateway"),
-    ("tui", "serve"),
 ];
 
 fn layer(module: &str) -> Option<u8> {

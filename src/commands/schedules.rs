@@ -5,8 +5,8 @@ use std::io::Write;
 
 use super::CommandError;
 use crate::host::Loaded;
+use crate::host::daemon as serve_lock;
 use crate::jobs::{heartbeat, listing};
-use crate::serve::lock as serve_lock;
 
 /// Schedules, heartbeats (with the files that cannot be read) and whether `mnemo serve` runs.
 pub fn list(loaded: &Loaded, out: &mut impl Write) -> Result<(), CommandError> {

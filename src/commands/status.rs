@@ -5,9 +5,10 @@ use std::io::Write;
 
 use super::CommandError;
 use crate::gateway::client::GatewayClient;
+use crate::host::daemon as lock;
 use crate::host::{LaunchError, Loaded};
 use crate::jobs::{heartbeat, listing};
-use crate::serve::{lock, nightly};
+use crate::serve::nightly;
 
 pub async fn status(loaded: &Loaded, out: &mut impl Write) -> Result<(), CommandError> {
     let data = loaded.dirs.data.as_deref().ok_or(LaunchError::NoDataDir)?;

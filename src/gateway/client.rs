@@ -109,7 +109,7 @@ const TELL_WAIT: Duration = Duration::from_secs(2);
 /// Tells the daemon of `data_dir`, when one runs, to read its schedules and heartbeats again
 /// (it does not poll for them). Returns whether one was told.
 pub async fn tell_jobs_changed(data_dir: &Path) -> bool {
-    if !crate::serve::lock::serve_running(data_dir) {
+    if !crate::host::daemon::serve_running(data_dir) {
         return false;
     }
     let told = async {

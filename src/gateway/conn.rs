@@ -279,7 +279,7 @@ impl Client {
         let (searcher, out) = (self.gateway.searcher.clone(), self.out.clone());
         tokio::spawn(async move {
             let found = match searcher {
-                Some(searcher) => searcher.search(ask).await.map_err(|e| e.to_string()),
+                Some(searcher) => searcher.answer(ask).await,
                 None => Err("this gateway answers no searches".to_string()),
             };
             let found = found.and_then(|found| {

@@ -71,7 +71,7 @@ pub struct Gateway {
     admission: Admission,
     pub cancel: CancellationToken,
     pub jobs_changed: Option<crate::jobs::scheduler::SchedulerHandle>,
-    pub searcher: Option<Arc<crate::serve::searcher::Searcher>>,
+    pub searcher: Option<Arc<dyn search::ArchiveSearcher>>,
     loaded: Arc<Loaded>,
     cli: CliOverrides,
 }
@@ -102,7 +102,7 @@ pub struct GatewayOptions {
     /// Told when a client says the schedules or heartbeats changed.
     pub jobs_changed: Option<crate::jobs::scheduler::SchedulerHandle>,
     /// Answers searches, with the embedder it keeps.
-    pub searcher: Option<Arc<crate::serve::searcher::Searcher>>,
+    pub searcher: Option<Arc<dyn search::ArchiveSearcher>>,
 }
 
 /// Starts listening on every address of `options`; connections are served until `cancel`.

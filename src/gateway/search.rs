@@ -4,8 +4,10 @@
 //! answer comes.
 
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
+use futures_util::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 
 use super::client::{GatewayClient, Target};
@@ -37,6 +39,13 @@ pub struct SearchAsk {
     pub model: Option<String>,
 }
 
+/// Answers the gateway's searches: the daemon's searcher, which keeps its embedder loaded
+/// between them. The error is what the client is told.
+pub trait ArchiveSearcher: Send + Sync {
+    fn answer(self: Arc<Self>, ask: SearchAsk)
+    -> BoxFuture<'static, Result<ArchiveSearch, String>>;
+}
+
 fn default_limit() -> usize {
     10
 }
@@ -45,7 +54,7 @@ fn default_limit() -> usize {
 /// answer (refused, too slow, older and without `search`): the caller searches itself.
 pub async fn ask_daemon(data_dir: &Path, ask: &SearchAsk) -> Option<ArchiveSearch> {
     // A lock check: without a daemon, asking costs nothing more.
-    if !crate::serve::lock::serve_running(data_dir) {
+    if !crate::host::daemon::serve_running(data_dir) {
         return None;
     }
     let connect = GatewayClient::connect(data_dir, Target::Socket);

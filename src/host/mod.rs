@@ -4,6 +4,7 @@
 //! to the store's event journal; a session lives on while nobody is attached.
 
 mod compose;
+pub mod daemon;
 mod fanout;
 mod journal;
 mod providers;

@@ -5,7 +5,6 @@
 
 pub mod dreamer;
 pub mod idle;
-pub mod lock;
 pub mod log;
 pub mod nightly;
 pub mod notice;
@@ -20,13 +19,13 @@ use tokio_util::sync::CancellationToken;
 
 use crate::channels::telegram::deliver::TelegramDelivery;
 use crate::host::SessionHost;
+use crate::host::daemon::{LockError, ServeLock};
 use crate::host::{LaunchError, Loaded};
 use crate::jobs::book::StoreBook;
 use crate::jobs::delivery::Channels;
 use crate::jobs::job::{Job, RunOutcome};
 use crate::jobs::scheduler::{JobRunner, Scheduler};
 use crate::signals::Stop;
-use lock::{LockError, ServeLock};
 use log::ServeLog;
 use runner::HeadlessRunner;
 use tokio::signal::unix::{Signal, SignalKind, signal};

@@ -33,7 +33,7 @@ impl ToolServices for DaemonNotice {
     fn scheduler_running(&self) -> bool {
         self.data_dir
             .as_deref()
-            .is_some_and(super::lock::serve_running)
+            .is_some_and(crate::host::daemon::serve_running)
     }
 }
 

@@ -10,7 +10,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::log::ServeLog;
-use crate::gateway::search::SearchAsk;
+use crate::gateway::search::{ArchiveSearcher, SearchAsk};
 use crate::host::{LaunchError, Loaded};
 use crate::memory::embed::{ArchiveSearch, EmbeddingClient};
 use crate::memory::recall::RecallScope;
@@ -51,6 +51,15 @@ pub struct Searcher {
     cancel: CancellationToken,
     kept: Mutex<Kept>,
     running: tokio::sync::Semaphore,
+}
+
+impl ArchiveSearcher for Searcher {
+    fn answer(
+        self: Arc<Self>,
+        ask: SearchAsk,
+    ) -> futures_util::future::BoxFuture<'static, Result<ArchiveSearch, String>> {
+        Box::pin(async move { self.search(ask).await.map_err(|e| e.to_string()) })
+    }
 }
 
 impl Searcher {

@@ -267,7 +267,7 @@ impl<W: Write> App<W> {
         let workspace = std::slice::from_ref(&self.loaded.workspace);
         let found = crate::jobs::heartbeat::load(&self.loaded.dirs, workspace);
         let data = self.loaded.dirs.data.as_deref();
-        let serving = data.is_some_and(crate::serve::lock::serve_running);
+        let serving = data.is_some_and(crate::host::daemon::serve_running);
         let now = chrono::Utc::now();
         let text = crate::jobs::listing::overview(&rows, &runs, &found, serving, now);
         self.state.notice(NoticeLevel::Info, &text);
@@ -380,7 +380,7 @@ impl<W: Write> App<W> {
             return;
         };
         let data = self.loaded.dirs.data.as_deref();
-        let text = match data.and_then(crate::serve::lock::running) == Some(*pid) {
+        let text = match data.and_then(crate::host::daemon::running) == Some(*pid) {
             true => {
                 let short: String = id.chars().take(8).collect();
                 format!(
