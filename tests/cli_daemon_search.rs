@@ -114,6 +114,7 @@ async fn a_daemon_that_cannot_answer_leaves_the_search_to_the_caller() -> TestRe
         workspace: None,
         database: None,
         model: None,
+        except_session: None,
     };
     let started = Instant::now();
     assert!(ask_daemon(&data, &ask).await.is_none(), "none runs");

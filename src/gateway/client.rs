@@ -295,8 +295,17 @@ impl GatewayClient {
 
     /// Attaches to `session` (an id or a prefix), resumed by the daemon when not live.
     pub async fn attach(&self, session: &str) -> Result<Attachment, ClientError> {
+        self.attach_after(session, None).await
+    }
+
+    /// Like [`GatewayClient::attach`], going on after event `from_seq` when given.
+    pub async fn attach_after(
+        &self,
+        session: &str,
+        from_seq: Option<u64>,
+    ) -> Result<Attachment, ClientError> {
         let (events, receiver) = mpsc::channel(EVENT_QUEUE);
-        let op = json!({"op": "attach"});
+        let op = json!({"op": "attach", "from_seq": from_seq});
         // Until the reply names the whole id, its events come under "" (as for `create`).
         self.route("", events.clone());
         let attached = self.request(Some(session), op).await;

@@ -20,7 +20,7 @@ use super::admission::{MAX_CLIENTS, Ticket};
 use super::search::SearchAsk;
 use super::token::same_token;
 use super::wire::{Auth, Hello, HostOp, Lagged, Reply, RequestOp, ServerLine, parse_request};
-use crate::host::Attachment;
+use crate::host::{Attachment, HostApi, LaunchError};
 use crate::protocol::{Event, SessionEvent};
 
 /// The longest line a client may send.
@@ -88,6 +88,20 @@ async fn write_lines(
         }
     }
     writer.shutdown().await
+}
+
+/// The most stored sessions one request may list.
+const MAX_ROWS: usize = 1000;
+
+/// The reply to a read of the host API.
+fn answered<T: serde::Serialize>(id: Value, read: Result<T, LaunchError>) -> Reply {
+    let sent = read
+        .map_err(|e| e.to_string())
+        .and_then(|read| serde_json::to_value(read).map_err(|e| format!("cannot send: {e}")));
+    match sent {
+        Ok(value) => Reply::ok(id, value),
+        Err(error) => Reply::error(id, error),
+    }
 }
 
 /// One line, its newline included.
@@ -210,14 +224,26 @@ impl Client {
             },
             (RequestOp::Host(HostOp::Search(ask)), _) => return self.search(id, ask),
             (RequestOp::Host(HostOp::ListSessions), _) => {
-                let host = &self.gateway.host;
-                let sessions: Vec<Value> = host
-                    .live()
-                    .into_iter()
-                    .map(|s| json!({"session": s, "last_seq": host.last_seq(&s)}))
-                    .collect();
-                Reply::ok(id, json!({ "sessions": sessions }))
+                let live = self.gateway.local.live_sessions().await;
+                answered(id, live.map(|sessions| json!({ "sessions": sessions })))
             }
+            (RequestOp::Host(HostOp::StoredSessions { workspace, limit }), _) => {
+                let limit = limit.min(MAX_ROWS);
+                answered(
+                    id,
+                    self.gateway.local.stored_sessions(workspace, limit).await,
+                )
+            }
+            (RequestOp::Host(HostOp::LatestSession { workspace }), _) => {
+                answered(id, self.gateway.local.latest_session(workspace).await)
+            }
+            (RequestOp::Host(HostOp::SkillStats), _) => {
+                answered(id, self.gateway.local.skill_stats().await)
+            }
+            (RequestOp::Host(HostOp::Capabilities), _) => {
+                answered(id, self.gateway.local.capabilities().await)
+            }
+            (RequestOp::Host(HostOp::Daemon), _) => answered(id, self.gateway.local.daemon().await),
             (RequestOp::Host(HostOp::CreateSession { workspace, model }), _) => {
                 let create = self.gateway.create(workspace, model);
                 match crate::crash::answered("gateway:create_session", create).await {
@@ -277,10 +303,12 @@ impl Client {
     /// Answers a search once it is done; this client's other requests do not wait for it.
     fn search(&self, id: Value, ask: SearchAsk) {
         let (searcher, out) = (self.gateway.searcher.clone(), self.out.clone());
+        let local = self.gateway.local.clone();
         tokio::spawn(async move {
             let found = match searcher {
                 Some(searcher) => searcher.answer(ask).await,
-                None => Err("this gateway answers no searches".to_string()),
+                // Without the daemon's searcher, as `mnemo` searches in-process.
+                None => local.search(ask).await.map_err(|e| e.to_string()),
             };
             let found = found.and_then(|found| {
                 serde_json::to_value(found).map_err(|e| format!("cannot send the hits: {e}"))

@@ -5,6 +5,7 @@
 mod admission;
 pub mod client;
 pub mod conn;
+mod remote;
 pub mod search;
 pub mod tls;
 pub mod token;
@@ -19,7 +20,7 @@ use tokio::net::{TcpListener, UnixListener};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::CliOverrides;
-use crate::host::{Attachment, Delivery, OpenOptions, SessionHost};
+use crate::host::{Attachment, Delivery, LocalHost, OpenOptions, SessionHost};
 use crate::host::{Loaded, SessionChoice};
 use admission::Admission;
 use token::TokenFile;
@@ -67,6 +68,8 @@ pub enum GatewayError {
 /// What every connection shares.
 pub struct Gateway {
     pub host: SessionHost,
+    /// Answers the reads of the host API, as `mnemo` does in-process.
+    pub local: LocalHost,
     pub token: String,
     admission: Admission,
     pub cancel: CancellationToken,
@@ -130,6 +133,7 @@ pub async fn start(
         .ok_or_else(|| GatewayError::Token(std::io::Error::other("no data directory")))?;
     let token = TokenFile::create(&data).map_err(GatewayError::Token)?;
     let gateway = Arc::new(Gateway {
+        local: LocalHost::new(host.clone(), loaded.clone()),
         host,
         token: token.token().to_string(),
         admission: Admission::default(),

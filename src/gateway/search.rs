@@ -8,10 +8,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
-use serde::{Deserialize, Serialize};
 
 use super::client::{GatewayClient, Target};
 use super::wire::HostOp;
+pub use crate::host::api::SearchAsk;
 use crate::memory::embed::ArchiveSearch;
 
 /// How long reaching the daemon may take, its hello and token exchange included: a daemon
@@ -20,34 +20,11 @@ const CONNECT_WAIT: Duration = Duration::from_millis(300);
 /// How long a search may take in the daemon (its first one loads the model).
 const SEARCH_WAIT: Duration = Duration::from_secs(10);
 
-/// A search, as `mnemo memory search` asks it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct SearchAsk {
-    pub query: String,
-    #[serde(default = "default_limit")]
-    pub limit: usize,
-    /// Only this workspace's conversations and notes (and the notes kept for every one).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub workspace: Option<String>,
-    /// The database the client would search: a daemon keeping another one refuses, so the
-    /// hits never come from elsewhere.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub database: Option<String>,
-    /// The embedding model the client would search with: a daemon with another refuses.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub model: Option<String>,
-}
-
 /// Answers the gateway's searches: the daemon's searcher, which keeps its embedder loaded
 /// between them. The error is what the client is told.
 pub trait ArchiveSearcher: Send + Sync {
     fn answer(self: Arc<Self>, ask: SearchAsk)
     -> BoxFuture<'static, Result<ArchiveSearch, String>>;
-}
-
-fn default_limit() -> usize {
-    10
 }
 
 /// The answer of the daemon running on `data_dir`, or `None` when none runs or it did not

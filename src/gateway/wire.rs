@@ -61,6 +61,21 @@ pub enum HostOp {
     /// Searches what is remembered, with the daemon's embedder (loaded once, kept between
     /// searches); the reply is an [`crate::memory::embed::ArchiveSearch`].
     Search(super::search::SearchAsk),
+    /// Stored sessions of `workspace` (every one when absent), newest first, at most
+    /// `limit`; the reply is a list of session rows.
+    StoredSessions {
+        #[serde(default)]
+        workspace: Option<String>,
+        limit: usize,
+    },
+    /// The most recent stored session of `workspace`, or null.
+    LatestSession { workspace: String },
+    /// How each skill has been used.
+    SkillStats,
+    /// The stored capabilities.
+    Capabilities,
+    /// The daemon's pid.
+    Daemon,
 }
 
 /// What a request asks.
@@ -113,7 +128,8 @@ pub fn parse_request(line: &str) -> Result<Request, BadRequest> {
     let op = object.get("op").ok_or_else(|| bad("missing `op`".into()))?;
     let name = op.get("op").and_then(Value::as_str).unwrap_or_default();
     let op = match name {
-        "create_session" | "list_sessions" | "attach" | "detach" | "jobs_changed" | "search" => {
+        "create_session" | "list_sessions" | "attach" | "detach" | "jobs_changed" | "search"
+        | "stored_sessions" | "latest_session" | "skill_stats" | "capabilities" | "daemon" => {
             RequestOp::Host(serde_json::from_value(op.clone()).map_err(|e| bad(e.to_string()))?)
         }
         _ => RequestOp::Session(
@@ -215,6 +231,7 @@ mod tests {
             workspace: Some("/w".into()),
             database: Some("/d/mnemo.db".into()),
             model: Some("local:m".into()),
+            except_session: None,
         };
         assert_eq!(
             parse_request(line).map(|r| r.op),

@@ -3,10 +3,12 @@
 //! events leave it numbered (`SessionEvent`), fanned out to whoever is attached and written
 //! to the store's event journal; a session lives on while nobody is attached.
 
+pub mod api;
 mod compose;
 pub mod daemon;
 mod fanout;
 mod journal;
+mod local;
 mod providers;
 
 use std::collections::HashMap;
@@ -19,12 +21,14 @@ use crate::agent::{self, Session};
 use crate::config::CliOverrides;
 use crate::memory::Store;
 use crate::protocol::{Op, SessionEvent};
+pub use api::HostApi;
 pub use compose::{
     LaunchError, Loaded, SessionChoice, load_config, load_config_from, prepare_session_with,
 };
 pub use fanout::ReplayError;
 use fanout::{Fanout, Refused, Stored, Subscriber};
 use journal::{Journal, KEEP_PER_SESSION};
+pub use local::LocalHost;
 
 /// Events an attached front end may have waiting before delivery stops or waits.
 const ATTACH_QUEUE: usize = 1024;

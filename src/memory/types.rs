@@ -10,7 +10,7 @@ use crate::protocol::TurnStatus;
 /// Milliseconds since the Unix epoch.
 pub type Millis = i64;
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SessionRow {
     pub id: String,
     pub parent_id: Option<String>,

@@ -105,7 +105,10 @@ impl Searcher {
             let kept = kept_model.unwrap_or_else(|| "no embedding model".into());
             return Err(SearchError::OtherModel { kept, asked });
         }
-        let scope = RecallScope::within(ask.workspace);
+        let scope = RecallScope {
+            workspace: ask.workspace,
+            except_session: ask.except_session,
+        };
         let store = self.loaded.store()?;
         let found = search_archive(&store, embedder.as_deref(), &ask.query, scope, ask.limit);
         Ok(found.await?)

@@ -81,6 +81,7 @@ async fn searches_it_cannot_answer_alike_are_refused_with_the_reason() -> TestRe
         workspace: None,
         database: None,
         model: None,
+        except_session: None,
     };
     let refused = |ask: SearchAsk| {
         let searcher = searcher.clone();

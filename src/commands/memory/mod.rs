@@ -37,6 +37,7 @@ pub async fn search(
                 workspace: workspace.clone(),
                 database: loaded.db_path.as_ref().map(|p| p.display().to_string()),
                 model: Some(embedder.model_id()),
+                except_session: None,
             };
             ask_daemon(data, &ask).await
         }

@@ -1,0 +1,178 @@
+//! The host API answered in-process and through a served gateway, against one store: a
+//! front end attached to `mnemo serve` lists the same sessions, finds the same archive
+//! entries and shows the same skills and capabilities as one running the host itself.
+
+mod gateway_support;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use gateway_support::serve;
+use mnemo::gateway::client::GatewayClient;
+use mnemo::host::api::{HostApi, SearchAsk};
+use mnemo::host::{Delivery, LocalHost, OpenOptions, SessionChoice};
+use mnemo::memory::capabilities::NewCapability;
+use mnemo::memory::skills::SkillOrigin;
+use mnemo::protocol::{Event, Op};
+use serde_json::json;
+
+type TestResult = Result<(), Box<dyn std::error::Error>>;
+
+#[tokio::test]
+async fn the_served_host_answers_as_the_in_process_one() -> TestResult {
+    let served = serve(
+        json!({"turns": [{"when": "staging", "text": "the staging port is 8443"}]}),
+        "",
+    )
+    .await?;
+    let remote: Arc<dyn HostApi> = Arc::new(
+        GatewayClient::connect_unix(
+            &served.socket,
+            &served.dir.path().join("data/gateway-token"),
+        )
+        .await?,
+    );
+    let local: Arc<dyn HostApi> =
+        Arc::new(LocalHost::new(served.host.clone(), served.loaded.clone()));
+
+    // A session started through the remote host, with one turn.
+    let options = OpenOptions {
+        approval_mode: None,
+        questions: false,
+        delivery: Delivery::Wait,
+    };
+    let cli = mnemo::config::CliOverrides::default();
+    let mut attached = remote
+        .open(&served.loaded, &cli, SessionChoice::New, options)
+        .await?;
+    let text = "which port does staging use?".to_string();
+    attached.ops.send(Op::UserInput { text }).await?;
+    let finished = tokio::time::timeout(Duration::from_secs(20), async {
+        while let Some(event) = attached.events.recv().await {
+            if matches!(event.event, Event::TurnFinished { .. }) {
+                return true;
+            }
+        }
+        false
+    });
+    assert!(finished.await?, "the turn finished");
+    served
+        .loaded
+        .store()?
+        .call(|db| {
+            db.skill_written("deploy", SkillOrigin::Learned, None, None)?;
+            db.skill_loaded("deploy")?;
+            db.create_capability(NewCapability {
+                name: "port_probe".into(),
+                description: "Checks a port\nand says so".into(),
+                tags: vec![],
+                input_schema: json!({"type": "object"}),
+                language: "python".into(),
+                code: "print(1)".into(),
+                examples: vec![],
+                session_id: None,
+                turn: None,
+                embedding: None,
+            })?;
+            Ok(())
+        })
+        .await?;
+
+    let workspace = served.loaded.workspace_str();
+    let live = (local.live_sessions().await?, remote.live_sessions().await?);
+    assert_eq!(live.0, live.1);
+    assert!(
+        live.0.iter().any(|s| s.session == attached.session),
+        "{live:?}"
+    );
+
+    let listed = (
+        local.stored_sessions(Some(workspace.clone()), 200).await?,
+        remote.stored_sessions(Some(workspace.clone()), 200).await?,
+    );
+    assert_eq!(listed.0, listed.1);
+    assert_eq!(
+        listed.0.first().map(|r| r.id.as_str()),
+        Some(attached.session.as_str())
+    );
+
+    let latest = (
+        local.latest_session(workspace.clone()).await?,
+        remote.latest_session(workspace.clone()).await?,
+    );
+    assert_eq!(latest.0, latest.1);
+    assert_eq!(latest.0.map(|r| r.id), Some(attached.session.clone()));
+
+    let ask = SearchAsk {
+        query: "staging port".into(),
+        limit: 5,
+        workspace: None,
+        database: None,
+        model: None,
+        except_session: None,
+    };
+    let found = (local.search(ask.clone()).await?, remote.search(ask).await?);
+    assert_eq!(found.0, found.1);
+    assert!(
+        found
+            .0
+            .hits
+            .iter()
+            .any(|h| h.session_id.as_deref() == Some(&attached.session)),
+        "{:?}",
+        found.0
+    );
+
+    let skills = (local.skill_stats().await?, remote.skill_stats().await?);
+    assert_eq!(skills.0, skills.1);
+    assert!(
+        skills
+            .0
+            .iter()
+            .any(|s| s.name == "deploy" && s.origin == "learned" && s.loads == 1),
+        "{skills:?}"
+    );
+
+    let capabilities = (local.capabilities().await?, remote.capabilities().await?);
+    assert_eq!(capabilities.0, capabilities.1);
+    assert_eq!(
+        capabilities
+            .0
+            .iter()
+            .map(|c| c.name.as_str())
+            .collect::<Vec<_>>(),
+        ["port_probe"]
+    );
+
+    assert_eq!(local.daemon().await?, remote.daemon().await?);
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_served_host_says_what_it_cannot_find() -> TestResult {
+    let served = serve(json!({"turns": []}), "").await?;
+    let remote: Arc<dyn HostApi> = Arc::new(
+        GatewayClient::connect_unix(
+            &served.socket,
+            &served.dir.path().join("data/gateway-token"),
+        )
+        .await?,
+    );
+    let workspace = served.loaded.workspace_str();
+    assert_eq!(remote.latest_session(workspace).await?, None);
+    let options = OpenOptions {
+        approval_mode: None,
+        questions: false,
+        delivery: Delivery::Wait,
+    };
+    let cli = mnemo::config::CliOverrides::default();
+    let opened = remote
+        .open(&served.loaded, &cli, SessionChoice::Continue, options)
+        .await;
+    let error = opened.err().map(|e| e.to_string()).unwrap_or_default();
+    assert!(error.contains("no earlier session"), "{error}");
+    let attached = remote.attach("nosuchsession", None).await;
+    let error = attached.err().map(|e| e.to_string()).unwrap_or_default();
+    assert!(error.contains("unknown session nosuchsession"), "{error}");
+    Ok(())
+}
