@@ -2,13 +2,14 @@
 
 use std::io::Read;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use anyhow::Context;
 use clap::Parser;
 use mnemo::commands::{self, sessions::ExportFormat};
 use mnemo::config::{CliOverrides, ProviderKind};
 use mnemo::headless::{OutputMode, run_prompt};
-use mnemo::host::{self, SessionChoice};
+use mnemo::host::{self, HostApi, SessionChoice};
 use mnemo::memory::StoreError;
 use mnemo::tui::start_questions;
 
@@ -306,8 +307,8 @@ fn real_main(cli: Cli) -> anyhow::Result<ExitCode> {
                 let client =
                     mnemo::gateway::client::GatewayClient::connect(&data, target(&url, &files))
                         .await?;
-                let backend = mnemo::tui::Backend::Served(client);
-                anyhow::Ok(mnemo::tui::run(loaded, overrides, start, backend).await?)
+                let host: Arc<dyn HostApi> = Arc::new(client);
+                anyhow::Ok(mnemo::tui::run(Arc::new(loaded), overrides, start, host).await?)
             })??;
             Ok(stopped.map_or(ExitCode::SUCCESS, |stop| ExitCode::from(stop.exit_code())))
         }
@@ -405,8 +406,10 @@ fn real_main(cli: Cli) -> anyhow::Result<ExitCode> {
                 start_questions::Outcome::Start(loaded) => *loaded,
                 start_questions::Outcome::Quit => return Ok(ExitCode::from(2)),
             };
-            let backend = mnemo::tui::Backend::Local(mnemo::host::SessionHost::new());
-            let stopped = block_on(mnemo::tui::run(loaded, overrides, start, backend))??;
+            let loaded = Arc::new(loaded);
+            let host = mnemo::host::LocalHost::new(mnemo::host::SessionHost::new(), loaded.clone());
+            let host: Arc<dyn HostApi> = Arc::new(host);
+            let stopped = block_on(mnemo::tui::run(loaded, overrides, start, host))??;
             Ok(stopped.map_or(ExitCode::SUCCESS, |stop| ExitCode::from(stop.exit_code())))
         }
     }

@@ -51,7 +51,6 @@ const NOT_YET: &[(&str, &str)] = &[
     ("memory", "tools"),
     ("sandbox", "tools"),
     ("tools", "agent"),
-    ("tui", "gateway"),
 ];
 
 fn layer(module: &str) -> Option<u8> {

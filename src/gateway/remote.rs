@@ -101,4 +101,8 @@ impl HostApi for GatewayClient {
     fn daemon(&self) -> HostResult<'_, Option<u32>> {
         Box::pin(self.ask(HostOp::Daemon))
     }
+
+    fn served(&self) -> bool {
+        true
+    }
 }

@@ -116,4 +116,8 @@ pub trait HostApi: Send + Sync {
 
     /// The pid of the `mnemo serve` that keeps the host's data directory, if one runs.
     fn daemon(&self) -> HostResult<'_, Option<u32>>;
+
+    /// Whether the sessions run in another process (`mnemo serve`), so that leaving one only
+    /// detaches from it.
+    fn served(&self) -> bool;
 }

@@ -140,4 +140,8 @@ impl HostApi for LocalHost {
             .and_then(super::daemon::running);
         Box::pin(async move { Ok(pid) })
     }
+
+    fn served(&self) -> bool {
+        false
+    }
 }

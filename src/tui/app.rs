@@ -3,6 +3,7 @@
 //! interval after the previous one. Only this loop holds the agent's channels.
 
 use std::io::{self, Write};
+use std::sync::Arc;
 use std::task::Poll;
 use std::time::{Duration, Instant};
 
@@ -13,7 +14,6 @@ use ratatui::text::Line;
 use tokio::sync::mpsc::error::{TryRecvError, TrySendError};
 
 use super::TuiStart;
-use super::backend::Backend;
 use super::cells::NoticeLevel;
 use super::live::live_view;
 use super::model_picker::{KeyNote, ModelInfo};
@@ -26,7 +26,7 @@ use super::wrap::wrap_lines;
 use crate::config::CliOverrides;
 use crate::config::KeyStatus;
 use crate::host::Attachment;
-use crate::host::Loaded;
+use crate::host::{HostApi, Loaded};
 use crate::protocol::{Event, Op};
 use crate::signals::{Signals, Stop};
 
@@ -43,12 +43,12 @@ const SHUTDOWN_WAIT: Duration = Duration::from_secs(3);
 pub struct App<W: Write> {
     pub(super) state: AppState,
     screen: Screen<W>,
-    /// Where the sessions live that this front end attaches to.
-    pub(super) backend: Backend,
+    /// Where the sessions live that this front end attaches to, and what it reads.
+    pub(super) host: Arc<dyn HostApi>,
     pub(super) agent: Option<Attachment>,
     /// The session the agent works in (kept after the agent stops, for `/model`).
     pub(super) session_id: Option<String>,
-    pub(super) loaded: Loaded,
+    pub(super) loaded: Arc<Loaded>,
     /// The overrides sessions are prepared with; `/model` replaces the model.
     pub(super) cli: CliOverrides,
     /// The whole history of a resumed session, being read for the pager.
@@ -68,7 +68,12 @@ enum Wake {
 }
 
 impl<W: Write> App<W> {
-    pub fn new(screen: Screen<W>, loaded: Loaded, cli: CliOverrides, backend: Backend) -> Self {
+    pub fn new(
+        screen: Screen<W>,
+        loaded: Arc<Loaded>,
+        cli: CliOverrides,
+        host: Arc<dyn HostApi>,
+    ) -> Self {
         let mut state = AppState::new();
         state.models = loaded.config.models.keys().cloned().collect();
         state.model_info = model_info(&loaded.config);
@@ -76,7 +81,7 @@ impl<W: Write> App<W> {
         Self {
             state,
             screen,
-            backend,
+            host,
             agent: None,
             session_id: None,
             loaded,
@@ -249,7 +254,7 @@ impl<W: Write> App<W> {
             // Detached first: the agent's remaining events are dropped, not waited on.
             let id = attached.session.clone();
             drop(attached);
-            self.backend.stop(&id, SHUTDOWN_WAIT).await;
+            self.host.stop(&id, SHUTDOWN_WAIT).await;
         }
     }
 

@@ -5,7 +5,6 @@
 pub mod agents;
 mod app;
 pub mod approval;
-mod backend;
 pub mod cells;
 pub mod composer;
 mod diff;
@@ -40,13 +39,13 @@ pub mod tool_pane;
 pub mod wrap;
 
 use std::io::{self, BufWriter};
+use std::sync::Arc;
 
 use ratatui::layout::Size;
 
 use crate::config::CliOverrides;
-use crate::host::{Loaded, SessionChoice};
+use crate::host::{HostApi, Loaded, SessionChoice};
 use crate::signals::Stop;
-pub use backend::Backend;
 
 #[derive(Debug, thiserror::Error)]
 pub enum TuiError {
@@ -65,20 +64,21 @@ pub enum TuiStart {
 
 /// Runs the interactive session until the user quits. A session that cannot be prepared
 /// (no API key, a bad script) still opens and shows how to configure a provider.
-/// Returns the signal that stopped the session, `None` when the user quit.
+/// `loaded` is the configuration `host` was composed with. Returns the signal that stopped
+/// the session, `None` when the user quit.
 pub async fn run(
-    loaded: Loaded,
+    loaded: Arc<Loaded>,
     cli: CliOverrides,
     start: TuiStart,
-    backend: Backend,
+    host: Arc<dyn HostApi>,
 ) -> Result<Option<Stop>, TuiError> {
     highlight::preload();
     let guard = modes::ModesGuard::enable()?;
     let (width, height) = crossterm::terminal::size()?;
     let out = BufWriter::with_capacity(64 * 1024, io::stdout());
     let screen = terminal::Screen::new(out, Size::new(width, height));
-    let served = matches!(backend, Backend::Served(_));
-    let mut app = app::App::new(screen, loaded, cli, backend);
+    let served = host.served();
+    let mut app = app::App::new(screen, loaded, cli, host);
     let result = app.run(start).await;
     let saved = app.saved_session();
     let finished = app.finish().await;

@@ -16,11 +16,11 @@ use super::first_run::FirstRun;
 use super::history::{restore, restore_active};
 use super::picker::{PickerCancel, SessionPicker};
 use crate::config::CliOverrides;
+use crate::host::api::SearchAsk;
 use crate::host::{Delivery, OpenOptions};
 use crate::host::{LaunchError, SessionChoice};
-use crate::memory::recall::RecallScope;
 use crate::memory::types::{SessionRow, StoredMessage};
-use crate::memory::{ArchiveSearch, StoreError, search_archive};
+use crate::memory::{ArchiveSearch, StoreError};
 use crate::protocol::Event;
 use crate::tools::memory::format_hits;
 
@@ -48,7 +48,7 @@ impl<W: Write> App<W> {
             TuiStart::Session(SessionChoice::Resume(id)) => self.resume(id).await,
             TuiStart::Session(SessionChoice::Continue) => {
                 let cwd = self.loaded.workspace_str();
-                let latest = self.with_store(move |db| db.latest_session(&cwd)).await;
+                let latest = self.host.latest_session(cwd).await;
                 match latest {
                     Ok(Some(row)) => self.resume(row.id).await,
                     Ok(None) => {
@@ -73,7 +73,7 @@ impl<W: Write> App<W> {
 
     async fn start_new(&mut self) {
         if let Err(error) = self.prepare(SessionChoice::New, self.cli.clone()).await {
-            self.not_prepared(&error);
+            self.not_prepared(&error).await;
         }
     }
 
@@ -114,7 +114,7 @@ impl<W: Write> App<W> {
         self.state.show_history(&row.title, restored);
         let choice = SessionChoice::Resume(row.id.clone());
         if let Err(error) = self.prepare(choice, self.cli.clone()).await {
-            self.not_prepared(&error);
+            self.not_prepared(&error).await;
         }
         if row.message_count > active.len() as u64 {
             self.read_full_history(row.id, shown);
@@ -159,13 +159,11 @@ impl<W: Write> App<W> {
         let current = self.session_id.clone();
         let running = current.clone();
         // Sessions without a message (started and left at once) have nothing to resume.
-        let rows = self
-            .with_store(move |db| {
-                let mut rows = db.list_sessions(Some(&cwd), PICKER_LIMIT)?;
-                rows.retain(|r| r.message_count > 0 || running.as_ref() == Some(&r.id));
-                Ok(rows)
-            })
-            .await;
+        let rows = self.host.stored_sessions(Some(cwd), PICKER_LIMIT).await;
+        let rows = rows.map(|mut rows| {
+            rows.retain(|r| r.message_count > 0 || running.as_ref() == Some(&r.id));
+            rows
+        });
         match rows {
             Ok(rows) if !rows.is_empty() => {
                 let now_ms = chrono::Utc::now().timestamp_millis();
@@ -212,10 +210,7 @@ impl<W: Write> App<W> {
             return;
         };
         let set = crate::skills::discover(&self.loaded.workspace, &config_dir);
-        let stats = match self.loaded.store() {
-            Ok(store) => store.call(|db| db.skill_stats()).await.unwrap_or_default(),
-            Err(_) => Vec::new(),
-        };
+        let stats = self.host.skill_stats().await.unwrap_or_default();
         let text = match set.is_empty() {
             true => "Skills: none yet (folders with a SKILL.md in .agents/skills, \
                      .mnemo/skills, .claude/skills or the config dir's skills/)"
@@ -266,21 +261,14 @@ impl<W: Write> App<W> {
         };
         let workspace = std::slice::from_ref(&self.loaded.workspace);
         let found = crate::jobs::heartbeat::load(&self.loaded.dirs, workspace);
-        let data = self.loaded.dirs.data.as_deref();
-        let serving = data.is_some_and(crate::host::daemon::serve_running);
+        let serving = matches!(self.host.daemon().await, Ok(Some(_)));
         let now = chrono::Utc::now();
         let text = crate::jobs::listing::overview(&rows, &runs, &found, serving, now);
         self.state.notice(NoticeLevel::Info, &text);
     }
 
     pub(super) async fn list_capabilities(&mut self) {
-        let stored = match self.loaded.store() {
-            Ok(store) => store
-                .call(|db| db.list_capabilities())
-                .await
-                .map_err(LaunchError::from),
-            Err(error) => Err(error),
-        };
+        let stored = self.host.capabilities().await;
         let offered = match self.state.offered_tools.is_empty() {
             true => "none (a capability_query or capability_create brings them)".to_string(),
             false => self.state.offered_tools.join(", "),
@@ -314,17 +302,15 @@ impl<W: Write> App<W> {
     }
 
     pub(super) async fn search_memory(&mut self, query: String) {
-        let embedder = self.loaded.embedder();
-        let scope = RecallScope {
+        let ask = SearchAsk {
+            query: query.clone(),
+            limit: MEMORY_HITS,
             workspace: None,
+            database: None,
+            model: None,
             except_session: self.session_id.clone(),
         };
-        let found = match self.loaded.store() {
-            Ok(store) => search_archive(&store, embedder.as_deref(), &query, scope, MEMORY_HITS)
-                .await
-                .map_err(LaunchError::from),
-            Err(error) => Err(error),
-        };
+        let found = self.host.search(ask).await;
         if let Ok(ArchiveSearch {
             keyword_only: Some(why),
             ..
@@ -361,10 +347,7 @@ impl<W: Write> App<W> {
             questions: true,
             delivery: Delivery::Wait,
         };
-        let attached = self
-            .backend
-            .open(&self.loaded, &cli, choice, options)
-            .await?;
+        let attached = self.host.open(&self.loaded, &cli, choice, options).await?;
         self.session_id = Some(attached.session.clone());
         self.state.first_run = None;
         self.agent = Some(attached);
@@ -374,13 +357,13 @@ impl<W: Write> App<W> {
     /// No session could be started. A session another mnemo holds is said as it is, with
     /// the way to it when `mnemo serve` holds it: nothing needs setting up. Anything else
     /// opens the set-up panel.
-    fn not_prepared(&mut self, error: &LaunchError) {
+    async fn not_prepared(&mut self, error: &LaunchError) {
         let LaunchError::Session(busy @ StoreError::SessionBusy { id, pid, .. }) = error else {
             self.state.set_offline(FirstRun::from_error(error));
             return;
         };
-        let data = self.loaded.dirs.data.as_deref();
-        let text = match data.and_then(crate::host::daemon::running) == Some(*pid) {
+        let serving = matches!(self.host.daemon().await, Ok(Some(daemon)) if daemon == *pid);
+        let text = match serving {
             true => {
                 let short: String = id.chars().take(8).collect();
                 format!(
