@@ -5,6 +5,7 @@
 
 mod fanout;
 mod journal;
+pub mod replay;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
