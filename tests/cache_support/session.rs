@@ -1,0 +1,80 @@
+//! The scripted session the prompt-cache tests and bench run through the real binary: a small
+//! project, and 30 steps (10 reads, 10 shell commands, 5 edits, 4 greps, then the answer).
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use serde_json::json;
+
+use super::{Answer, CacheServer, Exchange, Script, Wire};
+
+/// Steps of the plain session, the answer included.
+pub const STEPS: usize = 30;
+
+/// The answer to step `step` of the plain session.
+pub fn plain_step(step: usize) -> Answer {
+    match step {
+        0..10 => Answer::tool("read_file", json!({"path": format!("src/part{step}.rs")})),
+        10..20 => Answer::tool(
+            "shell",
+            json!({"command": format!("wc -l src/part{}.rs", step - 10)}),
+        ),
+        20..25 => Answer::tool(
+            "edit_file",
+            json!({"path": format!("src/part{}.rs", step - 20),
+                "old_string": "fn value", "new_string": "pub fn value"}),
+        ),
+        25..29 => Answer::tool("grep", json!({"pattern": format!("part{}", step - 25)})),
+        _ => Answer::Text("The parts are read, counted and made public.".into()),
+    }
+}
+
+/// A project with the files the plain session works on.
+pub fn project() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    std::fs::create_dir_all(dir.path().join("src")).unwrap_or_else(|e| panic!("{e}"));
+    for n in 0..10 {
+        let body: String = (0..30)
+            .map(|line| format!("// part{n}: line {line} of the module\n"))
+            .collect();
+        let text = format!("{body}fn value() -> u32 {{ {n} }}\n");
+        std::fs::write(dir.path().join(format!("src/part{n}.rs")), text)
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
+    dir
+}
+
+/// Runs `mnemo run` in `project` against a cache-accounting server playing `script`, with its
+/// own config and data directories; every request the server answered.
+pub fn run(wire: Wire, project: &Path, script: Script) -> Vec<Exchange> {
+    let runtime = tokio::runtime::Runtime::new().unwrap_or_else(|e| panic!("{e}"));
+    let server = runtime
+        .block_on(CacheServer::start(wire, script))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let output = Command::new(env!("CARGO_BIN_EXE_mnemo"))
+        .args(server.flags())
+        .args([
+            "--approval",
+            "auto",
+            "run",
+            "Make every part's value public.",
+        ])
+        .current_dir(project)
+        .env("MNEMO_CONFIG_DIR", project.join(".cfg"))
+        .env("MNEMO_DATA_DIR", project.join(".data"))
+        .env("LLM_KEY", "test-key")
+        .env_remove("ANTHROPIC_API_KEY")
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("MNEMO_MODEL")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        output.status.success(),
+        "mnemo run failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let exchanges = server.exchanges();
+    drop(server);
+    exchanges
+}
