@@ -4,8 +4,8 @@
 
 mod cache_support;
 
-use cache_support::session::{STEPS, plain_step, project, run};
-use cache_support::{Totals, Wire};
+use cache_support::session::{STEPS, plain_step, project, run, run_with};
+use cache_support::{Answer, Totals, Wire};
 
 #[test]
 fn a_plain_session_is_read_from_the_cache_on_both_wires() {
@@ -26,5 +26,45 @@ fn a_plain_session_is_read_from_the_cache_on_both_wires() {
         let edited = std::fs::read_to_string(project.path().join("src/part4.rs"))
             .unwrap_or_else(|e| panic!("{e}"));
         assert!(edited.contains("pub fn value"), "{edited}");
+    }
+}
+
+#[test]
+fn the_last_word_at_the_step_limit_keeps_the_tools_and_forbids_calls() {
+    for wire in [Wire::Anthropic, Wire::OpenAi] {
+        let project = project();
+        let script = Box::new(|step, body: &serde_json::Value| {
+            let forbidden = match &body["tool_choice"] {
+                serde_json::Value::String(choice) => choice == "none",
+                choice => choice["type"] == "none",
+            };
+            match forbidden {
+                true => Answer::Text("Parts 0 to 2 are read; the rest is left.".into()),
+                false => plain_step(step),
+            }
+        });
+        let (exchanges, output) = run_with(wire, project.path(), script, &["--max-steps", "3"]);
+        let printed = String::from_utf8_lossy(&output.stdout);
+        assert_eq!(
+            exchanges.len(),
+            4,
+            "{wire:?}: three steps and the last word"
+        );
+        let (before, last) = (&exchanges[2].body, &exchanges[3].body);
+        assert_eq!(
+            before["tools"], last["tools"],
+            "{wire:?}: the tools changed"
+        );
+        assert!(before.get("tool_choice").is_none(), "{wire:?}: {before}");
+        assert!(
+            printed.contains("Parts 0 to 2 are read"),
+            "{wire:?}: the last word was not shown: {printed}"
+        );
+        // The tool list and the system prompt are still read from the cache.
+        assert!(
+            exchanges[3].usage.read > 0,
+            "{wire:?}: {:?}",
+            exchanges[3].usage
+        );
     }
 }

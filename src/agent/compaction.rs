@@ -303,6 +303,7 @@ impl Session {
             )))],
             tools: Vec::new().into(),
             static_tools: usize::MAX,
+            tool_calls: crate::llm::ToolCalls::Allowed,
             max_output_tokens: model.max_output_tokens.min(4096),
         };
         // An interrupt ends the wait: the mechanical summary takes its place.

@@ -7,7 +7,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::Session;
 use crate::llm::fallback::{ChainError, ChainModel, ChainNotice, Decision};
-use crate::llm::{ModelRequest, ModelResponse, ProviderError, StreamEvent, Usage};
+use crate::llm::{ModelRequest, ModelResponse, ProviderError, StreamEvent, ToolCalls, Usage};
 use crate::protocol::Event;
 
 /// How one attempt ended when it produced no response.
@@ -130,12 +130,13 @@ impl Session {
         let request = ModelRequest {
             system: self.system_prompt.clone(),
             messages: self.request_messages(),
-            tools: match self.tools_disabled {
-                true => Vec::new().into(),
-                false => self.toolset.specs.clone(),
-            },
+            tools: self.toolset.specs.clone(),
             static_tools: self.toolset.static_count,
             max_output_tokens: model.max_output_tokens,
+            tool_calls: match self.tools_disabled {
+                true => ToolCalls::Forbidden,
+                false => ToolCalls::Allowed,
+            },
         };
         let mut stream = tokio::select! {
             opened = model.provider.stream(request) => opened.map_err(Attempt::Failed)?,

@@ -124,6 +124,17 @@ pub struct ModelRequest {
     /// capabilities that come and go): prompt caching stops after them. `usize::MAX`: all.
     pub static_tools: usize,
     pub max_output_tokens: u32,
+    /// Whether the model may call the tools offered. Forbidding calls keeps the tools in the
+    /// request (a history holding tool calls needs them, and the cached prefix stays).
+    pub tool_calls: ToolCalls,
+}
+
+/// Whether a request lets the model call its tools.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ToolCalls {
+    #[default]
+    Allowed,
+    Forbidden,
 }
 
 /// A finished model response.

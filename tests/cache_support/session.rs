@@ -2,7 +2,7 @@
 //! project, and 30 steps (10 reads, 10 shell commands, 5 edits, 4 greps, then the answer).
 
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::{Command, Output, Stdio};
 
 use serde_json::json;
 
@@ -47,12 +47,29 @@ pub fn project() -> tempfile::TempDir {
 /// Runs `mnemo run` in `project` against a cache-accounting server playing `script`, with its
 /// own config and data directories; every request the server answered.
 pub fn run(wire: Wire, project: &Path, script: Script) -> Vec<Exchange> {
+    let (exchanges, output) = run_with(wire, project, script, &[]);
+    assert!(
+        output.status.success(),
+        "mnemo run failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    exchanges
+}
+
+/// [`run`] with `flags` added before `run`, however it ends; also how it ended.
+pub fn run_with(
+    wire: Wire,
+    project: &Path,
+    script: Script,
+    flags: &[&str],
+) -> (Vec<Exchange>, Output) {
     let runtime = tokio::runtime::Runtime::new().unwrap_or_else(|e| panic!("{e}"));
     let server = runtime
         .block_on(CacheServer::start(wire, script))
         .unwrap_or_else(|e| panic!("{e}"));
     let output = Command::new(env!("CARGO_BIN_EXE_mnemo"))
         .args(server.flags())
+        .args(flags)
         .args([
             "--approval",
             "auto",
@@ -69,12 +86,7 @@ pub fn run(wire: Wire, project: &Path, script: Script) -> Vec<Exchange> {
         .stdin(Stdio::null())
         .output()
         .unwrap_or_else(|e| panic!("{e}"));
-    assert!(
-        output.status.success(),
-        "mnemo run failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
     let exchanges = server.exchanges();
     drop(server);
-    exchanges
+    (exchanges, output)
 }
