@@ -8,36 +8,8 @@
 #[path = "../tests/cache_support/mod.rs"]
 mod cache_support;
 
-use cache_support::session::{plain_step, project, run};
-use cache_support::{Answer, Script, Totals, Wire};
-use serde_json::json;
-
-/// Where the growing variants do their extra step.
-const GROWTH_STEP: usize = 13;
-
-fn variant(name: &str) -> Script {
-    let grow = match name {
-        "checkpoint set" => Some(Answer::tool(
-            "update_working_checkpoint",
-            json!({"key_info": "Task: make every part's value public. Done: parts 0-3 read; \
-                next: count lines, then edit each part."}),
-        )),
-        "capability made" => Some(Answer::tool(
-            "capability_create",
-            json!({"name": "count-lines", "description": "Count the lines of a text",
-                "input_schema": {"type": "object", "properties": {"text": {"type": "string"}},
-                    "required": ["text"]},
-                "language": "python3",
-                "code": "import json,sys\nprint(len(json.load(sys.stdin)['text'].splitlines()))"}),
-        )),
-        _ => None,
-    };
-    Box::new(move |step, _| match (&grow, step) {
-        (Some(answer), GROWTH_STEP) => answer.clone(),
-        (Some(_), step) if step > GROWTH_STEP => plain_step(step - 1),
-        _ => plain_step(step),
-    })
-}
+use cache_support::session::{Growth, project, run};
+use cache_support::{Totals, Wire};
 
 fn main() {
     println!(
@@ -45,9 +17,14 @@ fn main() {
     );
     for wire in [Wire::Anthropic, Wire::OpenAi] {
         let mut plain = None;
-        for name in ["plain", "checkpoint set", "capability made"] {
+        for growth in Growth::ALL {
+            let name = match growth {
+                Growth::Nothing => "plain",
+                Growth::Checkpoint => "checkpoint set",
+                Growth::Capability => "capability made",
+            };
             let project = project();
-            let exchanges = run(wire, project.path(), variant(name));
+            let exchanges = run(wire, project.path(), growth.script());
             let totals = Totals::of(&exchanges);
             let base = *plain.get_or_insert(totals.cost);
             println!(

@@ -4,8 +4,36 @@
 
 mod cache_support;
 
-use cache_support::session::{STEPS, plain_step, project, run, run_with};
-use cache_support::{Answer, Totals, Wire};
+use cache_support::session::{Growth, STEPS, plain_step, project, run, run_with};
+use cache_support::{Answer, Exchange, Totals, Wire};
+
+/// Tokens a request may have outside what is read from the cache and what it adds: one
+/// block (the working checkpoint riding at the end).
+const ONE_BLOCK: u64 = 150;
+/// OpenAI reads the cache in steps of this many tokens.
+const OPENAI_STEP: u64 = 128;
+
+/// Checks that each request after the first costs only what it adds: it writes at most its
+/// growth over the request before (plus one block) and reads the rest from the cache.
+fn growth_only(wire: Wire, exchanges: &[Exchange]) -> Result<(), String> {
+    for (at, pair) in exchanges.windows(2).enumerate() {
+        let (before, now) = (pair[0].usage, pair[1].usage);
+        let grown = now.total().saturating_sub(before.total());
+        let fresh = now.write + now.input;
+        let rounding = match wire {
+            Wire::Anthropic => 0,
+            Wire::OpenAi => OPENAI_STEP,
+        };
+        if fresh > grown + ONE_BLOCK + rounding {
+            return Err(format!(
+                "{wire:?} request {}: {fresh} tokens not read from the cache for {grown} \
+                 added ({now:?}, before: {before:?})",
+                at + 1
+            ));
+        }
+    }
+    Ok(())
+}
 
 #[test]
 fn a_plain_session_is_read_from_the_cache_on_both_wires() {
@@ -66,5 +94,25 @@ fn the_last_word_at_the_step_limit_keeps_the_tools_and_forbids_calls() {
             "{wire:?}: {:?}",
             exchanges[3].usage
         );
+    }
+}
+
+#[test]
+fn a_working_checkpoint_costs_only_what_it_adds() {
+    for wire in [Wire::Anthropic, Wire::OpenAi] {
+        let project = project();
+        let exchanges = run(wire, project.path(), Growth::Checkpoint.script());
+        assert_eq!(exchanges.len(), STEPS + 1);
+        let checkpoint = exchanges
+            .last()
+            .map(|e| e.body.to_string())
+            .unwrap_or_default();
+        assert!(
+            checkpoint.contains("parts 0-3"),
+            "{wire:?}: the checkpoint is not sent"
+        );
+        if let Err(costly) = growth_only(wire, &exchanges) {
+            panic!("{costly}");
+        }
     }
 }

@@ -29,6 +29,53 @@ pub fn plain_step(step: usize) -> Answer {
     }
 }
 
+/// Where a growing session does its extra step.
+pub const GROWTH_STEP: usize = 13;
+
+/// What a session learns midway, in one extra step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Growth {
+    Nothing,
+    /// The working checkpoint is set (it then rides at the end of every request).
+    Checkpoint,
+    /// A capability is made (a new tool).
+    Capability,
+}
+
+impl Growth {
+    pub const ALL: [Growth; 3] = [Growth::Nothing, Growth::Checkpoint, Growth::Capability];
+
+    /// The step that makes the growth.
+    fn answer(self) -> Option<Answer> {
+        match self {
+            Growth::Nothing => None,
+            Growth::Checkpoint => Some(Answer::tool(
+                "update_working_checkpoint",
+                json!({"key_info": "Task: make every part's value public. Done: parts 0-3 \
+                    read; next: count lines, then edit each part."}),
+            )),
+            Growth::Capability => Some(Answer::tool(
+                "capability_create",
+                json!({"name": "count-lines", "description": "Count the lines of a text",
+                    "input_schema": {"type": "object",
+                        "properties": {"text": {"type": "string"}}, "required": ["text"]},
+                    "language": "python3",
+                    "code": "import json,sys\nprint(len(json.load(sys.stdin)['text'].splitlines()))"}),
+            )),
+        }
+    }
+
+    /// The plain session with this growth's step at [`GROWTH_STEP`].
+    pub fn script(self) -> Script {
+        let grow = self.answer();
+        Box::new(move |step, _| match (&grow, step) {
+            (Some(answer), GROWTH_STEP) => answer.clone(),
+            (Some(_), step) if step > GROWTH_STEP => plain_step(step - 1),
+            _ => plain_step(step),
+        })
+    }
+}
+
 /// A project with the files the plain session works on.
 pub fn project() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));

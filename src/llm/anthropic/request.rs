@@ -132,17 +132,25 @@ pub(super) fn body<'a>(model: &'a str, request: &'a ModelRequest) -> Body<'a> {
         last.cache_control = Some(EPHEMERAL);
     }
     let mut messages = messages(&request.messages);
-    for message in messages
-        .iter_mut()
-        .rev()
-        .filter(|m| m.role == Role::User)
-        .take(USER_BREAKPOINTS)
-    {
-        message
-            .content
+    let mut volatile = request.volatile_tail;
+    let mut marked = 0;
+    for message in messages.iter_mut().rev() {
+        let skipped = volatile.min(message.content.len());
+        volatile -= skipped;
+        if message.role != Role::User {
+            continue;
+        }
+        let stable = message.content.len() - skipped;
+        if message.content[..stable]
             .iter_mut()
             .rev()
-            .any(WireBlock::set_breakpoint);
+            .any(WireBlock::set_breakpoint)
+        {
+            marked += 1;
+        }
+        if marked == USER_BREAKPOINTS {
+            break;
+        }
     }
     Body {
         model,
@@ -292,6 +300,7 @@ mod tests {
             ]
             .into(),
             static_tools: usize::MAX,
+            volatile_tail: 0,
             tool_calls: ToolCalls::Allowed,
             max_output_tokens: 8192,
         }

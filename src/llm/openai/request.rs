@@ -254,6 +254,7 @@ mod tests {
             .collect(),
             tools: Vec::new().into(),
             static_tools: usize::MAX,
+            volatile_tail: 0,
             tool_calls: ToolCalls::Allowed,
             max_output_tokens: 4096,
         }
