@@ -109,7 +109,10 @@ impl Session {
         self.store
             .call(move |db| db.begin_turn(&id, turn, started_at))
             .await?;
-        self.refresh_system_prompt().await?;
+        match self.prompt_built {
+            true => self.note_growth().await?,
+            false => self.refresh_system_prompt().await?,
+        }
         self.add_user_text(text, kind).await
     }
 
