@@ -147,43 +147,101 @@ async fn old_turns_move_to_the_archive_and_nothing_is_lost() -> TestResult {
     Ok(())
 }
 
+/// A remembered fact reaches the system prompt of later sessions; within the session that kept
+/// it, the system prompt stays byte-identical (its cached prefix holds): the fact is already in
+/// the history, through the `remember` call.
 #[tokio::test]
-async fn experiences_appear_in_the_next_turns_system_prompt_and_survive_sessions() -> TestResult {
+async fn experiences_reach_later_sessions_and_leave_this_ones_prompt_as_it_was() -> TestResult {
     let dir = tempfile::tempdir()?;
     let ws = dir.path().canonicalize()?;
     let store = Store::open(&dir.path().join("db.sqlite"))?;
     let script = json!({"turns": [
         {"tool_calls": [{"name": "remember", "arguments": {"text": "Run `make db` before the tests."}}]},
         {"text": "Noted."},
-        {"text": "Running make db first."}
+        {"text": "Running make db first."},
+        {"text": "Starting with make db."}
     ]});
     let mut tools = mnemo::tools::builtin::builtin_tools();
     mnemo::tools::memory::register(&mut tools, &store, None);
     let session = Session::create(
         settings(&ws),
-        chain(provider(script)?),
+        chain(provider(script.clone())?),
         tools,
         store.clone(),
         None,
     )
     .await?;
-    let session = run_turns(
-        session,
-        &["remember that the tests need make db", "run the tests"],
-    )
-    .await?;
+    let session = run_turns(session, &["remember that the tests need make db"]).await?;
+    let first_prompt = session.system_prompt().to_string();
+    let session = run_turns(session, &["run the tests"]).await?;
+    assert_eq!(session.system_prompt(), first_prompt);
     assert!(
-        session
-            .system_prompt()
-            .contains(") Run `make db` before the tests."),
-        "{}",
-        session.system_prompt()
+        !session
+            .history()
+            .iter()
+            .any(|m| m.text().contains("Kept as experiences")),
+        "the session's own fact was repeated"
     );
 
     let project = ws.display().to_string();
     let experiences = store.call(move |db| db.experiences(Some(&project))).await?;
     assert_eq!(experiences.len(), 1);
     assert_eq!(experiences[0].text, "Run `make db` before the tests.");
+
+    let later = Session::create(
+        settings(&ws),
+        chain(provider(script)?),
+        mnemo::tools::builtin::builtin_tools(),
+        store.clone(),
+        None,
+    )
+    .await?;
+    let later = run_turns(later, &["run the tests"]).await?;
+    assert!(
+        later
+            .system_prompt()
+            .contains(") Run `make db` before the tests."),
+        "{}",
+        later.system_prompt()
+    );
+    Ok(())
+}
+
+/// A fact kept elsewhere while a session runs (another session, the user) reaches it as a note
+/// in its history at the next turn; its system prompt is not rebuilt.
+#[tokio::test]
+async fn experiences_kept_elsewhere_arrive_as_a_note_at_the_next_turn() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let ws = dir.path().canonicalize()?;
+    let store = Store::open(&dir.path().join("db.sqlite"))?;
+    let script = json!({"turns": [{"text": "Hello."}, {"text": "Using pnpm."}]});
+    let session = Session::create(
+        settings(&ws),
+        chain(provider(script)?),
+        mnemo::tools::builtin::builtin_tools(),
+        store.clone(),
+        None,
+    )
+    .await?;
+    let session = run_turns(session, &["hello"]).await?;
+    let first_prompt = session.system_prompt().to_string();
+    let scope = mnemo::memory::types::Scope::Project(ws.display().to_string());
+    store
+        .call(move |db| db.remember("This project uses pnpm, not npm.", &scope, "user"))
+        .await?;
+    let session = run_turns(session, &["install the dependencies"]).await?;
+    assert_eq!(session.system_prompt(), first_prompt);
+    let notes: Vec<String> = session
+        .history()
+        .iter()
+        .map(|m| m.text())
+        .filter(|text| text.contains("Kept as experiences"))
+        .collect();
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    assert!(
+        notes[0].contains("This project uses pnpm, not npm."),
+        "{notes:?}"
+    );
     Ok(())
 }
 

@@ -7,11 +7,12 @@ mod tui_support;
 use std::time::Instant;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use mnemo::host::replay::{self, RECENT_MESSAGES};
 use mnemo::llm::{ContentBlock, Message, Role};
 use mnemo::memory::{Db, NewArchiveEntry, NewSession, SessionRow};
 use mnemo::protocol::Event;
 use mnemo::tui::cells::Cell;
-use mnemo::tui::history::{restore, restore_active};
+use mnemo::tui::history::{Restored, cells};
 use mnemo::tui::live::render_screen;
 use mnemo::tui::pager::Pager;
 use mnemo::tui::pager_view;
@@ -230,7 +231,7 @@ fn resumed_session_with_its_note() -> TestResult {
     let total = db.session(&id)?.message_count;
     assert_eq!((active.len(), total), (20, 32));
     // Resuming reads the working set: the archived messages count as earlier ones.
-    let restored = restore_active(&active, total);
+    let restored = Restored::from(replay::recent(&active, total, RECENT_MESSAGES));
     assert_eq!(restored.earlier, 12);
     let shown_cells = restored.cells.len();
 
@@ -251,10 +252,10 @@ fn resumed_session_with_its_note() -> TestResult {
 
     // Then the whole session, archived messages included, arrives for the pager.
     state.pager = Some(Pager::new());
-    let full = restore(&db.all_messages(&id)?, 0);
-    let cells = full.cells.len();
-    state.replace_history(shown_cells, full.cells);
-    assert_eq!(state.transcript.len(), cells + 1);
+    let full = cells(&replay::events(&db.all_messages(&id)?));
+    let count = full.len();
+    state.replace_history(shown_cells, full);
+    assert_eq!(state.transcript.len(), count + 1);
     assert!(matches!(
         state.transcript.first(),
         Some(Cell::User { text, .. }) if text == "step 0: check the build"

@@ -355,6 +355,8 @@ fn tool_loop_request() -> ModelRequest {
         .into(),
         static_tools: usize::MAX,
         max_output_tokens: 8192,
+        volatile_tail: 0,
+        tool_calls: mnemo::llm::ToolCalls::Allowed,
     }
 }
 

@@ -303,6 +303,8 @@ impl Session {
             )))],
             tools: Vec::new().into(),
             static_tools: usize::MAX,
+            volatile_tail: 0,
+            tool_calls: crate::llm::ToolCalls::Allowed,
             max_output_tokens: model.max_output_tokens.min(4096),
         };
         // An interrupt ends the wait: the mechanical summary takes its place.

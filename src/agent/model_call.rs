@@ -7,7 +7,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::Session;
 use crate::llm::fallback::{ChainError, ChainModel, ChainNotice, Decision};
-use crate::llm::{ModelRequest, ModelResponse, ProviderError, StreamEvent, Usage};
+use crate::llm::{ModelRequest, ModelResponse, ProviderError, StreamEvent, ToolCalls, Usage};
 use crate::protocol::Event;
 
 /// How one attempt ended when it produced no response.
@@ -101,10 +101,10 @@ impl Session {
         self.emit(event).await;
     }
 
-    /// The working set as the model sees it: the compaction summary, when there is one,
-    /// right after the first message.
-    fn request_messages(&self) -> Vec<std::sync::Arc<crate::llm::Message>> {
-        let mut messages = match self.summary_message() {
+    /// The working set as the model sees it (the compaction summary, when there is one, right
+    /// after the first message), and how many blocks at its end change from step to step.
+    fn request_messages(&self) -> (Vec<std::sync::Arc<crate::llm::Message>>, usize) {
+        let messages = match self.summary_message() {
             None => self.history.clone(),
             Some(summary) => {
                 let mut messages = Vec::with_capacity(self.history.len() + 2);
@@ -114,10 +114,10 @@ impl Session {
                 messages
             }
         };
-        if let Some(tail) = self.request_tail(self.step) {
-            messages = super::checkpoint::with_tail(messages, tail);
+        match self.request_tail(self.step) {
+            Some(tail) => (super::checkpoint::with_tail(messages, tail), 1),
+            None => (messages, 0),
         }
-        messages
     }
 
     async fn stream_once(
@@ -127,15 +127,18 @@ impl Session {
         partial: &mut String,
         used: &mut Usage,
     ) -> Result<ModelResponse, Attempt> {
+        let (messages, volatile_tail) = self.request_messages();
         let request = ModelRequest {
             system: self.system_prompt.clone(),
-            messages: self.request_messages(),
-            tools: match self.tools_disabled {
-                true => Vec::new().into(),
-                false => self.toolset.specs.clone(),
-            },
+            messages,
+            volatile_tail,
+            tools: self.toolset.specs.clone(),
             static_tools: self.toolset.static_count,
             max_output_tokens: model.max_output_tokens,
+            tool_calls: match self.tools_disabled {
+                true => ToolCalls::Forbidden,
+                false => ToolCalls::Allowed,
+            },
         };
         let mut stream = tokio::select! {
             opened = model.provider.stream(request) => opened.map_err(Attempt::Failed)?,

@@ -135,6 +135,9 @@ pub struct Session {
     pub(super) calibration: Calibration,
     /// The experiences last rendered into the prompt, with the store's version of them.
     pub(super) experiences: Option<(u64, Vec<Experience>)>,
+    /// The system prompt was built for this working set: until a compaction rewrites the
+    /// history, it stays byte-identical (its cached prefix holds) and growth comes as notes.
+    pub(super) prompt_built: bool,
     /// The dream notes last rendered into the prompt, with the store's version of them.
     pub(super) dream_notes: Option<(u64, crate::memory::dream_notes::DreamNotes)>,
     /// Gives archive entries an embedding for semantic search, when configured.
@@ -316,6 +319,7 @@ impl Session {
             calibration: Calibration::new(),
             embedder: None,
             experiences: None,
+            prompt_built: false,
             dream_notes: None,
             startup_notices: Vec::new(),
             _lease: None,

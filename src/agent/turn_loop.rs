@@ -109,7 +109,10 @@ impl Session {
         self.store
             .call(move |db| db.begin_turn(&id, turn, started_at))
             .await?;
-        self.refresh_system_prompt().await?;
+        match self.prompt_built {
+            true => self.note_growth().await?,
+            false => self.refresh_system_prompt().await?,
+        }
         self.add_user_text(text, kind).await
     }
 
@@ -311,12 +314,14 @@ impl Session {
 }
 
 /// What the model is asked for in its last call at the step limit.
-const LAST_WORD: &str = "[mnemo] This turn reached its step limit, and tools are off now. \
+const LAST_WORD: &str = "[mnemo] This turn reached its step limit, and tool calls are off now. \
     Answer the user: what is done, what is left, and what you would do next.";
 
 impl Session {
-    /// At the step limit: one more model call without tools, whose answer (what is done and
-    /// what is left) ends the turn instead of a bare "step limit". Its failure only costs that.
+    /// At the step limit: one more model call that may not call tools (they stay in the
+    /// request, unchanged, so its prefix is read from the cache), whose answer (what is done
+    /// and what is left) ends the turn instead of a bare "step limit". Its failure is told,
+    /// and costs only that answer.
     async fn last_word(
         &mut self,
         steps: u32,
@@ -333,11 +338,17 @@ impl Session {
         for (usage, model) in wasted {
             self.count_usage(usage, &model).await;
         }
-        let Ok((response, model)) = step else {
-            return Ok(());
+        let (response, model) = match step {
+            Ok(answered) => answered,
+            Err(StepFailure::Chain(err)) => {
+                let message = format!("The summary at the step limit failed: {err}");
+                self.emit(Event::Notice { message }).await;
+                return Ok(());
+            }
+            Err(StepFailure::Cancelled { .. }) => return Ok(()),
         };
         self.record_usage(response.usage, &model, estimated).await;
-        // Without tools there must be no calls; any that came anyway would stay unanswered.
+        // Calls were forbidden; any that came anyway would stay unanswered.
         let text: Vec<ContentBlock> = response
             .message
             .content

@@ -8,6 +8,8 @@ use crate::llm::tokens::estimate_text;
 use crate::memory::StoreError;
 use crate::memory::dream_notes::{DreamNotes, NoteFile, paragraphs};
 use crate::memory::types::{Experience, Scope};
+use crate::tools::TypedTool;
+use crate::tools::memory::Remember;
 
 /// Most tokens the dream notes take in the system prompt (two files at their 2,000-word limit
 /// would take about 5,400).
@@ -88,10 +90,81 @@ impl Session {
             prompt.push_str(&catalog);
         }
         self.system_prompt = prompt;
+        self.prompt_built = true;
         self.prompt_tokens =
             u64::from(summary) + u64::from(crate::llm::tokens::estimate_text(&self.system_prompt));
         Ok(())
     }
+}
+
+impl Session {
+    /// Experiences kept since the system prompt was built (by the user, another session, or
+    /// a turn report) become a note in the history: the system prompt is not rebuilt, so its
+    /// cached prefix holds, and the next compaction folds them into it. Facts this session's
+    /// own `remember` calls kept are already in the history and are not repeated.
+    pub(super) async fn note_growth(&mut self) -> Result<(), StoreError> {
+        self.find_pending_skills().await?;
+        let project = self.settings.workspace.display().to_string();
+        let known = self.experiences.as_ref().map(|(version, _)| *version);
+        let changed = self
+            .store
+            .call(move |db| {
+                let version = db.experiences_version()?;
+                match known == Some(version) {
+                    true => Ok(None),
+                    false => Ok(Some((version, db.experiences(Some(&project))?))),
+                }
+            })
+            .await?;
+        let Some((version, now)) = changed else {
+            return Ok(());
+        };
+        let shown: Vec<i64> = self
+            .experiences
+            .as_ref()
+            .map(|(_, e)| e.iter().map(|e| e.id).collect())
+            .unwrap_or_default();
+        let remembered = self.remembered_here();
+        let new: Vec<&Experience> = now
+            .iter()
+            .filter(|e| !shown.contains(&e.id) && !remembered.iter().any(|r| r == e.text.trim()))
+            .collect();
+        let note = growth_note(&new);
+        self.experiences = Some((version, now));
+        match note {
+            Some(note) => self.commit(crate::llm::Message::user_text(note)).await,
+            None => Ok(()),
+        }
+    }
+
+    /// The texts this working set's `remember` calls kept.
+    fn remembered_here(&self) -> Vec<String> {
+        self.history
+            .iter()
+            .flat_map(|m| m.content.iter())
+            .filter_map(|block| match block {
+                crate::llm::ContentBlock::ToolUse { name, input, .. } if name == Remember::NAME => {
+                    input
+                        .get("text")
+                        .and_then(|t| t.as_str())
+                        .map(|t| t.trim().to_string())
+                }
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+/// The note that tells the model of experiences kept since its system prompt was built.
+fn growth_note(new: &[&Experience]) -> Option<String> {
+    if new.is_empty() {
+        return None;
+    }
+    let mut note = String::from("[mnemo] Kept as experiences since this session began:\n");
+    for exp in new {
+        let _ = writeln!(note, "- [{}] {}", exp.id, exp.text);
+    }
+    Some(note)
 }
 
 fn render_prompt(base: &str, experiences: &[Experience], archived: bool) -> String {

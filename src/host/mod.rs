@@ -10,6 +10,7 @@ mod fanout;
 mod journal;
 mod local;
 mod providers;
+pub mod replay;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};

@@ -245,6 +245,8 @@ impl Dreamer {
             messages: vec![Arc::new(Message::user_text(call.message.clone()))],
             tools: Vec::new().into(),
             static_tools: usize::MAX,
+            volatile_tail: 0,
+            tool_calls: crate::llm::ToolCalls::Allowed,
             max_output_tokens,
         };
         if let Some(batch) = &self.batch {

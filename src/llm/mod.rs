@@ -19,8 +19,8 @@ use futures_util::future::BoxFuture;
 
 pub use error::ProviderError;
 pub use types::{
-    ContentBlock, Message, ModelRequest, ModelResponse, Role, StopReason, StreamEvent, ToolSpec,
-    Usage, tool_input,
+    ContentBlock, Message, ModelRequest, ModelResponse, Role, StopReason, StreamEvent, ToolCalls,
+    ToolSpec, Usage, tool_input,
 };
 
 /// Opens the text mnemo adds at the very end of a request (the working checkpoint and

@@ -124,6 +124,21 @@ pub struct ModelRequest {
     /// capabilities that come and go): prompt caching stops after them. `usize::MAX`: all.
     pub static_tools: usize,
     pub max_output_tokens: u32,
+    /// Trailing content blocks of the last message that change from step to step (the working
+    /// checkpoint and nudges): no cache breakpoint goes on them, so the next step reads what
+    /// comes before them from the cache.
+    pub volatile_tail: usize,
+    /// Whether the model may call the tools offered. Forbidding calls keeps the tools in the
+    /// request (a history holding tool calls needs them, and the cached prefix stays).
+    pub tool_calls: ToolCalls,
+}
+
+/// Whether a request lets the model call its tools.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ToolCalls {
+    #[default]
+    Allowed,
+    Forbidden,
 }
 
 /// A finished model response.

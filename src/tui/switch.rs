@@ -13,10 +13,11 @@ use super::TuiStart;
 use super::app::App;
 use super::cells::{Cell, NoticeLevel};
 use super::first_run::FirstRun;
-use super::history::{restore, restore_active};
+use super::history::{self, Restored};
 use super::picker::{PickerCancel, SessionPicker};
 use crate::config::CliOverrides;
 use crate::host::api::SearchAsk;
+use crate::host::replay::{self, RECENT_MESSAGES};
 use crate::host::{Delivery, OpenOptions};
 use crate::host::{LaunchError, SessionChoice};
 use crate::memory::types::{SessionRow, StoredMessage};
@@ -34,7 +35,7 @@ pub(super) type HistoryRead = Result<Result<Vec<Cell>, StoreError>, oneshot::err
 
 /// A resumed session's whole history on its way to the pager.
 pub(super) struct FullHistory {
-    /// The transcript cells (those of the working set) it replaces.
+    /// The transcript cells (the recent ones shown on resume) it replaces.
     shown: usize,
     pub(super) cells: oneshot::Receiver<Result<Vec<Cell>, StoreError>>,
 }
@@ -109,14 +110,15 @@ impl<W: Write> App<W> {
         if !self.state.transcript.is_empty() {
             self.state.forget_session();
         }
-        let restored = restore_active(&active, row.message_count);
+        let restored = Restored::from(replay::recent(&active, row.message_count, RECENT_MESSAGES));
         let shown = restored.cells.len();
+        let earlier = restored.earlier;
         self.state.show_history(&row.title, restored);
         let choice = SessionChoice::Resume(row.id.clone());
         if let Err(error) = self.prepare(choice, self.cli.clone()).await {
             self.not_prepared(&error).await;
         }
-        if row.message_count > active.len() as u64 {
+        if earlier > 0 {
             self.read_full_history(row.id, shown);
         }
     }
@@ -130,7 +132,7 @@ impl<W: Write> App<W> {
         let (sender, cells) = oneshot::channel();
         tokio::spawn(async move {
             let read = store
-                .call(move |db| Ok(restore(&db.all_messages(&id)?, 0).cells))
+                .call(move |db| Ok(history::cells(&replay::events(&db.all_messages(&id)?))))
                 .await;
             let _ = sender.send(read);
         });

@@ -376,6 +376,8 @@ pub fn simple_request() -> ModelRequest {
         tools: Vec::new().into(),
         static_tools: usize::MAX,
         max_output_tokens: 4096,
+        volatile_tail: 0,
+        tool_calls: mnemo::llm::ToolCalls::Allowed,
     }
 }
 

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::llm::types::{ContentBlock, Message, ModelRequest, Role, ToolSpec};
+use crate::llm::types::{ContentBlock, Message, ModelRequest, Role, ToolCalls, ToolSpec};
 
 /// Anthropic allows four breakpoints: the system prompt, the tools, and these many of the
 /// latest user messages (the newest one, and the one before so the previous turn's cache
@@ -26,7 +26,16 @@ pub(super) struct Body<'a> {
     system: Vec<WireBlock<'a>>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     tools: Vec<WireTool<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_choice: Option<ToolChoice>,
     messages: Vec<WireMessage<'a>>,
+}
+
+/// `{"type": "none"}`: the tools stay in the request, and the model may not call them.
+#[derive(Debug, Clone, Copy, Serialize)]
+struct ToolChoice {
+    #[serde(rename = "type")]
+    kind: &'static str,
 }
 
 #[derive(Debug, Clone, Copy, Serialize)]
@@ -123,26 +132,40 @@ pub(super) fn body<'a>(model: &'a str, request: &'a ModelRequest) -> Body<'a> {
         last.cache_control = Some(EPHEMERAL);
     }
     let mut messages = messages(&request.messages);
-    for message in messages
-        .iter_mut()
-        .rev()
-        .filter(|m| m.role == Role::User)
-        .take(USER_BREAKPOINTS)
-    {
-        message
-            .content
+    let mut volatile = request.volatile_tail;
+    let mut marked = 0;
+    for message in messages.iter_mut().rev() {
+        let skipped = volatile.min(message.content.len());
+        volatile -= skipped;
+        if message.role != Role::User {
+            continue;
+        }
+        let stable = message.content.len() - skipped;
+        if message.content[..stable]
             .iter_mut()
             .rev()
-            .any(WireBlock::set_breakpoint);
+            .any(WireBlock::set_breakpoint)
+        {
+            marked += 1;
+        }
+        if marked == USER_BREAKPOINTS {
+            break;
+        }
     }
     Body {
         model,
         max_tokens: request.max_output_tokens,
         stream: true,
         system,
+        tool_choice: forbidden(request).then_some(ToolChoice { kind: "none" }),
         tools,
         messages,
     }
+}
+
+/// Whether `request` offers tools the model may not call.
+fn forbidden(request: &ModelRequest) -> bool {
+    request.tool_calls == ToolCalls::Forbidden && !request.tools.is_empty()
 }
 
 /// The `params` of one Message Batches request: the body of a direct call without `stream`,
@@ -277,6 +300,8 @@ mod tests {
             ]
             .into(),
             static_tools: usize::MAX,
+            volatile_tail: 0,
+            tool_calls: ToolCalls::Allowed,
             max_output_tokens: 8192,
         }
     }

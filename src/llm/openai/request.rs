@@ -8,7 +8,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::Dialect;
-use crate::llm::types::{ContentBlock, Message, ModelRequest, Role, ToolSpec};
+use crate::llm::types::{ContentBlock, Message, ModelRequest, Role, ToolCalls, ToolSpec};
 
 #[derive(Debug, Serialize)]
 pub(super) struct Body<'a> {
@@ -16,6 +16,9 @@ pub(super) struct Body<'a> {
     messages: Vec<WireMessage<'a>>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     tools: Vec<WireTool<'a>>,
+    /// `"none"`: the tools stay in the request, and the model may not call them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_choice: Option<&'static str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     max_completion_tokens: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -104,6 +107,8 @@ pub(super) fn body<'a>(model: &'a str, request: &'a ModelRequest, dialect: Diale
         model,
         messages,
         tools: request.tools.iter().map(tool).collect(),
+        tool_choice: (request.tool_calls == ToolCalls::Forbidden && !request.tools.is_empty())
+            .then_some("none"),
         max_completion_tokens,
         max_tokens,
         stream: true,
@@ -249,6 +254,8 @@ mod tests {
             .collect(),
             tools: Vec::new().into(),
             static_tools: usize::MAX,
+            volatile_tail: 0,
+            tool_calls: ToolCalls::Allowed,
             max_output_tokens: 4096,
         }
     }

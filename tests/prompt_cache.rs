@@ -1,0 +1,118 @@
+//! What a session costs in prompt-cache terms, on both wires: the real binary runs a scripted
+//! 30-step session (reads, shell commands, edits, greps, an answer) against an in-test server
+//! that accounts caching as the APIs document it (`cache_support::sim`).
+
+mod cache_support;
+
+use cache_support::session::{Growth, STEPS, plain_step, project, run, run_with};
+use cache_support::{Answer, Exchange, Totals, Wire};
+
+/// Tokens a request may have outside what is read from the cache and what it adds: one
+/// block (the working checkpoint riding at the end).
+const ONE_BLOCK: u64 = 150;
+/// OpenAI reads the cache in steps of this many tokens.
+const OPENAI_STEP: u64 = 128;
+
+/// Checks that each request after the first costs only what it adds: it writes at most its
+/// growth over the request before (plus one block) and reads the rest from the cache.
+fn growth_only(wire: Wire, exchanges: &[Exchange]) -> Result<(), String> {
+    for (at, pair) in exchanges.windows(2).enumerate() {
+        let (before, now) = (pair[0].usage, pair[1].usage);
+        let grown = now.total().saturating_sub(before.total());
+        let fresh = now.write + now.input;
+        let rounding = match wire {
+            Wire::Anthropic => 0,
+            Wire::OpenAi => OPENAI_STEP,
+        };
+        if fresh > grown + ONE_BLOCK + rounding {
+            return Err(format!(
+                "{wire:?} request {}: {fresh} tokens not read from the cache for {grown} \
+                 added ({now:?}, before: {before:?})",
+                at + 1
+            ));
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn a_plain_session_is_read_from_the_cache_on_both_wires() {
+    for wire in [Wire::Anthropic, Wire::OpenAi] {
+        let project = project();
+        let exchanges = run(wire, project.path(), Box::new(|step, _| plain_step(step)));
+        assert_eq!(
+            exchanges.len(),
+            STEPS,
+            "{wire:?}: every step reached the model"
+        );
+        let totals = Totals::of(&exchanges);
+        assert!(
+            totals.read_share() > 0.9,
+            "{wire:?}: only {:.1} % of the input was read from the cache: {totals:?}",
+            totals.read_share() * 100.0
+        );
+        let edited = std::fs::read_to_string(project.path().join("src/part4.rs"))
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(edited.contains("pub fn value"), "{edited}");
+    }
+}
+
+#[test]
+fn the_last_word_at_the_step_limit_keeps_the_tools_and_forbids_calls() {
+    for wire in [Wire::Anthropic, Wire::OpenAi] {
+        let project = project();
+        let script = Box::new(|step, body: &serde_json::Value| {
+            let forbidden = match &body["tool_choice"] {
+                serde_json::Value::String(choice) => choice == "none",
+                choice => choice["type"] == "none",
+            };
+            match forbidden {
+                true => Answer::Text("Parts 0 to 2 are read; the rest is left.".into()),
+                false => plain_step(step),
+            }
+        });
+        let (exchanges, output) = run_with(wire, project.path(), script, &["--max-steps", "3"]);
+        let printed = String::from_utf8_lossy(&output.stdout);
+        assert_eq!(
+            exchanges.len(),
+            4,
+            "{wire:?}: three steps and the last word"
+        );
+        let (before, last) = (&exchanges[2].body, &exchanges[3].body);
+        assert_eq!(
+            before["tools"], last["tools"],
+            "{wire:?}: the tools changed"
+        );
+        assert!(before.get("tool_choice").is_none(), "{wire:?}: {before}");
+        assert!(
+            printed.contains("Parts 0 to 2 are read"),
+            "{wire:?}: the last word was not shown: {printed}"
+        );
+        // The tool list and the system prompt are still read from the cache.
+        assert!(
+            exchanges[3].usage.read > 0,
+            "{wire:?}: {:?}",
+            exchanges[3].usage
+        );
+    }
+}
+
+#[test]
+fn a_working_checkpoint_costs_only_what_it_adds() {
+    for wire in [Wire::Anthropic, Wire::OpenAi] {
+        let project = project();
+        let exchanges = run(wire, project.path(), Growth::Checkpoint.script());
+        assert_eq!(exchanges.len(), STEPS + 1);
+        let checkpoint = exchanges
+            .last()
+            .map(|e| e.body.to_string())
+            .unwrap_or_default();
+        assert!(
+            checkpoint.contains("parts 0-3"),
+            "{wire:?}: the checkpoint is not sent"
+        );
+        if let Err(costly) = growth_only(wire, &exchanges) {
+            panic!("{costly}");
+        }
+    }
+}
