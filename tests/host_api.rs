@@ -149,6 +149,77 @@ async fn the_served_host_answers_as_the_in_process_one() -> TestResult {
 }
 
 #[tokio::test]
+async fn a_resumed_tui_and_a_gateway_client_get_the_same_history() -> TestResult {
+    let served = serve(
+        json!({"turns": [
+            {"when": "port", "tool_calls": [{"name": "read_file", "arguments": {"path": "notes.txt"}}]},
+            {"text": "staging listens on 8443"}
+        ]}),
+        "",
+    )
+    .await?;
+    std::fs::write(served.loaded.workspace.join("notes.txt"), "staging: 8443\n")?;
+    let remote: Arc<dyn HostApi> = Arc::new(
+        GatewayClient::connect_unix(
+            &served.socket,
+            &served.dir.path().join("data/gateway-token"),
+        )
+        .await?,
+    );
+    let local: Arc<dyn HostApi> =
+        Arc::new(LocalHost::new(served.host.clone(), served.loaded.clone()));
+    let options = OpenOptions {
+        approval_mode: None,
+        questions: false,
+        delivery: Delivery::Wait,
+    };
+    let cli = mnemo::config::CliOverrides::default();
+    let mut attached = remote
+        .open(&served.loaded, &cli, SessionChoice::New, options)
+        .await?;
+    let text = "which port does staging use?".to_string();
+    attached.ops.send(Op::UserInput { text }).await?;
+    let finished = tokio::time::timeout(Duration::from_secs(20), async {
+        while let Some(event) = attached.events.recv().await {
+            if matches!(event.event, Event::TurnFinished { .. }) {
+                return true;
+            }
+        }
+        false
+    });
+    assert!(finished.await?, "the turn finished");
+
+    // By a prefix of the id, as `mnemo --resume` takes it.
+    let prefix: String = attached.session.chars().take(8).collect();
+    for recent in [Some(20), Some(1), None] {
+        let seen = (
+            local.history(prefix.clone(), recent).await?,
+            remote.history(prefix.clone(), recent).await?,
+        );
+        assert_eq!(seen.0, seen.1, "recent {recent:?}");
+        assert_eq!(seen.0.session.id, attached.session);
+    }
+    let whole = local.history(attached.session.clone(), None).await?;
+    let kinds: Vec<&str> = whole
+        .replay
+        .events
+        .iter()
+        .filter_map(|event| match event {
+            Event::UserMessage { .. } => Some("user"),
+            Event::ToolCallStarted { .. } => Some("call"),
+            Event::ToolCallFinished { .. } => Some("result"),
+            Event::AssistantMessage { .. } => Some("assistant"),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(kinds, ["user", "call", "result", "assistant"], "{whole:?}");
+    assert_eq!(whole.replay.earlier, 0);
+    let unknown = remote.history("nosuchsession".into(), None).await;
+    assert!(unknown.is_err(), "{unknown:?}");
+    Ok(())
+}
+
+#[tokio::test]
 async fn a_served_host_says_what_it_cannot_find() -> TestResult {
     let served = serve(json!({"turns": []}), "").await?;
     let remote: Arc<dyn HostApi> = Arc::new(

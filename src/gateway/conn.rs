@@ -277,6 +277,9 @@ impl Client {
                     Err(err) => Reply::error(id, err),
                 }
             }
+            (RequestOp::Host(HostOp::History { recent }), Some(session)) => {
+                answered(id, self.gateway.local.history(session, recent).await)
+            }
             (RequestOp::Host(HostOp::Detach), Some(session)) => {
                 match self.attached.remove(&session) {
                     Some(forwarder) => {

@@ -9,7 +9,9 @@ use serde::de::DeserializeOwned;
 use super::client::{ClientError, GatewayClient};
 use super::wire::HostOp;
 use crate::config::CliOverrides;
-use crate::host::api::{CapabilityUse, HostApi, HostResult, LiveSession, SearchAsk, SkillUse};
+use crate::host::api::{
+    CapabilityUse, History, HostApi, HostResult, LiveSession, SearchAsk, SkillUse,
+};
 use crate::host::{Attachment, LaunchError, Loaded, OpenOptions, SessionChoice};
 use crate::memory::embed::ArchiveSearch;
 use crate::memory::types::SessionRow;
@@ -21,8 +23,17 @@ fn served(error: ClientError) -> LaunchError {
 impl GatewayClient {
     /// Asks the daemon's host `op` and reads the reply as `T`.
     async fn ask<T: DeserializeOwned>(&self, op: HostOp) -> Result<T, LaunchError> {
+        self.ask_about(None, op).await
+    }
+
+    /// Like `ask`, about `session`.
+    async fn ask_about<T: DeserializeOwned>(
+        &self,
+        session: Option<&str>,
+        op: HostOp,
+    ) -> Result<T, LaunchError> {
         let op = serde_json::to_value(op).map_err(|e| LaunchError::Served(e.to_string()))?;
-        let reply = self.request(None, op).await.map_err(served)?;
+        let reply = self.request(session, op).await.map_err(served)?;
         serde_json::from_value(reply)
             .map_err(|e| LaunchError::Served(format!("unreadable reply from mnemo serve: {e}")))
     }
@@ -84,6 +95,10 @@ impl HostApi for GatewayClient {
 
     fn latest_session(&self, workspace: String) -> HostResult<'_, Option<SessionRow>> {
         Box::pin(self.ask(HostOp::LatestSession { workspace }))
+    }
+
+    fn history(&self, id: String, recent: Option<usize>) -> HostResult<'_, History> {
+        Box::pin(async move { self.ask_about(Some(&id), HostOp::History { recent }).await })
     }
 
     fn search(&self, ask: SearchAsk) -> HostResult<'_, ArchiveSearch> {

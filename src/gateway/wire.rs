@@ -70,6 +70,12 @@ pub enum HostOp {
     },
     /// The most recent stored session of `workspace`, or null.
     LatestSession { workspace: String },
+    /// `session`'s stored history replayed as events (its last `recent` messages when
+    /// given), with its session row.
+    History {
+        #[serde(default)]
+        recent: Option<usize>,
+    },
     /// How each skill has been used.
     SkillStats,
     /// The stored capabilities.
@@ -129,7 +135,8 @@ pub fn parse_request(line: &str) -> Result<Request, BadRequest> {
     let name = op.get("op").and_then(Value::as_str).unwrap_or_default();
     let op = match name {
         "create_session" | "list_sessions" | "attach" | "detach" | "jobs_changed" | "search"
-        | "stored_sessions" | "latest_session" | "skill_stats" | "capabilities" | "daemon" => {
+        | "stored_sessions" | "latest_session" | "history" | "skill_stats" | "capabilities"
+        | "daemon" => {
             RequestOp::Host(serde_json::from_value(op.clone()).map_err(|e| bad(e.to_string()))?)
         }
         _ => RequestOp::Session(

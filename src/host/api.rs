@@ -9,6 +9,7 @@ use std::time::Duration;
 use futures_util::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 
+use super::replay::Replay;
 use super::{Attachment, LaunchError, Loaded, OpenOptions, SessionChoice};
 use crate::config::CliOverrides;
 use crate::memory::embed::ArchiveSearch;
@@ -41,6 +42,14 @@ pub struct SearchAsk {
 
 fn default_limit() -> usize {
     10
+}
+
+/// A stored session's history replayed as events, with its row (title, message count).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct History {
+    pub session: SessionRow,
+    #[serde(flatten)]
+    pub replay: Replay,
 }
 
 /// A session running in the host, with the sequence number of its last event.
@@ -104,6 +113,11 @@ pub trait HostApi: Send + Sync {
 
     /// The most recent stored session of `workspace`.
     fn latest_session(&self, workspace: String) -> HostResult<'_, Option<SessionRow>>;
+
+    /// Session `id`'s (an id or a unique prefix) stored history as events: its last
+    /// `recent` messages of the working set when given (the earlier ones counted), else all
+    /// of them, archived ones included.
+    fn history(&self, id: String, recent: Option<usize>) -> HostResult<'_, History>;
 
     /// Searches what is remembered.
     fn search(&self, ask: SearchAsk) -> HostResult<'_, ArchiveSearch>;

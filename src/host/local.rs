@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 
-use super::api::{CapabilityUse, HostApi, HostResult, LiveSession, SearchAsk, SkillUse};
+use super::api::{CapabilityUse, History, HostApi, HostResult, LiveSession, SearchAsk, SkillUse};
+use super::replay::{self, Replay};
 use super::{Attachment, Delivery, LaunchError, Loaded, OpenOptions, SessionChoice, SessionHost};
 use crate::config::CliOverrides;
 use crate::memory::embed::ArchiveSearch;
@@ -87,6 +88,23 @@ impl HostApi for LocalHost {
 
     fn latest_session(&self, workspace: String) -> HostResult<'_, Option<SessionRow>> {
         Box::pin(self.with_store(move |db| db.latest_session(&workspace)))
+    }
+
+    fn history(&self, id: String, recent: Option<usize>) -> HostResult<'_, History> {
+        Box::pin(self.with_store(move |db| {
+            let session = db.session(&id)?;
+            let replay = match recent {
+                Some(keep) => {
+                    let active = db.active_messages(&session.id)?;
+                    replay::recent(&active, session.message_count, keep)
+                }
+                None => Replay {
+                    events: replay::events(&db.all_messages(&session.id)?),
+                    earlier: 0,
+                },
+            };
+            Ok(History { session, replay })
+        }))
     }
 
     fn search(&self, ask: SearchAsk) -> HostResult<'_, ArchiveSearch> {

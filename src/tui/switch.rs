@@ -16,11 +16,11 @@ use super::first_run::FirstRun;
 use super::history::{self, Restored};
 use super::picker::{PickerCancel, SessionPicker};
 use crate::config::CliOverrides;
+use crate::host::api::History;
 use crate::host::api::SearchAsk;
-use crate::host::replay::{self, RECENT_MESSAGES};
+use crate::host::replay::RECENT_MESSAGES;
 use crate::host::{Delivery, OpenOptions};
 use crate::host::{LaunchError, SessionChoice};
-use crate::memory::types::{SessionRow, StoredMessage};
 use crate::memory::{ArchiveSearch, StoreError};
 use crate::protocol::Event;
 use crate::tools::memory::format_hits;
@@ -31,13 +31,13 @@ const PICKER_LIMIT: usize = 200;
 const MEMORY_HITS: usize = 10;
 
 /// The cells of a whole stored session, read in the background.
-pub(super) type HistoryRead = Result<Result<Vec<Cell>, StoreError>, oneshot::error::RecvError>;
+pub(super) type HistoryRead = Result<Result<Vec<Cell>, LaunchError>, oneshot::error::RecvError>;
 
 /// A resumed session's whole history on its way to the pager.
 pub(super) struct FullHistory {
     /// The transcript cells (the recent ones shown on resume) it replaces.
     shown: usize,
-    pub(super) cells: oneshot::Receiver<Result<Vec<Cell>, StoreError>>,
+    pub(super) cells: oneshot::Receiver<Result<Vec<Cell>, LaunchError>>,
 }
 
 impl<W: Write> App<W> {
@@ -81,14 +81,11 @@ impl<W: Write> App<W> {
     /// Shows the stored session's recent turns, then continues it; the whole history follows
     /// for the pager. The current session goes on when the stored one cannot be read.
     pub(super) async fn resume(&mut self, wanted: String) {
-        let found = self
-            .with_store(move |db| {
-                let row = db.session(&wanted)?;
-                let active = db.active_messages(&row.id)?;
-                Ok((row, active))
-            })
-            .await;
-        let (row, active): (SessionRow, Vec<StoredMessage>) = match found {
+        let found = self.host.history(wanted, Some(RECENT_MESSAGES)).await;
+        let History {
+            session: row,
+            replay,
+        } = match found {
             Ok(found) => found,
             Err(error) => {
                 if self.agent.is_some() {
@@ -110,7 +107,7 @@ impl<W: Write> App<W> {
         if !self.state.transcript.is_empty() {
             self.state.forget_session();
         }
-        let restored = Restored::from(replay::recent(&active, row.message_count, RECENT_MESSAGES));
+        let restored = Restored::from(replay);
         let shown = restored.cells.len();
         let earlier = restored.earlier;
         self.state.show_history(&row.title, restored);
@@ -123,18 +120,14 @@ impl<W: Write> App<W> {
         }
     }
 
-    /// Reads every message of the session (archived ones included) on the store thread,
-    /// after the jobs already queued there, and hands the cells to the loop.
+    /// Reads every message of the session (archived ones included) from the host, and hands
+    /// the cells to the loop.
     fn read_full_history(&mut self, id: String, shown: usize) {
-        let Ok(store) = self.loaded.store() else {
-            return;
-        };
+        let host = self.host.clone();
         let (sender, cells) = oneshot::channel();
         tokio::spawn(async move {
-            let read = store
-                .call(move |db| Ok(history::cells(&replay::events(&db.all_messages(&id)?))))
-                .await;
-            let _ = sender.send(read);
+            let read = host.history(id, None).await;
+            let _ = sender.send(read.map(|read| history::cells(&read.replay.events)));
         });
         self.full_history = Some(FullHistory { shown, cells });
     }
@@ -388,13 +381,5 @@ impl<W: Write> App<W> {
         let text = format!("{error}; this is a new session");
         self.state.notice(NoticeLevel::Error, &text);
         self.start_new().await;
-    }
-
-    async fn with_store<R, F>(&self, job: F) -> Result<R, LaunchError>
-    where
-        R: Send + 'static,
-        F: FnOnce(&mut crate::memory::Db) -> Result<R, crate::memory::StoreError> + Send + 'static,
-    {
-        Ok(self.loaded.store()?.call(job).await?)
     }
 }
