@@ -338,30 +338,25 @@ fn real_main(cli: Cli) -> anyhow::Result<ExitCode> {
                 OutputMode::Text
             };
             let report = block_on(async {
-                if attach {
-                    let data = loaded
-                        .dirs
-                        .data
-                        .clone()
-                        .context("mnemo has no data directory")?;
-                    let files = tls.files();
-                    let client =
-                        mnemo::gateway::client::GatewayClient::connect(&data, target(&url, &files))
-                            .await?;
-                    let attached = match choice {
-                        SessionChoice::Resume(id) => client.attach(&id).await?,
-                        _ => {
-                            client
-                                .create(&loaded.workspace, overrides.model.as_deref())
-                                .await?
-                        }
-                    };
-                    let mut err = std::io::stderr();
-                    return anyhow::Ok(
-                        run_prompt(attached, prompt, mode, &mut out, &mut err).await?,
-                    );
-                }
-                let host = mnemo::host::SessionHost::new();
+                let loaded = Arc::new(loaded);
+                let host: Arc<dyn HostApi> = match attach {
+                    true => {
+                        let data = loaded
+                            .dirs
+                            .data
+                            .clone()
+                            .context("mnemo has no data directory")?;
+                        let files = tls.files();
+                        let target = target(&url, &files);
+                        Arc::new(
+                            mnemo::gateway::client::GatewayClient::connect(&data, target).await?,
+                        )
+                    }
+                    false => Arc::new(mnemo::host::LocalHost::new(
+                        mnemo::host::SessionHost::new(),
+                        loaded.clone(),
+                    )),
+                };
                 let options = mnemo::host::OpenOptions {
                     approval_mode: None,
                     questions: false,
@@ -375,9 +370,10 @@ fn real_main(cli: Cli) -> anyhow::Result<ExitCode> {
                     }
                     Err(other) => return Err(other.into()),
                 };
+                let id = attached.session.clone();
                 let mut err = std::io::stderr();
                 let report = run_prompt(attached, prompt, mode, &mut out, &mut err).await?;
-                host.stop_all(std::time::Duration::from_secs(10)).await;
+                host.stop(&id, std::time::Duration::from_secs(10)).await;
                 anyhow::Ok(report)
             })??;
             if let Some(reason) = &report.message
