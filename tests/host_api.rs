@@ -144,6 +144,13 @@ async fn the_served_host_answers_as_the_in_process_one() -> TestResult {
         ["port_probe"]
     );
 
+    let schedules = (
+        local.schedules(workspace.clone()).await?,
+        remote.schedules(workspace.clone()).await?,
+    );
+    assert_eq!(schedules.0, schedules.1);
+    assert!(schedules.0.contains("No schedules"), "{}", schedules.0);
+
     assert_eq!(local.daemon().await?, remote.daemon().await?);
     Ok(())
 }

@@ -243,6 +243,9 @@ impl Client {
             (RequestOp::Host(HostOp::Capabilities), _) => {
                 answered(id, self.gateway.local.capabilities().await)
             }
+            (RequestOp::Host(HostOp::Schedules { workspace }), _) => {
+                answered(id, self.gateway.local.schedules(workspace).await)
+            }
             (RequestOp::Host(HostOp::Daemon), _) => answered(id, self.gateway.local.daemon().await),
             (RequestOp::Host(HostOp::CreateSession { workspace, model }), _) => {
                 let create = self.gateway.create(workspace, model);

@@ -113,6 +113,10 @@ impl HostApi for GatewayClient {
         Box::pin(self.ask(HostOp::Capabilities))
     }
 
+    fn schedules(&self, workspace: String) -> HostResult<'_, String> {
+        Box::pin(self.ask(HostOp::Schedules { workspace }))
+    }
+
     fn daemon(&self) -> HostResult<'_, Option<u32>> {
         Box::pin(self.ask(HostOp::Daemon))
     }

@@ -80,6 +80,8 @@ pub enum HostOp {
     SkillStats,
     /// The stored capabilities.
     Capabilities,
+    /// What runs on schedule for `workspace`, as `mnemo schedule list` prints it.
+    Schedules { workspace: String },
     /// The daemon's pid.
     Daemon,
 }
@@ -136,7 +138,7 @@ pub fn parse_request(line: &str) -> Result<Request, BadRequest> {
     let op = match name {
         "create_session" | "list_sessions" | "attach" | "detach" | "jobs_changed" | "search"
         | "stored_sessions" | "latest_session" | "history" | "skill_stats" | "capabilities"
-        | "daemon" => {
+        | "schedules" | "daemon" => {
             RequestOp::Host(serde_json::from_value(op.clone()).map_err(|e| bad(e.to_string()))?)
         }
         _ => RequestOp::Session(

@@ -128,6 +128,10 @@ pub trait HostApi: Send + Sync {
     /// The stored capabilities.
     fn capabilities(&self) -> HostResult<'_, Vec<CapabilityUse>>;
 
+    /// What runs on schedule for `workspace` (schedules, heartbeats and their last runs), as
+    /// `mnemo schedule list` prints it.
+    fn schedules(&self, workspace: String) -> HostResult<'_, String>;
+
     /// The pid of the `mnemo serve` that keeps the host's data directory, if one runs.
     fn daemon(&self) -> HostResult<'_, Option<u32>>;
 

@@ -149,6 +149,22 @@ impl HostApi for LocalHost {
         })
     }
 
+    fn schedules(&self, workspace: String) -> HostResult<'_, String> {
+        Box::pin(async move {
+            let (rows, runs) = self
+                .with_store(|db| Ok((db.list_schedules()?, db.job_runs()?)))
+                .await?;
+            let workspace = [std::path::PathBuf::from(workspace)];
+            let found = crate::jobs::heartbeat::load(&self.loaded.dirs, &workspace);
+            let data = self.loaded.dirs.data.as_deref();
+            let serving = data.is_some_and(super::daemon::serve_running);
+            let now = chrono::Utc::now();
+            Ok(crate::jobs::listing::overview(
+                &rows, &runs, &found, serving, now,
+            ))
+        })
+    }
+
     fn daemon(&self) -> HostResult<'_, Option<u32>> {
         let pid = self
             .loaded

@@ -239,27 +239,14 @@ impl<W: Write> App<W> {
     /// `/capabilities`: what the session offers now, then what the store holds.
     /// `/schedule`: what `mnemo serve` runs, as `mnemo schedule list` prints it.
     pub(super) async fn list_schedules(&mut self) {
-        let stored = match self.loaded.store() {
-            Ok(store) => store
-                .call(|db| Ok((db.list_schedules()?, db.job_runs()?)))
-                .await
-                .map_err(LaunchError::from),
-            Err(error) => Err(error),
-        };
-        let (rows, runs) = match stored {
-            Ok(stored) => stored,
+        let workspace = self.loaded.workspace_str();
+        match self.host.schedules(workspace).await {
+            Ok(text) => self.state.notice(NoticeLevel::Info, &text),
             Err(error) => {
                 let text = format!("Cannot read the schedules: {error}");
                 self.state.notice(NoticeLevel::Error, &text);
-                return;
             }
-        };
-        let workspace = std::slice::from_ref(&self.loaded.workspace);
-        let found = crate::jobs::heartbeat::load(&self.loaded.dirs, workspace);
-        let serving = matches!(self.host.daemon().await, Ok(Some(_)));
-        let now = chrono::Utc::now();
-        let text = crate::jobs::listing::overview(&rows, &runs, &found, serving, now);
-        self.state.notice(NoticeLevel::Info, &text);
+        }
     }
 
     pub(super) async fn list_capabilities(&mut self) {
