@@ -254,3 +254,42 @@ async fn a_served_host_says_what_it_cannot_find() -> TestResult {
     assert!(error.contains("unknown session nosuchsession"), "{error}");
     Ok(())
 }
+
+#[tokio::test]
+async fn jobs_changed_is_heard_only_where_a_scheduler_runs() -> TestResult {
+    let served = serve(json!({"turns": []}), "").await?;
+    let token = served.dir.path().join("data/gateway-token");
+    let without: Arc<dyn HostApi> =
+        Arc::new(GatewayClient::connect_unix(&served.socket, &token).await?);
+    assert!(
+        !without.jobs_changed().await,
+        "no scheduler in that gateway"
+    );
+
+    let dir = tempfile::tempdir()?;
+    std::fs::create_dir_all(dir.path().join("data"))?;
+    let dirs = mnemo::config::Dirs {
+        config: Some(dir.path().join("cfg")),
+        data: Some(dir.path().join("data")),
+    };
+    let cli = mnemo::config::CliOverrides::default();
+    let loaded = Arc::new(mnemo::host::load_config_from(&dirs, dir.path(), &cli)?);
+    let socket = dir.path().join("gw.sock");
+    let _running = mnemo::gateway::start(
+        mnemo::host::SessionHost::new(),
+        loaded,
+        cli,
+        &mnemo::gateway::GatewayOptions {
+            listen: vec![mnemo::gateway::Listen::Unix(socket.clone())],
+            tls: None,
+            jobs_changed: Some(mnemo::jobs::scheduler::SchedulerHandle::default()),
+            searcher: None,
+        },
+        tokio_util::sync::CancellationToken::new(),
+    )
+    .await?;
+    let token = dir.path().join("data/gateway-token");
+    let with: Arc<dyn HostApi> = Arc::new(GatewayClient::connect_unix(&socket, &token).await?);
+    assert!(with.jobs_changed().await, "the daemon's scheduler heard it");
+    Ok(())
+}

@@ -113,6 +113,13 @@ impl HostApi for GatewayClient {
         Box::pin(self.ask(HostOp::Capabilities))
     }
 
+    fn jobs_changed(&self) -> BoxFuture<'_, bool> {
+        Box::pin(async move {
+            let told: Result<serde_json::Value, LaunchError> = self.ask(HostOp::JobsChanged).await;
+            told.is_ok()
+        })
+    }
+
     fn schedules(&self, workspace: String) -> HostResult<'_, String> {
         Box::pin(self.ask(HostOp::Schedules { workspace }))
     }

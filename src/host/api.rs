@@ -128,6 +128,9 @@ pub trait HostApi: Send + Sync {
     /// The stored capabilities.
     fn capabilities(&self) -> HostResult<'_, Vec<CapabilityUse>>;
 
+    /// Tells the scheduler that schedules or heartbeat files changed; whether one heard it.
+    fn jobs_changed(&self) -> BoxFuture<'_, bool>;
+
     /// What runs on schedule for `workspace` (schedules, heartbeats and their last runs), as
     /// `mnemo schedule list` prints it.
     fn schedules(&self, workspace: String) -> HostResult<'_, String>;

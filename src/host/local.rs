@@ -149,6 +149,10 @@ impl HostApi for LocalHost {
         })
     }
 
+    fn jobs_changed(&self) -> BoxFuture<'_, bool> {
+        self.loaded.services.jobs_changed()
+    }
+
     fn schedules(&self, workspace: String) -> HostResult<'_, String> {
         Box::pin(async move {
             let (rows, runs) = self
