@@ -96,6 +96,14 @@ async fn the_served_host_answers_as_the_in_process_one() -> TestResult {
         Some(attached.session.as_str())
     );
 
+    let prefix: String = attached.session.chars().take(8).collect();
+    let named = (
+        local.stored_session(prefix.clone()).await?,
+        remote.stored_session(prefix).await?,
+    );
+    assert_eq!(named.0, named.1);
+    assert_eq!(named.0.id, attached.session);
+
     let latest = (
         local.latest_session(workspace.clone()).await?,
         remote.latest_session(workspace.clone()).await?,

@@ -280,6 +280,9 @@ impl Client {
                     Err(err) => Reply::error(id, err),
                 }
             }
+            (RequestOp::Host(HostOp::StoredSession), Some(session)) => {
+                answered(id, self.gateway.local.stored_session(session).await)
+            }
             (RequestOp::Host(HostOp::History { recent }), Some(session)) => {
                 answered(id, self.gateway.local.history(session, recent).await)
             }

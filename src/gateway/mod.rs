@@ -21,7 +21,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::CliOverrides;
 use crate::host::{Attachment, Delivery, LocalHost, OpenOptions, SessionHost};
-use crate::host::{Loaded, SessionChoice};
+use crate::host::{HostApi, Loaded, SessionChoice};
 use admission::Admission;
 use token::TokenFile;
 
@@ -285,10 +285,9 @@ impl Gateway {
         {
             return Ok(attached);
         }
-        let store = self.loaded.store().map_err(|e| e.to_string())?;
-        let wanted_id = wanted.to_string();
-        let row = store
-            .call(move |db| db.session(&wanted_id))
+        let row = self
+            .local
+            .stored_session(wanted.to_string())
             .await
             .map_err(|_| format!("unknown session {wanted}"))?;
         if let Some(attached) = self.attach_live(&row.id, from_seq).await? {

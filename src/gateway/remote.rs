@@ -93,6 +93,10 @@ impl HostApi for GatewayClient {
         Box::pin(self.ask(HostOp::StoredSessions { workspace, limit }))
     }
 
+    fn stored_session(&self, id: String) -> HostResult<'_, SessionRow> {
+        Box::pin(async move { self.ask_about(Some(&id), HostOp::StoredSession).await })
+    }
+
     fn latest_session(&self, workspace: String) -> HostResult<'_, Option<SessionRow>> {
         Box::pin(self.ask(HostOp::LatestSession { workspace }))
     }

@@ -111,6 +111,9 @@ pub trait HostApi: Send + Sync {
         limit: usize,
     ) -> HostResult<'_, Vec<SessionRow>>;
 
+    /// The stored session `id` (an id or a unique prefix of one) names.
+    fn stored_session(&self, id: String) -> HostResult<'_, SessionRow>;
+
     /// The most recent stored session of `workspace`.
     fn latest_session(&self, workspace: String) -> HostResult<'_, Option<SessionRow>>;
 

@@ -86,6 +86,10 @@ impl HostApi for LocalHost {
         Box::pin(self.with_store(move |db| db.list_sessions(workspace.as_deref(), limit)))
     }
 
+    fn stored_session(&self, id: String) -> HostResult<'_, SessionRow> {
+        Box::pin(self.with_store(move |db| db.session(&id)))
+    }
+
     fn latest_session(&self, workspace: String) -> HostResult<'_, Option<SessionRow>> {
         Box::pin(self.with_store(move |db| db.latest_session(&workspace)))
     }
