@@ -232,6 +232,36 @@ mod tests {
     }
 
     #[test]
+    fn the_host_api_reads_parse_and_a_bad_one_says_why() {
+        let op = |line: &str| parse_request(line).map(|r| r.op);
+        assert_eq!(
+            op(r#"{"id": 1, "op": {"op": "stored_sessions", "workspace": "/w", "limit": 5}}"#),
+            Ok(RequestOp::Host(HostOp::StoredSessions {
+                workspace: Some("/w".into()),
+                limit: 5
+            }))
+        );
+        assert_eq!(
+            op(r#"{"id": 2, "session": "ab", "op": {"op": "history", "recent": 20}}"#),
+            Ok(RequestOp::Host(HostOp::History { recent: Some(20) }))
+        );
+        assert_eq!(
+            op(r#"{"id": 3, "op": {"op": "skill_stats"}}"#),
+            Ok(RequestOp::Host(HostOp::SkillStats))
+        );
+        let missing = op(r#"{"id": 4, "op": {"op": "stored_sessions"}}"#);
+        assert!(
+            matches!(&missing, Err(BadRequest { message, .. }) if message.contains("missing field `limit`")),
+            "{missing:?}"
+        );
+        let unknown = op(r#"{"id": 5, "op": {"op": "history", "everything": true}}"#);
+        assert!(
+            matches!(&unknown, Err(BadRequest { message, .. }) if message.contains("unknown field")),
+            "{unknown:?}"
+        );
+    }
+
+    #[test]
     fn a_search_line_parses_and_a_bad_one_says_why() {
         use crate::gateway::search::SearchAsk;
         let line = r#"{"id": 5, "op": {"op": "search", "query": "staging port", "limit": 3,
