@@ -22,7 +22,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::CliOverrides;
 use crate::config::telegram::TelegramConfig;
-use crate::host::{Attachment, Delivery, OpenOptions, SessionHost};
+use crate::host::{Attachment, Delivery, HostApi, LocalHost, OpenOptions, SessionHost};
 use crate::host::{Loaded, SessionChoice};
 use crate::jobs::delivery::Log;
 use crate::memory::Store;
@@ -45,8 +45,10 @@ const COMMANDS: &[(&str, &str)] = &[
 /// What the channel and its chats share.
 pub struct Ctx {
     pub api: BotApi,
+    /// The channel's own state: pairings, the update offset, deliveries.
     pub store: Store,
-    pub host: SessionHost,
+    /// Where the chats' sessions run.
+    pub host: LocalHost,
     /// The daemon's configuration (and its shared store and embedder).
     pub loaded: Arc<Loaded>,
     pub cli: CliOverrides,
@@ -92,7 +94,7 @@ impl Ctx {
         Ok(Ctx {
             api: BotApi::new(&config.base_url, token),
             store: loaded.store()?,
-            host,
+            host: LocalHost::new(host, loaded.clone()),
             loaded,
             cli,
             config,
@@ -118,12 +120,7 @@ impl Ctx {
         let mut cli = self.cli.clone();
         let workspace = match &choice {
             SessionChoice::Resume(id) => {
-                let id = id.clone();
-                let row = self
-                    .store
-                    .call(move |db| db.session(&id))
-                    .await
-                    .map_err(|e| e.to_string());
+                let row = self.host.stored_session(id.clone()).await;
                 match row {
                     Ok(row) => PathBuf::from(row.cwd),
                     // Not stored yet (it never got a message): a new one.

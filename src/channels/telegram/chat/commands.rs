@@ -2,6 +2,7 @@
 
 use super::Chat;
 use crate::channels::telegram::text::{escape_markdown, short_id};
+use crate::host::HostApi;
 use crate::protocol::Op;
 
 impl Chat {
@@ -33,23 +34,17 @@ impl Chat {
 
     async fn list_sessions(&mut self) {
         let chat = self.id;
-        let listed = self
-            .ctx
-            .store
-            .call(move |db| {
-                let mut rows = Vec::new();
-                for (id, _) in db.chat_sessions(chat)?.into_iter().take(10) {
-                    if let Ok(row) = db.session(&id) {
-                        rows.push(row);
-                    }
-                }
-                Ok(rows)
-            })
-            .await;
-        let rows = match listed {
-            Ok(rows) => rows,
+        let listed = self.ctx.store.call(move |db| db.chat_sessions(chat)).await;
+        let ids = match listed {
+            Ok(ids) => ids,
             Err(err) => return self.say(&format!("Cannot read the sessions: {err}")).await,
         };
+        let mut rows = Vec::new();
+        for (id, _) in ids.into_iter().take(10) {
+            if let Ok(row) = self.ctx.host.stored_session(id).await {
+                rows.push(row);
+            }
+        }
         if rows.is_empty() {
             return self
                 .say("No sessions yet: send a message to start one.")
@@ -85,8 +80,7 @@ impl Chat {
                 .say("Which one? /sessions lists them: /resume ID")
                 .await;
         }
-        let wanted_id = wanted.to_string();
-        let found = self.ctx.store.call(move |db| db.session(&wanted_id)).await;
+        let found = self.ctx.host.stored_session(wanted.to_string()).await;
         let row = match found {
             Ok(row) => row,
             Err(_) => {

@@ -23,8 +23,8 @@ use super::format::{self, MESSAGE_LIMIT};
 use super::questions::Questions;
 use super::reply::{Change, Reply};
 use super::text::{approval_question, escape_markdown, tool_line};
-use crate::host::Attachment;
 use crate::host::SessionChoice;
+use crate::host::{Attachment, HostApi};
 use crate::protocol::{Event, Op, TurnStatus};
 
 /// A chat with nothing going on for this long lets its session go.
