@@ -1,6 +1,7 @@
 //! The Telegram channel against an in-test Bot API server on the loopback that speaks the
 //! real wire format (and refuses bad HTML as Telegram does): pairing, a streamed reply edited
-//! in place, long replies, approvals with buttons, /stop and injected messages.
+//! in place, long replies, approvals with buttons, /stop and injected messages, /sessions and
+//! /resume.
 
 mod jobs_support;
 mod telegram_channel;
@@ -222,5 +223,49 @@ async fn stop_interrupts_and_a_message_while_busy_joins_the_turn() -> TestResult
     server.send_text(ADA, "/stop");
     let stopped = shown(&server, ADA, "Stopped.").await?;
     assert!(!stopped.text.contains("slow99"), "the turn ended early");
+    running.stop().await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_lists_the_chats_sessions_and_resume_finds_one_by_its_short_id() -> TestResult {
+    let server = BotServer::start(TOKEN).await?;
+    let script = json!({"turns": [
+        {"when": "first", "text": "answer one"},
+        {"when": "second", "text": "answer two"}
+    ]});
+    let setup = Setup::new(&server, script, "", "")?;
+    let running = setup.start()?;
+    paired(&server, &setup, ADA).await?;
+    server.send_text(ADA, "first question");
+    shown(&server, ADA, "answer one").await?;
+    server.send_text(ADA, "/new");
+    let started = shown(&server, ADA, "New session").await?;
+    server.send_text(ADA, "second question");
+    shown(&server, ADA, "answer two").await?;
+
+    server.send_text(ADA, "/sessions");
+    let listed = shown(&server, ADA, "Sessions of this chat").await?;
+    let rows: Vec<&str> = listed
+        .text
+        .lines()
+        .filter(|l| l.starts_with("• "))
+        .collect();
+    assert_eq!(rows.len(), 2, "{}", listed.text);
+    assert!(
+        rows[0].contains("second question ← current") && rows[1].contains("first question"),
+        "{}",
+        listed.text
+    );
+    let first: String = rows[1].trim_start_matches("• ").chars().take(8).collect();
+    assert!(
+        !started.text.contains(&first),
+        "the older one is listed second"
+    );
+
+    server.send_text(ADA, "/resume nosuchid");
+    shown(&server, ADA, "No session nosuchid").await?;
+    server.send_text(ADA, &format!("/resume {first}"));
+    let resumed = shown(&server, ADA, &format!("Resumed session {first}")).await?;
+    assert!(resumed.text.contains("first question"), "{}", resumed.text);
     running.stop().await
 }
