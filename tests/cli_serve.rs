@@ -80,7 +80,8 @@ fn scripts_reach_served_sessions_with_run_attach() -> TestResult {
     let ws = Workspace::new();
     let model = ws.script(serde_json::json!({"turns": [
         {"when": "first question", "text": "served answer"},
-        {"when": "second question", "text": "the same session again"}
+        {"when": "second question", "text": "the same session again"},
+        {"when": "third question", "text": "continued from the directory"}
     ]}));
     let mut daemon = ws.command(&["--model", &model, "serve"]).spawn()?;
     let socket = ws.path().join(".data/gateway.sock");
@@ -112,6 +113,12 @@ fn scripts_reach_served_sessions_with_run_attach() -> TestResult {
         whole.contains("served answer") && whole.contains("second question"),
         "{whole}"
     );
+    // --continue goes on with the directory's latest session, in the daemon.
+    let third = ws.mnemo(&["run", "--attach", "--continue", "third question"], None);
+    assert!(third.status.success(), "{}", text(&third.stderr));
+    assert!(text(&third.stdout).contains("continued from the directory"));
+    let whole = text(&ws.mnemo(&["sessions", "export", &id], None).stdout);
+    assert!(whole.contains("third question"), "{whole}");
 
     terminate(&daemon)?;
     assert!(daemon.wait()?.success());
