@@ -7,7 +7,7 @@ mod gateway_support;
 use std::sync::Arc;
 use std::time::Duration;
 
-use gateway_support::serve;
+use gateway_support::{serve, serve_searching};
 use mnemo::gateway::client::GatewayClient;
 use mnemo::host::api::{HostApi, SearchAsk};
 use mnemo::host::{Delivery, LocalHost, OpenOptions, SessionChoice};
@@ -20,7 +20,7 @@ type TestResult = Result<(), Box<dyn std::error::Error>>;
 
 #[tokio::test]
 async fn the_served_host_answers_as_the_in_process_one() -> TestResult {
-    let served = serve(
+    let served = serve_searching(
         json!({"turns": [{"when": "staging", "text": "the staging port is 8443"}]}),
         "",
     )

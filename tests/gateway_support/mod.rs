@@ -30,7 +30,12 @@ pub struct Served {
 
 /// A gateway in a new directory whose sessions run `script`, with `config` as config.toml.
 pub async fn serve(script: Value, config: &str) -> AnyResult<Served> {
-    serve_in(tempfile::tempdir()?, script, config).await
+    serve_in(tempfile::tempdir()?, script, config, false).await
+}
+
+/// Like [`serve`], answering searches with the daemon's searcher as `mnemo serve` does.
+pub async fn serve_searching(script: Value, config: &str) -> AnyResult<Served> {
+    serve_in(tempfile::tempdir()?, script, config, true).await
 }
 
 /// The daemon stops (its sessions and journal as `mnemo serve` stops them) and a new one
@@ -41,10 +46,15 @@ pub async fn restart(mut served: Served, script: Value) -> AnyResult<Served> {
     // The stopped sessions' leases are released on the old store's thread: wait for it.
     served.loaded.store()?.call(|_| Ok(())).await?;
     served.running.take();
-    serve_in(served.dir, script, "").await
+    serve_in(served.dir, script, "", false).await
 }
 
-async fn serve_in(dir: tempfile::TempDir, script: Value, config: &str) -> AnyResult<Served> {
+async fn serve_in(
+    dir: tempfile::TempDir,
+    script: Value,
+    config: &str,
+    searching: bool,
+) -> AnyResult<Served> {
     let (cfg, data, ws) = (
         dir.path().join("cfg"),
         dir.path().join("data"),
@@ -68,6 +78,15 @@ async fn serve_in(dir: tempfile::TempDir, script: Value, config: &str) -> AnyRes
     let socket = dir.path().join("gw.sock");
     let cancel = CancellationToken::new();
     let host = SessionHost::new();
+    let searcher = match searching {
+        true => {
+            let log = mnemo::serve::log::ServeLog::open(&data)?;
+            let searcher =
+                mnemo::serve::searcher::Searcher::new(loaded.clone(), log, cancel.clone());
+            Some(searcher as Arc<dyn gateway::search::ArchiveSearcher>)
+        }
+        false => None,
+    };
     let running = gateway::start(
         host.clone(),
         loaded.clone(),
@@ -76,7 +95,7 @@ async fn serve_in(dir: tempfile::TempDir, script: Value, config: &str) -> AnyRes
             listen: vec![Listen::Unix(socket.clone())],
             tls: None,
             jobs_changed: None,
-            searcher: None,
+            searcher,
         },
         cancel.clone(),
     )
