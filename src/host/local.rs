@@ -18,7 +18,7 @@ use crate::memory::types::SessionRow;
 /// Cheap to clone; clones share the sessions and the store.
 #[derive(Clone)]
 pub struct LocalHost {
-    pub sessions: SessionHost,
+    sessions: SessionHost,
     loaded: Arc<Loaded>,
 }
 
