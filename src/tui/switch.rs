@@ -1,8 +1,9 @@
 //! Starting, resuming and switching sessions from the app loop: a new session, a stored one
-//! (its transcript rebuilt from the store first), the latest of the directory, the picker,
-//! the new model a session switched to, and archive searches. Store reads run on the store
-//! thread; the loop awaits them like any other effect, except the whole history of a resumed
-//! session, which arrives in the background once the prompt is ready.
+//! (its transcript drawn from the host's replay of it first), the latest of the directory, the
+//! picker, the new model a session switched to, and the listings and searches. Everything is
+//! asked of the host API, in this process or in `mnemo serve`; the loop awaits the answers like
+//! any other effect, except the whole history of a resumed session, which arrives in the
+//! background once the prompt is ready.
 
 use std::io::Write;
 use std::time::Instant;
