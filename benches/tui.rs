@@ -381,6 +381,8 @@ fn markdown_frames() {
             turn: 1,
             status: TurnStatus::Completed,
             message: None,
+            usage: Default::default(),
+            cost_usd: 0.0,
         },
         now,
     );
@@ -423,6 +425,8 @@ fn state_after_100_turns(now: Instant) -> AppState {
                 turn,
                 status: TurnStatus::Completed,
                 message: None,
+                usage: Default::default(),
+                cost_usd: 0.0,
             },
         ] {
             state.handle_event(event, now);
@@ -490,6 +494,8 @@ fn pager_frames() {
             turn: 1,
             status: TurnStatus::Completed,
             message: None,
+            usage: Default::default(),
+            cost_usd: 0.0,
         },
         now,
     );

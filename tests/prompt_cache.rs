@@ -116,3 +116,27 @@ fn a_working_checkpoint_costs_only_what_it_adds() {
         }
     }
 }
+
+#[test]
+fn run_json_says_each_turns_cache_reads_and_writes() {
+    let project = project();
+    let (exchanges, output) = run_with(
+        Wire::Anthropic,
+        project.path(),
+        Box::new(|step, _| plain_step(step)),
+        &["--json"],
+    );
+    assert!(output.status.success());
+    let printed = String::from_utf8_lossy(&output.stdout);
+    let finished: Vec<serde_json::Value> = printed
+        .lines()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .filter(|event| event["type"] == "turn_finished")
+        .collect();
+    assert_eq!(finished.len(), 1, "{printed}");
+    let usage = &finished[0]["usage"];
+    let totals = Totals::of(&exchanges);
+    assert_eq!(usage["cache_read_tokens"], totals.usage.read, "{usage}");
+    assert_eq!(usage["cache_write_tokens"], totals.usage.write, "{usage}");
+    assert_eq!(usage["input_tokens"], totals.usage.input, "{usage}");
+}

@@ -157,6 +157,8 @@ fn finished() -> Event {
         turn: 1,
         status: TurnStatus::Completed,
         message: None,
+        usage: Default::default(),
+        cost_usd: 0.0,
     }
 }
 

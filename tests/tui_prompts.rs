@@ -110,6 +110,8 @@ fn a_question_from_a_sub_agent_after_the_turn_ended_stays_and_leaves_the_session
         turn: 1,
         status: TurnStatus::Completed,
         message: None,
+        usage: Default::default(),
+        cost_usd: 0.0,
     });
     harness.event(Event::ApprovalRequested {
         id: "approval-1".into(),

@@ -129,6 +129,8 @@ fn provider_error_and_failed_turn() {
             turn: 1,
             status: TurnStatus::Failed,
             message: Some(message.into()),
+            usage: Default::default(),
+            cost_usd: 0.0,
         },
     ]);
     insta::assert_snapshot!(harness.screen(80, 12));
@@ -158,6 +160,8 @@ fn interrupted_turn_and_usage() {
         turn: 1,
         status: TurnStatus::Interrupted,
         message: None,
+        usage: Default::default(),
+        cost_usd: 0.0,
     });
     insta::assert_snapshot!("interrupting", interrupting);
     insta::assert_snapshot!("interrupted", harness.screen(80, 10));
@@ -190,6 +194,8 @@ fn pager_shows_the_whole_transcript() -> TestResult {
                 turn,
                 status: TurnStatus::Completed,
                 message: None,
+                usage: Default::default(),
+                cost_usd: 0.0,
             },
         ]);
     }

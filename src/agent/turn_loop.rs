@@ -57,14 +57,18 @@ impl Session {
                 None
             }
         };
+        let (usage, cost_usd) = (
+            usage_since(&self.total_usage, &before.0),
+            self.cost_usd - before.1,
+        );
         let record = TurnRecord {
             session_id: self.id.clone(),
             turn,
             status,
             started_at,
             finished_at: now_millis(),
-            usage: usage_since(&self.total_usage, &before.0),
-            cost_usd: self.cost_usd - before.1,
+            usage,
+            cost_usd,
             report,
         };
         if let Err(err) = self.store.call(move |db| db.finish_turn(&record)).await {
@@ -90,6 +94,8 @@ impl Session {
             turn,
             status,
             message: message.clone(),
+            usage,
+            cost_usd,
         })
         .await;
         (status, message)

@@ -345,6 +345,13 @@ pub enum Event {
         /// Why the turn ended, when it did not simply complete.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         message: Option<String>,
+        /// What the turn's model calls used (attempts that broke off included): cache reads
+        /// and writes show whether its prompt was read from the cache.
+        #[serde(default)]
+        usage: Usage,
+        /// What the turn cost, in dollars.
+        #[serde(default)]
+        cost_usd: f64,
     },
     /// Capabilities or MCP tools entered or left the tool list (by tool name, `cap_*` or
     /// `mcp__*`): a query, a create or a tool search brought them, an MCP server announced a

@@ -279,7 +279,7 @@ fn help_text() -> String {
 fn cost_text(state: &AppState) -> String {
     let status = &state.status;
     let usage = status.total;
-    format!(
+    let mut text = format!(
         "Session cost ${:.4} · input {} tokens (cache read {}, cache write {}) · output {} \
          tokens · context {:.0}% used",
         status.cost_usd,
@@ -288,7 +288,20 @@ fn cost_text(state: &AppState) -> String {
         compact_count(usage.cache_write_tokens),
         compact_count(usage.output_tokens),
         status.context_percent
-    )
+    );
+    for turn in &status.turns {
+        let usage = turn.usage;
+        text.push_str(&format!(
+            "\nturn {}: ${:.4} · cache read {}, cache write {}, uncached {} · output {}",
+            turn.turn,
+            turn.cost_usd,
+            compact_count(usage.cache_read_tokens),
+            compact_count(usage.cache_write_tokens),
+            compact_count(usage.input_tokens),
+            compact_count(usage.output_tokens),
+        ));
+    }
+    text
 }
 
 #[cfg(test)]
@@ -403,5 +416,37 @@ mod tests {
         );
         state.status.activity = Activity::Responding;
         assert!(execute(SlashCommand::Resume, "", &mut state).is_empty());
+    }
+
+    #[test]
+    fn cost_lists_each_turns_cache_reads_and_writes() {
+        let mut state = AppState::new();
+        for (turn, read, write) in [(1, 0, 4_200), (2, 3_900, 8_100), (3, 12_000, 300)] {
+            state.handle_event(
+                crate::protocol::Event::TurnFinished {
+                    turn,
+                    status: crate::protocol::TurnStatus::Completed,
+                    message: None,
+                    usage: crate::protocol::Usage {
+                        input_tokens: 20,
+                        output_tokens: 50,
+                        cache_read_tokens: read,
+                        cache_write_tokens: write,
+                    },
+                    cost_usd: 0.01 * turn as f64,
+                },
+                std::time::Instant::now(),
+            );
+        }
+        assert!(execute(SlashCommand::Cost, "", &mut state).is_empty());
+        let notes = notes(&state);
+        let cost = notes.last().map(String::as_str).unwrap_or_default();
+        let lines: Vec<&str> = cost.lines().skip(1).collect();
+        assert_eq!(lines.len(), 3, "{cost}");
+        assert!(lines[1].starts_with("turn 2: $0.0200"), "{cost}");
+        assert!(
+            lines[1].contains("cache read 3.9k, cache write 8.1k"),
+            "{cost}"
+        );
     }
 }

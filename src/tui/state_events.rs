@@ -241,8 +241,23 @@ impl AppState {
                 self.notice(NoticeLevel::Info, &text);
             }
             Event::TurnFinished {
-                status, message, ..
-            } => self.turn_finished(status, message),
+                turn,
+                status,
+                message,
+                usage,
+                cost_usd,
+            } => {
+                let turns = &mut self.status.turns;
+                if turns.len() == crate::tui::status::TURNS_KEPT {
+                    turns.pop_front();
+                }
+                turns.push_back(crate::tui::status::TurnCost {
+                    turn,
+                    usage,
+                    cost_usd,
+                });
+                self.turn_finished(status, message);
+            }
             Event::Error { message } => {
                 self.finish_reasoning();
                 self.finish_stream();

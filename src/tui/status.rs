@@ -76,6 +76,19 @@ pub struct Status {
     pub context_percent: f32,
     /// Shown when it is not the default (auto).
     pub approval_mode: ApprovalMode,
+    /// The last turns' usage and cost, oldest first (`/cost`), at most `TURNS_KEPT`.
+    pub turns: std::collections::VecDeque<TurnCost>,
+}
+
+/// Turns whose usage `/cost` lists.
+pub const TURNS_KEPT: usize = 10;
+
+/// One finished turn's usage and cost.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TurnCost {
+    pub turn: u64,
+    pub usage: Usage,
+    pub cost_usd: f64,
 }
 
 impl Default for Status {
@@ -90,6 +103,7 @@ impl Default for Status {
             cost_usd: 0.0,
             context_percent: 0.0,
             approval_mode: ApprovalMode::default(),
+            turns: std::collections::VecDeque::new(),
         }
     }
 }

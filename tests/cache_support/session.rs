@@ -103,7 +103,7 @@ pub fn run(wire: Wire, project: &Path, script: Script) -> Vec<Exchange> {
     exchanges
 }
 
-/// [`run`] with `flags` added before `run`, however it ends; also how it ended.
+/// [`run`] with `flags` added after the prompt, however it ends; also how it ended.
 pub fn run_with(
     wire: Wire,
     project: &Path,
@@ -116,13 +116,13 @@ pub fn run_with(
         .unwrap_or_else(|e| panic!("{e}"));
     let output = Command::new(env!("CARGO_BIN_EXE_mnemo"))
         .args(server.flags())
-        .args(flags)
         .args([
             "--approval",
             "auto",
             "run",
             "Make every part's value public.",
         ])
+        .args(flags)
         .current_dir(project)
         .env("MNEMO_CONFIG_DIR", project.join(".cfg"))
         .env("MNEMO_DATA_DIR", project.join(".data"))
