@@ -8,8 +8,7 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 
 use super::subagents::{AgentRuns, Mailbox, ModelFactory, ModelResolver};
-use crate::capabilities::run::CapabilityRunner;
-use crate::capabilities::{self, CapSpec, CapabilityRefs, ToolSet};
+use crate::capabilities::{CapSpec, CapabilityRefs, ToolSet};
 use crate::config::Config;
 use crate::llm::fallback::{ChainModel, FallbackChain};
 use crate::llm::tokens::Calibration;
@@ -20,6 +19,7 @@ use crate::memory::types::{Experience, NewSession, StoredMessage};
 use crate::memory::{EmbeddingClient, Store};
 use crate::protocol::{Event, UserMessageKind};
 use crate::sandbox::Confinement;
+use crate::tools::capability_run::CapabilityRunner;
 use crate::tools::skills::SkillLibrary;
 use crate::tools::{Approvals, ToolRegistry};
 
@@ -290,7 +290,7 @@ impl Session {
         super::subagents::register(&mut tools);
         tools.register(super::checkpoint::UpdateWorkingCheckpoint);
         let cap_runner = Arc::new(CapabilityRunner::new(store.clone()));
-        capabilities::tools::register(&mut tools, &store, None, cap_runner.clone());
+        crate::tools::capability::register(&mut tools, &store, None, cap_runner.clone());
         let toolset = Arc::new(ToolSet::fixed(tools.specs()));
         let tool_tokens = super::tool_set::spec_tokens(&toolset.specs);
         let runs = Arc::new(AgentRuns::top_level(settings.max_agent_depth));
@@ -355,7 +355,7 @@ impl Session {
 
     /// Archive entries written from now on get embeddings from `embedder`.
     pub fn set_embedder(&mut self, embedder: Option<Arc<EmbeddingClient>>) {
-        capabilities::tools::register(
+        crate::tools::capability::register(
             &mut self.tools,
             &self.store,
             embedder.clone(),

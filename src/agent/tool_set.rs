@@ -8,11 +8,11 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::Session;
-use crate::capabilities::run::CapabilityTool;
 use crate::capabilities::{self, CapSpec};
 use crate::llm::{Message, tokens};
 use crate::memory::StoreError;
 use crate::protocol::Event;
+use crate::tools::capability_run::CapabilityTool;
 use crate::tools::{Tool, ToolContext, ToolError};
 
 impl Session {

@@ -9,6 +9,7 @@ use crate::llm::Message;
 use crate::llm::fallback::{ChainModel, FallbackChain};
 use crate::memory::{EmbeddingClient, Store};
 use crate::tools::ToolRegistry;
+use crate::tools::services::SubAgents;
 
 pub struct AgentHost {
     pub(super) id: String,
@@ -23,6 +24,12 @@ pub struct AgentHost {
     pub(super) mailbox: Mailbox,
     /// The conversation as the model last saw it, for forks and full-context sub-agents.
     pub(super) snapshot: Vec<Arc<Message>>,
+}
+
+impl SubAgents for AgentHost {
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
 }
 
 impl Session {

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use futures_util::future::BoxFuture;
 use serde_json::Value;
 
-pub use offer::{McpOffer, deferred_servers, found_tools};
+pub use offer::{McpOffer, deferred_servers};
 pub use resources::register;
 pub use search::SEARCH;
 
