@@ -132,7 +132,7 @@ impl Session {
             messages: self.request_messages(),
             tools: match self.tools_disabled {
                 true => Vec::new().into(),
-                false => self.toolset.specs.clone(),
+                false => self.router().specs(),
             },
             static_tools: self.toolset.static_count,
             max_output_tokens: model.max_output_tokens,

@@ -1,19 +1,16 @@
 //! The session's tool list, derived again at each model step from the static tools, the MCP
 //! servers' tools, the pinned capabilities and what the working history references
-//! (`capabilities::derive`), and the running of the `cap_*` tools it offers.
+//! (`capabilities::derive`), and the step's router (`tools::router`) over it.
 
 use std::collections::HashSet;
 use std::sync::Arc;
-
-use serde_json::Value;
 
 use super::Session;
 use crate::capabilities::{self, CapSpec};
 use crate::llm::{Message, tokens};
 use crate::memory::StoreError;
 use crate::protocol::Event;
-use crate::tools::capability_run::CapabilityTool;
-use crate::tools::{Tool, ToolContext, ToolError};
+use crate::tools::router::StepRouter;
 
 impl Session {
     /// Brings the tool list up to date with the history. Only a change in what the history
@@ -88,47 +85,15 @@ impl Session {
         Ok(())
     }
 
-    /// Runs a `cap_*` call: only what this step offers can run.
-    pub(super) async fn call_capability(
-        &self,
-        tool: &str,
-        input: &Value,
-        ctx: &ToolContext,
-    ) -> Result<String, ToolError> {
-        let Some((name, version)) = self.toolset.capability(tool) else {
-            return Err(ToolError::Failed(format!(
-                "`{tool}` is not in your tool list now (capabilities leave it when the \
-                 messages that found them are compacted). Call capability_query to find it \
-                 again"
-            )));
-        };
-        let tool = CapabilityTool::new(tool, name, version, self.cap_runner.clone());
-        self.approve_and_call(&tool, input, ctx, "capability").await
-    }
-
-    /// Runs a tool the step offers outside the registry (a capability, an MCP tool): its
-    /// approval first, then the call; a tool that panics is a failed call the model hears
-    /// of, and the session goes on.
-    pub(super) async fn approve_and_call(
-        &self,
-        tool: &dyn Tool,
-        input: &Value,
-        ctx: &ToolContext,
-        what: &str,
-    ) -> Result<String, ToolError> {
-        self.settings.approvals.check(tool, input, ctx).await?;
-        let component = format!("tool:{}", tool.name());
-        match crate::crash::within(
-            component,
-            Some(self.id.clone()),
-            tool.call(input.clone(), ctx),
-        )
-        .await
-        {
-            Ok(outcome) => outcome,
-            Err(crashed) => Err(ToolError::Failed(format!(
-                "the {what} failed: {crashed}. The session goes on; try another way"
-            ))),
+    /// This step's tools: what it offers and the one way a call of it runs.
+    pub(super) fn router(&self) -> StepRouter<'_> {
+        StepRouter {
+            registry: &self.tools,
+            toolset: &self.toolset,
+            mcp_offer: &self.toolset_mcp,
+            mcp: self.mcp.as_ref(),
+            mcp_budget: self.settings.mcp_max_tool_tokens,
+            capabilities: &self.cap_runner,
         }
     }
 }

@@ -14,6 +14,7 @@ pub mod mcp;
 pub mod memory;
 pub mod process;
 pub mod registry;
+pub mod router;
 pub mod schedule;
 pub mod scrub;
 pub mod search;
