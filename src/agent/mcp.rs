@@ -9,7 +9,7 @@ use tokio_util::sync::CancellationToken;
 use super::Session;
 use crate::mcp::{McpManager, McpSettings};
 use crate::protocol::{Event, McpServerStatus};
-use crate::tools::mcp::{self as mcp_tools, McpOffer};
+use crate::tools::mcp as mcp_tools;
 
 pub(super) use crate::tools::mcp::status;
 
@@ -42,19 +42,6 @@ impl Session {
         mcp_tools::register(&mut self.tools, &manager);
         self.mcp = Some(manager);
         self.tools_generation = None;
-    }
-
-    /// The MCP tools of the next step, chosen again from the servers' tools and what the
-    /// history found.
-    pub(super) fn mcp_offer(&self) -> McpOffer {
-        match &self.mcp {
-            Some(manager) => McpOffer::build(
-                &manager.tools(),
-                self.caps.found_mcp_tools(),
-                self.settings.mcp_max_tool_tokens,
-            ),
-            None => McpOffer::default(),
-        }
     }
 
     /// The counter of tool list changes the servers announced.

@@ -1,6 +1,6 @@
 //! The session's tool list, derived again at each model step from the static tools, the MCP
 //! servers' tools, the pinned capabilities and what the working history references
-//! (`capabilities::derive`), and the step's router (`tools::router`) over it.
+//! (`tools::router::derive_step`), and the step's router (`tools::router`) over it.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -10,7 +10,7 @@ use crate::capabilities::{self, CapSpec};
 use crate::llm::{Message, tokens};
 use crate::memory::StoreError;
 use crate::protocol::Event;
-use crate::tools::router::StepRouter;
+use crate::tools::router::{StepRouter, StepSources, derive_step};
 
 impl Session {
     /// Brings the tool list up to date with the history. Only a change in what the history
@@ -32,15 +32,15 @@ impl Session {
             return Ok(());
         }
         self.tools_generation = Some(generation);
-        self.toolset_mcp = Arc::new(self.mcp_offer());
-        let pinned = self.pinned.as_deref().unwrap_or_default();
-        let derived = capabilities::derive(
-            &self.tools.specs(),
-            &self.toolset_mcp.specs,
-            pinned,
-            &self.caps,
-            self.settings.max_tool_tokens,
-        );
+        let (derived, offer) = derive_step(&StepSources {
+            registry: &self.tools,
+            mcp: self.mcp.as_ref(),
+            pinned: self.pinned.as_deref().unwrap_or_default(),
+            refs: &self.caps,
+            mcp_budget: self.settings.mcp_max_tool_tokens,
+            capability_budget: self.settings.max_tool_tokens,
+        });
+        self.toolset_mcp = Arc::new(offer);
         if derived == *self.toolset {
             return Ok(());
         }

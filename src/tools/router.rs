@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 use super::capability_run::{CapabilityRunner, CapabilityTool};
 use super::mcp::{self as mcp_tools, McpCall, McpOffer};
 use super::{Tool, ToolContext, ToolError, ToolRegistry};
-use crate::capabilities::{self, ToolSet};
+use crate::capabilities::{self, CapSpec, CapabilityRefs, ToolSet};
 use crate::llm::ToolSpec;
 use crate::mcp::McpManager;
 
@@ -29,6 +29,41 @@ pub struct StepRouter<'a> {
     /// `mcp.max_tool_tokens`, for the servers' states a failed MCP call reports.
     pub mcp_budget: u32,
     pub capabilities: &'a Arc<CapabilityRunner>,
+}
+
+/// What a step's tools are derived from: the registry, the MCP servers' tools, the pinned
+/// capabilities and what the working history references.
+pub struct StepSources<'a> {
+    pub registry: &'a ToolRegistry,
+    pub mcp: Option<&'a McpManager>,
+    pub pinned: &'a [CapSpec],
+    pub refs: &'a CapabilityRefs,
+    /// `mcp.max_tool_tokens`: a server whose tools take more waits behind the search tool.
+    pub mcp_budget: u32,
+    /// The capabilities' token budget; past it the least recently referenced leave.
+    pub capability_budget: u32,
+}
+
+/// The step's tool list and the MCP tools it offers, a pure function of `sources`: static
+/// tools first in a fixed order, then MCP tools, then capabilities, so an unchanged history
+/// gives the same specs byte for byte (the prompt cache depends on it).
+pub fn derive_step(sources: &StepSources<'_>) -> (ToolSet, McpOffer) {
+    let offer = match sources.mcp {
+        Some(manager) => McpOffer::build(
+            &manager.tools(),
+            sources.refs.found_mcp_tools(),
+            sources.mcp_budget,
+        ),
+        None => McpOffer::default(),
+    };
+    let toolset = capabilities::derive(
+        &sources.registry.specs(),
+        &offer.specs,
+        sources.pinned,
+        sources.refs,
+        sources.capability_budget,
+    );
+    (toolset, offer)
 }
 
 /// Where a call goes.

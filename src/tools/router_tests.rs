@@ -159,3 +159,33 @@ fn an_unchanged_history_offers_the_same_specs_byte_for_byte() -> TestResult {
     );
     Ok(())
 }
+
+#[test]
+fn deriving_a_step_twice_from_the_same_sources_gives_the_same_bytes() -> TestResult {
+    let step = Step::new()?;
+    let pinned = [CapSpec::new(
+        "greet",
+        1,
+        "says hello",
+        json!({"type": "object"}),
+    )];
+    let refs = CapabilityRefs::new();
+    let sources = StepSources {
+        registry: &step.registry,
+        mcp: None,
+        pinned: &pinned,
+        refs: &refs,
+        mcp_budget: 400,
+        capability_budget: 4000,
+    };
+    let (first, _) = derive_step(&sources);
+    let (second, _) = derive_step(&sources);
+    assert_eq!(
+        serde_json::to_string(&*first.specs)?,
+        serde_json::to_string(&*second.specs)?
+    );
+    let names: Vec<&str> = first.names().collect();
+    assert_eq!(names.last(), Some(&"cap_greet"), "{names:?}");
+    assert_eq!(first.static_count, step.registry.specs().len());
+    Ok(())
+}
