@@ -213,6 +213,7 @@ impl Session {
         let remember: Vec<String> = written.map(|s| s.remember).unwrap_or_default();
         let project = Scope::Project(self.settings.workspace.display().to_string());
         let archive_id = self
+            .services
             .store
             .call(move |db| {
                 let archive_id = db.archive_messages(entry)?;
@@ -290,7 +291,11 @@ impl Session {
 
     /// Asks the compressor model for a structured summary; `None` when it fails.
     pub(super) async fn summarize(&self, dropped: &[Message]) -> Option<StructuredSummary> {
-        let model: &ChainModel = self.compressor.as_ref().or_else(|| self.chain.primary())?;
+        let model: &ChainModel = self
+            .services
+            .compressor
+            .as_ref()
+            .or_else(|| self.chain.primary())?;
         let mut transcript = crate::llm::transcript::to_markdown(dropped);
         if let Some((cut, _)) = transcript.char_indices().nth(MAX_TRANSCRIPT_CHARS) {
             transcript.truncate(cut);

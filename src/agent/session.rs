@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use tokio::sync::mpsc;
 
+use super::services::Services;
 use super::subagents::{AgentRuns, Mailbox, ModelFactory, ModelResolver};
 use crate::capabilities::{CapSpec, CapabilityRefs, ToolSet};
 use crate::config::Config;
@@ -110,7 +111,8 @@ pub struct Session {
     /// The session's model and its fallbacks.
     pub(super) chain: Arc<FallbackChain>,
     pub(super) tools: ToolRegistry,
-    pub(super) store: Store,
+    /// What this session shares with the other sessions of the process.
+    pub(super) services: Arc<Services>,
     /// The working set, oldest first, and beside it each message's place in the store.
     pub(super) history: Vec<Arc<Message>>,
     pub(super) meta: Vec<MessageMeta>,
@@ -129,16 +131,12 @@ pub struct Session {
     pub(super) tool_tokens: u64,
     /// The estimated tokens of the static tools' schemas.
     pub(super) static_tool_tokens: u64,
-    /// Writes compaction summaries; the session's own model when `None`.
-    pub(super) compressor: Option<ChainModel>,
     /// Tokens the provider counted per token we estimated, learned from usage reports.
     pub(super) calibration: Calibration,
     /// The experiences last rendered into the prompt, with the store's version of them.
     pub(super) experiences: Option<(u64, Vec<Experience>)>,
     /// The dream notes last rendered into the prompt, with the store's version of them.
     pub(super) dream_notes: Option<(u64, crate::memory::dream_notes::DreamNotes)>,
-    /// Gives archive entries an embedding for semantic search, when configured.
-    pub(super) embedder: Option<Arc<EmbeddingClient>>,
     /// Told to the front end right after `SessionStarted` (for example a sandbox that cannot
     /// run here).
     startup_notices: Vec<String>,
@@ -175,8 +173,6 @@ pub struct Session {
     pub(super) runs: Arc<AgentRuns>,
     /// Injections and background results for the next model call.
     pub(super) mailbox: Mailbox,
-    /// Builds chains for sub-agents that ask for another model.
-    pub(super) model_resolver: Option<ModelResolver>,
     /// Builds the chain `Op::SetModel` names.
     pub(super) model_factory: Option<ModelFactory>,
     events: Option<mpsc::Sender<Event>>,
@@ -211,7 +207,12 @@ impl Session {
     pub(super) async fn ensure_stored(&mut self) -> Result<(), StoreError> {
         if let Some(new) = self.unstored.take() {
             let pending = new.clone();
-            if let Err(err) = self.store.call(move |db| db.create_session(pending)).await {
+            if let Err(err) = self
+                .services
+                .store
+                .call(move |db| db.create_session(pending))
+                .await
+            {
                 self.unstored = Some(new);
                 return Err(err);
             }
@@ -300,7 +301,7 @@ impl Session {
             settings,
             chain,
             tools,
-            store,
+            services: Arc::new(Services::new(store)),
             history: Vec::new(),
             meta: Vec::new(),
             next_seq: 0,
@@ -312,9 +313,7 @@ impl Session {
             prompt_tokens: 0,
             tool_tokens,
             static_tool_tokens: tool_tokens,
-            compressor: None,
             calibration: Calibration::new(),
-            embedder: None,
             experiences: None,
             dream_notes: None,
             startup_notices: Vec::new(),
@@ -337,7 +336,6 @@ impl Session {
             skills_pending: false,
             runs,
             mailbox: Mailbox::default(),
-            model_resolver: None,
             model_factory: None,
             events: None,
         }
@@ -345,23 +343,23 @@ impl Session {
 
     /// The model that writes compaction summaries (the session's own model by default).
     pub fn set_compressor(&mut self, compressor: Option<ChainModel>) {
-        self.compressor = compressor;
+        Arc::make_mut(&mut self.services).compressor = compressor;
     }
 
     /// Sub-agents that name another model get its chain from `resolver`.
     pub fn set_model_resolver(&mut self, resolver: ModelResolver) {
-        self.model_resolver = Some(resolver);
+        Arc::make_mut(&mut self.services).model_resolver = Some(resolver);
     }
 
     /// Archive entries written from now on get embeddings from `embedder`.
     pub fn set_embedder(&mut self, embedder: Option<Arc<EmbeddingClient>>) {
         crate::tools::capability::register(
             &mut self.tools,
-            &self.store,
+            &self.services.store,
             embedder.clone(),
             self.cap_runner.clone(),
         );
-        self.embedder = embedder;
+        Arc::make_mut(&mut self.services).embedder = embedder;
     }
 
     /// The working set, oldest first.
@@ -383,7 +381,7 @@ impl Session {
     }
 
     pub fn store(&self) -> &Store {
-        &self.store
+        &self.services.store
     }
 
     /// Whether the session has a row in the store (a new one gets it with its first message).
@@ -457,7 +455,8 @@ impl Session {
         let message = Arc::new(message);
         let stored = Arc::clone(&message);
         let id = self.id.clone();
-        self.store
+        self.services
+            .store
             .call(move |db| db.append_messages(&id, &[(seq, stored.as_ref(), tokens)]))
             .await?;
         self.next_seq += 1;

@@ -19,6 +19,7 @@ impl Session {
     pub(super) async fn refresh_tools(&mut self) -> Result<(), StoreError> {
         if self.pinned.is_none() {
             let stored = self
+                .services
                 .store
                 .call(|db| db.pinned_capabilities())
                 .await?

@@ -67,7 +67,12 @@ impl Session {
             cost_usd: self.cost_usd - before.1,
             report,
         };
-        if let Err(err) = self.store.call(move |db| db.finish_turn(&record)).await {
+        if let Err(err) = self
+            .services
+            .store
+            .call(move |db| db.finish_turn(&record))
+            .await
+        {
             self.emit(Event::Error {
                 message: store_failure(&err),
             })
@@ -106,7 +111,8 @@ impl Session {
     ) -> Result<(), StoreError> {
         self.ensure_stored().await?;
         let id = self.id.clone();
-        self.store
+        self.services
+            .store
             .call(move |db| db.begin_turn(&id, turn, started_at))
             .await?;
         self.refresh_system_prompt().await?;
@@ -123,14 +129,16 @@ impl Session {
             .await?;
         if kind != UserMessageKind::Prompt {
             let id = self.id.clone();
-            self.store
+            self.services
+                .store
                 .call(move |db| db.set_message_kind(&id, seq, kind))
                 .await?;
         }
         let first = seq == 0;
         if first {
             let (id, title) = (self.id.clone(), clip(first_line(&text), TITLE_CHARS));
-            self.store
+            self.services
+                .store
                 .call(move |db| db.rename_session(&id, &title))
                 .await?;
         }
