@@ -1,10 +1,11 @@
 //! What the sessions of one process share: the store, the model that writes compaction
-//! summaries, the embedder of archive entries and the resolver of sub-agents' models. A
+//! summaries, the embedder of archive entries, and the builders of
+//! chains by model name (for sub-agents and for `Op::SetModel`). A
 //! session holds them behind one `Arc`, and the sub-agents it starts hold the same one.
 
 use std::sync::Arc;
 
-use super::subagents::ModelResolver;
+use super::subagents::{ModelFactory, ModelResolver};
 use crate::llm::fallback::ChainModel;
 use crate::memory::{EmbeddingClient, Store};
 
@@ -17,6 +18,8 @@ pub struct Services {
     pub embedder: Option<Arc<EmbeddingClient>>,
     /// Builds chains for sub-agents that ask for another model.
     pub model_resolver: Option<ModelResolver>,
+    /// Builds the chain `Op::SetModel` names.
+    pub model_factory: Option<ModelFactory>,
 }
 
 impl Services {
@@ -28,6 +31,7 @@ impl Services {
             compressor: None,
             embedder: None,
             model_resolver: None,
+            model_factory: None,
         }
     }
 }

@@ -8,7 +8,7 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 
 use super::services::Services;
-use super::subagents::{AgentRuns, Mailbox, ModelFactory, ModelResolver};
+use super::subagents::{AgentRuns, Mailbox, ModelResolver};
 use crate::capabilities::{CapSpec, CapabilityRefs, ToolSet};
 use crate::config::Config;
 use crate::llm::fallback::{ChainModel, FallbackChain};
@@ -173,8 +173,6 @@ pub struct Session {
     pub(super) runs: Arc<AgentRuns>,
     /// Injections and background results for the next model call.
     pub(super) mailbox: Mailbox,
-    /// Builds the chain `Op::SetModel` names.
-    pub(super) model_factory: Option<ModelFactory>,
     events: Option<mpsc::Sender<Event>>,
 }
 
@@ -336,7 +334,6 @@ impl Session {
             skills_pending: false,
             runs,
             mailbox: Mailbox::default(),
-            model_factory: None,
             events: None,
         }
     }
