@@ -260,7 +260,7 @@ impl Session {
     pub(super) fn message_budget(&self, context: u64) -> u64 {
         let ratio = self.calibration.ratio().max(0.01);
         let raw = (context as f64 / ratio) as u64;
-        raw.saturating_sub(self.prompt_tokens + self.tool_tokens)
+        raw.saturating_sub(self.prompt_tokens + self.step_tools.tool_tokens)
     }
 
     /// The estimate of the next request, corrected by what the provider counted: the one
@@ -273,7 +273,7 @@ impl Session {
     /// set, from the estimates stored with each message.
     pub(super) fn working_tokens(&self) -> u64 {
         let messages: u64 = self.meta.iter().map(|m| u64::from(m.tokens)).sum();
-        messages + self.prompt_tokens + self.tool_tokens
+        messages + self.prompt_tokens + self.step_tools.tool_tokens
     }
 
     /// The context the session's model can fill: its window less its output and a reserve.

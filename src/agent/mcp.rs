@@ -41,7 +41,7 @@ impl Session {
         }
         mcp_tools::register(&mut self.tools, &manager);
         self.mcp = Some(manager);
-        self.tools_generation = None;
+        self.step_tools.tools_generation = None;
     }
 
     /// The counter of tool list changes the servers announced.

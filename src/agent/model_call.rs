@@ -134,7 +134,7 @@ impl Session {
                 true => Vec::new().into(),
                 false => self.router().specs(),
             },
-            static_tools: self.toolset.static_count,
+            static_tools: self.step_tools.toolset.static_count,
             max_output_tokens: model.max_output_tokens,
         };
         let mut stream = tokio::select! {

@@ -9,7 +9,8 @@ use tokio::sync::mpsc;
 
 use super::services::Services;
 use super::subagents::{AgentRuns, Mailbox, ModelResolver};
-use crate::capabilities::{CapSpec, CapabilityRefs, ToolSet};
+use super::tool_set::StepTools;
+use crate::capabilities::{CapabilityRefs, ToolSet};
 use crate::config::Config;
 use crate::llm::fallback::{ChainModel, FallbackChain};
 use crate::llm::tokens::Calibration;
@@ -127,10 +128,6 @@ pub struct Session {
     pub(super) summary: Option<String>,
     /// Estimated tokens of the system prompt and the summary, updated when they change.
     pub(super) prompt_tokens: u64,
-    /// The estimated tokens of the tool schemas the next request carries.
-    pub(super) tool_tokens: u64,
-    /// The estimated tokens of the static tools' schemas.
-    pub(super) static_tool_tokens: u64,
     /// Tokens the provider counted per token we estimated, learned from usage reports.
     pub(super) calibration: Calibration,
     /// The experiences last rendered into the prompt, with the store's version of them.
@@ -140,20 +137,14 @@ pub struct Session {
     /// Told to the front end right after `SessionStarted` (for example a sandbox that cannot
     /// run here).
     startup_notices: Vec<String>,
-    /// The tools of the next model step: the registry's, then capabilities.
-    pub(super) toolset: Arc<ToolSet>,
     /// Which capabilities the working history references.
     pub(super) caps: CapabilityRefs,
-    /// The generations of `caps` and of the MCP servers' tools the tool set was derived from.
-    pub(super) tools_generation: Option<(u64, u64)>,
+    /// The tools of the next model step, derived from the registry, the servers and `caps`.
+    pub(super) step_tools: StepTools,
     /// The session's MCP servers, when any is configured.
     pub(super) mcp: Option<crate::mcp::McpManager>,
     /// Servers to start once the session has announced itself.
     pub(super) mcp_pending: Option<crate::mcp::McpSettings>,
-    /// The MCP tools of the tool set.
-    pub(super) toolset_mcp: Arc<crate::tools::mcp::McpOffer>,
-    /// Capabilities the person pinned, read once per session.
-    pub(super) pinned: Option<Vec<CapSpec>>,
     pub(super) cap_runner: Arc<CapabilityRunner>,
     /// The model's working checkpoint for the turn.
     pub(super) checkpoint: Option<super::checkpoint::Checkpoint>,
@@ -291,7 +282,6 @@ impl Session {
         let cap_runner = Arc::new(CapabilityRunner::new(store.clone()));
         crate::tools::capability::register(&mut tools, &store, None, cap_runner.clone());
         let toolset = Arc::new(ToolSet::fixed(tools.specs()));
-        let tool_tokens = super::tool_set::spec_tokens(&toolset.specs);
         let runs = Arc::new(AgentRuns::top_level(settings.max_agent_depth));
         Self {
             id,
@@ -309,21 +299,16 @@ impl Session {
             archived_any: false,
             summary: None,
             prompt_tokens: 0,
-            tool_tokens,
-            static_tool_tokens: tool_tokens,
             calibration: Calibration::new(),
             experiences: None,
             dream_notes: None,
             startup_notices: Vec::new(),
             _lease: None,
             unstored: None,
-            toolset,
+            step_tools: StepTools::fixed(toolset),
             caps: CapabilityRefs::new(),
-            tools_generation: None,
             mcp: None,
             mcp_pending: None,
-            toolset_mcp: Arc::default(),
-            pinned: None,
             cap_runner,
             checkpoint: None,
             step: 0,
