@@ -9,11 +9,11 @@ use std::error::Error;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use mnemo::capabilities::run::{CapabilityRunner, CapabilityTool, script};
 use mnemo::capabilities::{CREATE, CapabilityRefs, QUERY, derive, item_json};
 use mnemo::llm::{ContentBlock, Message, Role, ToolSpec};
 use mnemo::memory::Store;
 use mnemo::memory::capabilities::NewCapability;
+use mnemo::tools::capability_run::{CapabilityRunner, CapabilityTool, script};
 use mnemo::tools::process::SandboxSlot;
 use mnemo::tools::{Tool, ToolContext, ToolRegistry};
 use serde_json::json;
@@ -49,7 +49,7 @@ fn static_tools(store: &Store) -> Vec<ToolSpec> {
     mnemo::tools::memory::register(&mut registry, store, None);
     mnemo::agent::subagents::register(&mut registry);
     let runner = Arc::new(CapabilityRunner::new(store.clone()));
-    mnemo::capabilities::tools::register(&mut registry, store, None, runner);
+    mnemo::tools::capability::register(&mut registry, store, None, runner);
     registry.specs().to_vec()
 }
 

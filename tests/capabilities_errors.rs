@@ -198,7 +198,7 @@ async fn call_printing(size: usize) -> Fallible<(ToolStatus, String)> {
 
 #[tokio::test]
 async fn a_result_at_the_byte_limit_arrives_whole_and_one_byte_more_is_refused() -> TestResult {
-    let limit = mnemo::capabilities::run::MAX_RESULT_BYTES;
+    let limit = mnemo::tools::capability_run::MAX_RESULT_BYTES;
     let (outcome, output) = call_printing(limit).await?;
     assert_eq!(outcome, ToolStatus::Ok);
     // Whole: not cut in the middle with a note.

@@ -213,6 +213,7 @@ impl Session {
         let remember: Vec<String> = written.map(|s| s.remember).unwrap_or_default();
         let project = Scope::Project(self.settings.workspace.display().to_string());
         let archive_id = self
+            .services
             .store
             .call(move |db| {
                 let archive_id = db.archive_messages(entry)?;
@@ -259,7 +260,7 @@ impl Session {
     pub(super) fn message_budget(&self, context: u64) -> u64 {
         let ratio = self.calibration.ratio().max(0.01);
         let raw = (context as f64 / ratio) as u64;
-        raw.saturating_sub(self.prompt_tokens + self.tool_tokens)
+        raw.saturating_sub(self.prompt_tokens + self.step_tools.tool_tokens)
     }
 
     /// The estimate of the next request, corrected by what the provider counted: the one
@@ -272,7 +273,7 @@ impl Session {
     /// set, from the estimates stored with each message.
     pub(super) fn working_tokens(&self) -> u64 {
         let messages: u64 = self.meta.iter().map(|m| u64::from(m.tokens)).sum();
-        messages + self.prompt_tokens + self.tool_tokens
+        messages + self.prompt_tokens + self.step_tools.tool_tokens
     }
 
     /// The context the session's model can fill: its window less its output and a reserve.
@@ -290,7 +291,11 @@ impl Session {
 
     /// Asks the compressor model for a structured summary; `None` when it fails.
     pub(super) async fn summarize(&self, dropped: &[Message]) -> Option<StructuredSummary> {
-        let model: &ChainModel = self.compressor.as_ref().or_else(|| self.chain.primary())?;
+        let model: &ChainModel = self
+            .services
+            .compressor
+            .as_ref()
+            .or_else(|| self.chain.primary())?;
         let mut transcript = crate::llm::transcript::to_markdown(dropped);
         if let Some((cut, _)) = transcript.char_indices().nth(MAX_TRANSCRIPT_CHARS) {
             transcript.truncate(cut);

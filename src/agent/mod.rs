@@ -11,6 +11,7 @@ mod model_call;
 mod model_switch;
 mod oversized;
 pub mod prompt;
+mod services;
 mod session;
 mod skills;
 pub mod subagents;

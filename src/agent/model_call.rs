@@ -132,8 +132,8 @@ impl Session {
             system: self.system_prompt.clone(),
             messages,
             volatile_tail,
-            tools: self.toolset.specs.clone(),
-            static_tools: self.toolset.static_count,
+            tools: self.router().specs(),
+            static_tools: self.step_tools.toolset.static_count,
             max_output_tokens: model.max_output_tokens,
             tool_calls: match self.tools_disabled {
                 true => ToolCalls::Forbidden,

@@ -1,5 +1,7 @@
 //! `Op::SetModel`: the session goes on with another model's chain, history and all.
 
+use std::sync::Arc;
+
 use super::Inbox;
 use super::session::Session;
 use super::subagents::ModelFactory;
@@ -8,13 +10,13 @@ use crate::protocol::Event;
 impl Session {
     /// `Op::SetModel` builds its chains with `factory`.
     pub fn set_model_factory(&mut self, factory: ModelFactory) {
-        self.model_factory = Some(factory);
+        Arc::make_mut(&mut self.services).model_factory = Some(factory);
     }
 
     /// Makes `name` the session's model from the next model call on and says so; when it
     /// cannot be prepared, says why and keeps the model it has.
     pub(super) async fn change_model(&mut self, name: &str) {
-        let built = match &self.model_factory {
+        let built = match &self.services.model_factory {
             Some(factory) => factory(name),
             None => Err("this session cannot change its model".to_string()),
         };

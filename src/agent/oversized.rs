@@ -60,7 +60,8 @@ impl Session {
                 messages: vec![original],
             };
             let stored = cut.clone();
-            self.store
+            self.services
+                .store
                 .call(move |db| db.archive_and_cut(entry, &stored, cut_tokens))
                 .await?;
             let previous = index.checked_sub(1).map(|at| self.history[at].clone());

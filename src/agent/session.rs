@@ -7,9 +7,10 @@ use std::time::Duration;
 
 use tokio::sync::mpsc;
 
-use super::subagents::{AgentRuns, Mailbox, ModelFactory, ModelResolver};
-use crate::capabilities::run::CapabilityRunner;
-use crate::capabilities::{self, CapSpec, CapabilityRefs, ToolSet};
+use super::services::Services;
+use super::subagents::{AgentRuns, Mailbox, ModelResolver};
+use super::tool_set::StepTools;
+use crate::capabilities::{CapabilityRefs, ToolSet};
 use crate::config::Config;
 use crate::llm::fallback::{ChainModel, FallbackChain};
 use crate::llm::tokens::Calibration;
@@ -20,6 +21,7 @@ use crate::memory::types::{Experience, NewSession, StoredMessage};
 use crate::memory::{EmbeddingClient, Store};
 use crate::protocol::{Event, UserMessageKind};
 use crate::sandbox::Confinement;
+use crate::tools::capability_run::CapabilityRunner;
 use crate::tools::skills::SkillLibrary;
 use crate::tools::{Approvals, ToolRegistry};
 
@@ -110,7 +112,8 @@ pub struct Session {
     /// The session's model and its fallbacks.
     pub(super) chain: Arc<FallbackChain>,
     pub(super) tools: ToolRegistry,
-    pub(super) store: Store,
+    /// What this session shares with the other sessions of the process.
+    pub(super) services: Arc<Services>,
     /// The working set, oldest first, and beside it each message's place in the store.
     pub(super) history: Vec<Arc<Message>>,
     pub(super) meta: Vec<MessageMeta>,
@@ -125,12 +128,6 @@ pub struct Session {
     pub(super) summary: Option<String>,
     /// Estimated tokens of the system prompt and the summary, updated when they change.
     pub(super) prompt_tokens: u64,
-    /// The estimated tokens of the tool schemas the next request carries.
-    pub(super) tool_tokens: u64,
-    /// The estimated tokens of the static tools' schemas.
-    pub(super) static_tool_tokens: u64,
-    /// Writes compaction summaries; the session's own model when `None`.
-    pub(super) compressor: Option<ChainModel>,
     /// Tokens the provider counted per token we estimated, learned from usage reports.
     pub(super) calibration: Calibration,
     /// The experiences last rendered into the prompt, with the store's version of them.
@@ -140,25 +137,17 @@ pub struct Session {
     pub(super) prompt_built: bool,
     /// The dream notes last rendered into the prompt, with the store's version of them.
     pub(super) dream_notes: Option<(u64, crate::memory::dream_notes::DreamNotes)>,
-    /// Gives archive entries an embedding for semantic search, when configured.
-    pub(super) embedder: Option<Arc<EmbeddingClient>>,
     /// Told to the front end right after `SessionStarted` (for example a sandbox that cannot
     /// run here).
     startup_notices: Vec<String>,
-    /// The tools of the next model step: the registry's, then capabilities.
-    pub(super) toolset: Arc<ToolSet>,
     /// Which capabilities the working history references.
     pub(super) caps: CapabilityRefs,
-    /// The generations of `caps` and of the MCP servers' tools the tool set was derived from.
-    pub(super) tools_generation: Option<(u64, u64)>,
+    /// The tools of the next model step, derived from the registry, the servers and `caps`.
+    pub(super) step_tools: StepTools,
     /// The session's MCP servers, when any is configured.
     pub(super) mcp: Option<crate::mcp::McpManager>,
     /// Servers to start once the session has announced itself.
     pub(super) mcp_pending: Option<crate::mcp::McpSettings>,
-    /// The MCP tools of the tool set.
-    pub(super) toolset_mcp: Arc<crate::tools::mcp::McpOffer>,
-    /// Capabilities the person pinned, read once per session.
-    pub(super) pinned: Option<Vec<CapSpec>>,
     pub(super) cap_runner: Arc<CapabilityRunner>,
     /// The model's working checkpoint for the turn.
     pub(super) checkpoint: Option<super::checkpoint::Checkpoint>,
@@ -178,10 +167,6 @@ pub struct Session {
     pub(super) runs: Arc<AgentRuns>,
     /// Injections and background results for the next model call.
     pub(super) mailbox: Mailbox,
-    /// Builds chains for sub-agents that ask for another model.
-    pub(super) model_resolver: Option<ModelResolver>,
-    /// Builds the chain `Op::SetModel` names.
-    pub(super) model_factory: Option<ModelFactory>,
     events: Option<mpsc::Sender<Event>>,
 }
 
@@ -214,7 +199,12 @@ impl Session {
     pub(super) async fn ensure_stored(&mut self) -> Result<(), StoreError> {
         if let Some(new) = self.unstored.take() {
             let pending = new.clone();
-            if let Err(err) = self.store.call(move |db| db.create_session(pending)).await {
+            if let Err(err) = self
+                .services
+                .store
+                .call(move |db| db.create_session(pending))
+                .await
+            {
                 self.unstored = Some(new);
                 return Err(err);
             }
@@ -293,9 +283,8 @@ impl Session {
         super::subagents::register(&mut tools);
         tools.register(super::checkpoint::UpdateWorkingCheckpoint);
         let cap_runner = Arc::new(CapabilityRunner::new(store.clone()));
-        capabilities::tools::register(&mut tools, &store, None, cap_runner.clone());
+        crate::tools::capability::register(&mut tools, &store, None, cap_runner.clone());
         let toolset = Arc::new(ToolSet::fixed(tools.specs()));
-        let tool_tokens = super::tool_set::spec_tokens(&toolset.specs);
         let runs = Arc::new(AgentRuns::top_level(settings.max_agent_depth));
         Self {
             id,
@@ -303,7 +292,7 @@ impl Session {
             settings,
             chain,
             tools,
-            store,
+            services: Arc::new(Services::new(store)),
             history: Vec::new(),
             meta: Vec::new(),
             next_seq: 0,
@@ -313,24 +302,17 @@ impl Session {
             archived_any: false,
             summary: None,
             prompt_tokens: 0,
-            tool_tokens,
-            static_tool_tokens: tool_tokens,
-            compressor: None,
             calibration: Calibration::new(),
-            embedder: None,
             experiences: None,
             prompt_built: false,
             dream_notes: None,
             startup_notices: Vec::new(),
             _lease: None,
             unstored: None,
-            toolset,
+            step_tools: StepTools::fixed(toolset),
             caps: CapabilityRefs::new(),
-            tools_generation: None,
             mcp: None,
             mcp_pending: None,
-            toolset_mcp: Arc::default(),
-            pinned: None,
             cap_runner,
             checkpoint: None,
             step: 0,
@@ -341,31 +323,29 @@ impl Session {
             skills_pending: false,
             runs,
             mailbox: Mailbox::default(),
-            model_resolver: None,
-            model_factory: None,
             events: None,
         }
     }
 
     /// The model that writes compaction summaries (the session's own model by default).
     pub fn set_compressor(&mut self, compressor: Option<ChainModel>) {
-        self.compressor = compressor;
+        Arc::make_mut(&mut self.services).compressor = compressor;
     }
 
     /// Sub-agents that name another model get its chain from `resolver`.
     pub fn set_model_resolver(&mut self, resolver: ModelResolver) {
-        self.model_resolver = Some(resolver);
+        Arc::make_mut(&mut self.services).model_resolver = Some(resolver);
     }
 
     /// Archive entries written from now on get embeddings from `embedder`.
     pub fn set_embedder(&mut self, embedder: Option<Arc<EmbeddingClient>>) {
-        capabilities::tools::register(
+        crate::tools::capability::register(
             &mut self.tools,
-            &self.store,
+            &self.services.store,
             embedder.clone(),
             self.cap_runner.clone(),
         );
-        self.embedder = embedder;
+        Arc::make_mut(&mut self.services).embedder = embedder;
     }
 
     /// The working set, oldest first.
@@ -387,7 +367,7 @@ impl Session {
     }
 
     pub fn store(&self) -> &Store {
-        &self.store
+        &self.services.store
     }
 
     /// Whether the session has a row in the store (a new one gets it with its first message).
@@ -461,7 +441,8 @@ impl Session {
         let message = Arc::new(message);
         let stored = Arc::clone(&message);
         let id = self.id.clone();
-        self.store
+        self.services
+            .store
             .call(move |db| db.append_messages(&id, &[(seq, stored.as_ref(), tokens)]))
             .await?;
         self.next_seq += 1;

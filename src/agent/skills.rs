@@ -54,7 +54,7 @@ async fn prepare_library(
 impl Session {
     /// Gives the session `library`'s skills: the catalogue, the skill tools and learning.
     pub fn set_skills(&mut self, library: Arc<SkillLibrary>, settings: SkillSettings) {
-        skill_tools::register(&mut self.tools, library.clone(), &self.store);
+        skill_tools::register(&mut self.tools, library.clone(), &self.services.store);
         self.skills = Some((library, settings));
     }
 
@@ -74,7 +74,7 @@ impl Session {
             return Ok(());
         };
         let library = library.clone();
-        for message in prepare_library(&self.store, &library).await? {
+        for message in prepare_library(&self.services.store, &library).await? {
             self.emit(crate::protocol::Event::Notice { message }).await;
         }
         Ok(())
@@ -88,7 +88,7 @@ impl Session {
         if library.with_set(|set| set.is_empty()) {
             return Ok(String::new());
         }
-        let stats = self.store.call(|db| db.skill_stats()).await?;
+        let stats = self.services.store.call(|db| db.skill_stats()).await?;
         let window = self.chain.primary().map_or(0, |m| m.context_window);
         let budget = settings.catalog_budget(window);
         let trusted = library.repository_trusted;
@@ -115,6 +115,7 @@ impl Session {
         }
         // Bookkeeping: a failure to count must not fail the turn.
         let _ = self
+            .services
             .store
             .call(move |db| {
                 for name in &used {
@@ -174,6 +175,7 @@ impl Session {
             .map(|m| m.text())
             .unwrap_or_default();
         let similar = self
+            .services
             .store
             .call(move |db| db.similar_skills(&topic, 5))
             .await

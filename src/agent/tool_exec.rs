@@ -2,7 +2,7 @@
 //! one at a time in order, each under the per-tool timeout and the turn's cancel token.
 //! Every call gets a result, so the history never holds a call without its answer.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use futures_util::future::join_all;
 use serde_json::Value;
@@ -11,14 +11,10 @@ use tokio_util::sync::CancellationToken;
 use super::Session;
 use super::guards::RepeatGuard;
 use super::subagents::is_agent_tool;
-use crate::capabilities;
 use crate::llm::{ContentBlock, Message, Role};
 use crate::memory::StoreError;
 use crate::protocol::{Event, ToolStatus};
 use crate::tools::{ToolContext, ToolError};
-
-/// Extra time a tool gets past its own timeout to clean up (kill its process group).
-const CLEANUP_GRACE: Duration = Duration::from_secs(2);
 
 struct PendingCall {
     id: String,
@@ -75,12 +71,7 @@ impl Session {
         for call in &calls {
             // Capabilities run like shell commands: one at a time, in order; so do MCP tools
             // not marked read-only.
-            let mutates = self.tools.get(&call.name).is_some_and(|t| t.mutates())
-                || self.toolset.capability(&call.name).is_some()
-                || self
-                    .toolset_mcp
-                    .get(&call.name)
-                    .is_some_and(|t| !t.read_only);
+            let mutates = self.router().mutates(&call.name);
             if mutates && !batch.is_empty() {
                 results.extend(self.run_batch(std::mem::take(&mut batch), cancel).await);
             }
@@ -162,45 +153,8 @@ impl Session {
         if is_agent_tool(&call.name) {
             ctx.agents = Some(self.agent_host());
         }
-        if self.is_mcp_call(&call.name) {
-            // The server's own tool_timeout_secs bounds the call; the user's time to answer
-            // an approval does not count.
-            return tokio::select! {
-                result = self.call_mcp(&call.name, &call.input, &ctx) => result,
-                () = cancel.cancelled() => Err(ToolError::Cancelled),
-            };
-        }
-        if capabilities::capability_name(&call.name).is_some() {
-            return tokio::select! {
-                result = self.call_capability(&call.name, &call.input, &ctx) => result,
-                () = cancel.cancelled() => Err(ToolError::Cancelled),
-            };
-        }
-        // The user's time to answer does not count against the tool's timeout.
-        if let Some(tool) = self.tools.get(&call.name) {
-            let approvals = &self.settings.approvals;
-            tokio::select! {
-                checked = approvals.check(tool.as_ref(), &call.input, &ctx) => checked?,
-                () = cancel.cancelled() => return Err(ToolError::Cancelled),
-            }
-        }
-        let run = self.tools.execute(&call.name, call.input.clone(), &ctx);
-        // A tool that panics is a failed call the model hears of; the session goes on.
-        let component = format!("tool:{}", call.name);
-        let run = crate::crash::within(component, Some(self.id.clone()), run);
-        tokio::select! {
-            result = tokio::time::timeout(timeout + CLEANUP_GRACE, run) => match result {
-                Ok(Ok(outcome)) => outcome,
-                Ok(Err(crashed)) => Err(ToolError::Failed(format!(
-                    "the tool failed: {crashed}. The session goes on; try another way"
-                ))),
-                Err(_) => Err(ToolError::TimedOut {
-                    after: timeout,
-                    output: String::new(),
-                }),
-            },
-            // Dropping `run` drops the tool's future; tools clean up in their Drop guards.
-            () = cancel.cancelled() => Err(ToolError::Cancelled),
-        }
+        self.router()
+            .dispatch(&call.name, &call.input, &ctx, &self.id, cancel)
+            .await
     }
 }

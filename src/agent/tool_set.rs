@@ -1,53 +1,84 @@
 //! The session's tool list, derived again at each model step from the static tools, the MCP
 //! servers' tools, the pinned capabilities and what the working history references
-//! (`capabilities::derive`), and the running of the `cap_*` tools it offers.
+//! (`tools::router::derive_step`), and the step's router (`tools::router`) over it.
 
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use serde_json::Value;
-
 use super::Session;
-use crate::capabilities::run::CapabilityTool;
-use crate::capabilities::{self, CapSpec};
+use crate::capabilities::{self, CapSpec, ToolSet};
 use crate::llm::{Message, tokens};
 use crate::memory::StoreError;
 use crate::protocol::Event;
-use crate::tools::{Tool, ToolContext, ToolError};
+use crate::tools::mcp::McpOffer;
+use crate::tools::router::{StepRouter, StepSources, derive_step};
+
+/// The tools of one session's next model step and what they were derived from.
+pub(super) struct StepTools {
+    /// The registry's tools, then MCP tools, then capabilities.
+    pub(super) toolset: Arc<ToolSet>,
+    /// The MCP tools of the tool set.
+    pub(super) toolset_mcp: Arc<McpOffer>,
+    /// The generations of the history's references and of the MCP servers' tools the tool
+    /// set was derived from.
+    pub(super) tools_generation: Option<(u64, u64)>,
+    /// Capabilities the person pinned, read once per session.
+    pub(super) pinned: Option<Vec<CapSpec>>,
+    /// The estimated tokens of the tool schemas the next request carries.
+    pub(super) tool_tokens: u64,
+    /// The estimated tokens of the static tools' schemas.
+    pub(super) static_tool_tokens: u64,
+}
+
+impl StepTools {
+    /// Only the static tools, until the first step derives the list.
+    pub(super) fn fixed(toolset: Arc<ToolSet>) -> Self {
+        let tool_tokens = spec_tokens(&toolset.specs);
+        Self {
+            toolset,
+            toolset_mcp: Arc::default(),
+            tools_generation: None,
+            pinned: None,
+            tool_tokens,
+            static_tool_tokens: tool_tokens,
+        }
+    }
+}
 
 impl Session {
     /// Brings the tool list up to date with the history. Only a change in what the history
     /// references derives it again; the front end hears what entered or left, and the model
     /// is told which capabilities the token budget sent away.
     pub(super) async fn refresh_tools(&mut self) -> Result<(), StoreError> {
-        if self.pinned.is_none() {
+        if self.step_tools.pinned.is_none() {
             let stored = self
+                .services
                 .store
                 .call(|db| db.pinned_capabilities())
                 .await?
                 .iter()
                 .map(|c| CapSpec::new(&c.name, c.version, &c.description, c.input_schema.clone()))
                 .collect();
-            self.pinned = Some(stored);
+            self.step_tools.pinned = Some(stored);
         }
         let generation = (self.caps.generation(), self.mcp_generation());
-        if self.tools_generation == Some(generation) {
+        if self.step_tools.tools_generation == Some(generation) {
             return Ok(());
         }
-        self.tools_generation = Some(generation);
-        self.toolset_mcp = Arc::new(self.mcp_offer());
-        let pinned = self.pinned.as_deref().unwrap_or_default();
-        let derived = capabilities::derive(
-            &self.tools.specs(),
-            &self.toolset_mcp.specs,
-            pinned,
-            &self.caps,
-            self.settings.max_tool_tokens,
-        );
-        if derived == *self.toolset {
+        self.step_tools.tools_generation = Some(generation);
+        let (derived, offer) = derive_step(&StepSources {
+            registry: &self.tools,
+            mcp: self.mcp.as_ref(),
+            pinned: self.step_tools.pinned.as_deref().unwrap_or_default(),
+            refs: &self.caps,
+            mcp_budget: self.settings.mcp_max_tool_tokens,
+            capability_budget: self.settings.max_tool_tokens,
+        });
+        self.step_tools.toolset_mcp = Arc::new(offer);
+        if derived == *self.step_tools.toolset {
             return Ok(());
         }
-        let before: HashSet<&str> = self.toolset.dynamic_names().collect();
+        let before: HashSet<&str> = self.step_tools.toolset.dynamic_names().collect();
         let after: HashSet<&str> = derived.dynamic_names().collect();
         let added: Vec<String> = derived
             .dynamic_names()
@@ -55,6 +86,7 @@ impl Session {
             .map(String::from)
             .collect();
         let removed: Vec<String> = self
+            .step_tools
             .toolset
             .dynamic_names()
             .filter(|n| !after.contains(n))
@@ -63,15 +95,15 @@ impl Session {
         let pushed_out: Vec<String> = derived
             .evicted
             .iter()
-            .filter(|name| !self.toolset.evicted.contains(name))
+            .filter(|name| !self.step_tools.toolset.evicted.contains(name))
             .map(|name| capabilities::tool_name(name))
             .collect();
         // Tools registered after the session was assembled (skills) count from here on.
-        self.static_tool_tokens = spec_tokens(&derived.specs[..derived.static_count]);
-        self.tool_tokens = self.static_tool_tokens
-            + spec_tokens(&self.toolset_mcp.specs)
+        self.step_tools.static_tool_tokens = spec_tokens(&derived.specs[..derived.static_count]);
+        self.step_tools.tool_tokens = self.step_tools.static_tool_tokens
+            + spec_tokens(&self.step_tools.toolset_mcp.specs)
             + u64::from(derived.dynamic_tokens);
-        self.toolset = Arc::new(derived);
+        self.step_tools.toolset = Arc::new(derived);
         if !added.is_empty() || !removed.is_empty() {
             self.emit(Event::ToolsChanged { added, removed }).await;
         }
@@ -88,47 +120,15 @@ impl Session {
         Ok(())
     }
 
-    /// Runs a `cap_*` call: only what this step offers can run.
-    pub(super) async fn call_capability(
-        &self,
-        tool: &str,
-        input: &Value,
-        ctx: &ToolContext,
-    ) -> Result<String, ToolError> {
-        let Some((name, version)) = self.toolset.capability(tool) else {
-            return Err(ToolError::Failed(format!(
-                "`{tool}` is not in your tool list now (capabilities leave it when the \
-                 messages that found them are compacted). Call capability_query to find it \
-                 again"
-            )));
-        };
-        let tool = CapabilityTool::new(tool, name, version, self.cap_runner.clone());
-        self.approve_and_call(&tool, input, ctx, "capability").await
-    }
-
-    /// Runs a tool the step offers outside the registry (a capability, an MCP tool): its
-    /// approval first, then the call; a tool that panics is a failed call the model hears
-    /// of, and the session goes on.
-    pub(super) async fn approve_and_call(
-        &self,
-        tool: &dyn Tool,
-        input: &Value,
-        ctx: &ToolContext,
-        what: &str,
-    ) -> Result<String, ToolError> {
-        self.settings.approvals.check(tool, input, ctx).await?;
-        let component = format!("tool:{}", tool.name());
-        match crate::crash::within(
-            component,
-            Some(self.id.clone()),
-            tool.call(input.clone(), ctx),
-        )
-        .await
-        {
-            Ok(outcome) => outcome,
-            Err(crashed) => Err(ToolError::Failed(format!(
-                "the {what} failed: {crashed}. The session goes on; try another way"
-            ))),
+    /// This step's tools: what it offers and the one way a call of it runs.
+    pub(super) fn router(&self) -> StepRouter<'_> {
+        StepRouter {
+            registry: &self.tools,
+            toolset: &self.step_tools.toolset,
+            mcp_offer: &self.step_tools.toolset_mcp,
+            mcp: self.mcp.as_ref(),
+            mcp_budget: self.settings.mcp_max_tool_tokens,
+            capabilities: &self.cap_runner,
         }
     }
 }

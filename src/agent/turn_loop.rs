@@ -71,7 +71,12 @@ impl Session {
             cost_usd,
             report,
         };
-        if let Err(err) = self.store.call(move |db| db.finish_turn(&record)).await {
+        if let Err(err) = self
+            .services
+            .store
+            .call(move |db| db.finish_turn(&record))
+            .await
+        {
             self.emit(Event::Error {
                 message: store_failure(&err),
             })
@@ -112,7 +117,8 @@ impl Session {
     ) -> Result<(), StoreError> {
         self.ensure_stored().await?;
         let id = self.id.clone();
-        self.store
+        self.services
+            .store
             .call(move |db| db.begin_turn(&id, turn, started_at))
             .await?;
         match self.prompt_built {
@@ -132,14 +138,16 @@ impl Session {
             .await?;
         if kind != UserMessageKind::Prompt {
             let id = self.id.clone();
-            self.store
+            self.services
+                .store
                 .call(move |db| db.set_message_kind(&id, seq, kind))
                 .await?;
         }
         let first = seq == 0;
         if first {
             let (id, title) = (self.id.clone(), clip(first_line(&text), TITLE_CHARS));
-            self.store
+            self.services
+                .store
                 .call(move |db| db.rename_session(&id, &title))
                 .await?;
         }

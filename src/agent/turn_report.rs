@@ -64,7 +64,8 @@ impl Session {
             Scope::Project(self.settings.workspace.display().to_string()),
         );
         let applied = report.clone();
-        self.store
+        self.services
+            .store
             .call(move |db| {
                 for note in applied
                     .memory_notes

@@ -18,7 +18,7 @@ impl Session {
             return None;
         }
         let ratio = self.calibration.ratio().max(0.01);
-        let fixed = self.prompt_tokens + self.tool_tokens;
+        let fixed = self.prompt_tokens + self.step_tools.tool_tokens;
         let fixed_counted = self.calibration.apply(fixed);
         let reserve = (model.context_window / 50).max(2000);
         // The window at which the same output limit, reserve and fixed part leave the minimum.
@@ -26,7 +26,7 @@ impl Session {
             + (MIN_CONVERSATION as f64 * ratio) as u64
             + u64::from(model.max_output_tokens)
             + reserve;
-        let tools = self.toolset.specs.len();
+        let tools = self.step_tools.toolset.specs.len();
         Some(format!(
             "the context window of {name} ({window} tokens) is too small for mnemo's fixed \
              prompt: less the output limit ({output}) and a reserve ({reserve}), {budget} tokens \
@@ -40,7 +40,7 @@ impl Session {
             output = model.max_output_tokens,
             budget = self.budget(),
             prompt = self.calibration.apply(self.prompt_tokens),
-            schemas = self.calibration.apply(self.tool_tokens),
+            schemas = self.calibration.apply(self.step_tools.tool_tokens),
         ))
     }
 }

@@ -20,10 +20,10 @@ impl Session {
     /// off the turn's path; a failure only costs search by meaning for those until
     /// `mnemo memory reindex`, so it is reported and not fatal.
     pub(super) fn embed_in_background(&self) {
-        let Some(embedder) = self.embedder.clone() else {
+        let Some(embedder) = self.services.embedder.clone() else {
             return;
         };
-        let (store, events) = (self.store.clone(), self.event_sender());
+        let (store, events) = (self.services.store.clone(), self.event_sender());
         tokio::spawn(async move {
             let done =
                 crate::memory::embed::backfill::embed_pending_in_background(&store, &embedder);
@@ -41,7 +41,7 @@ impl Session {
     /// After a turn: embeds its messages for other sessions' search by meaning when that
     /// costs no model load; otherwise compaction, a search or `mnemo serve` do it later.
     pub(super) fn embed_turn_in_background(&self) {
-        if self.embedder.as_ref().is_some_and(|e| e.is_warm()) {
+        if self.services.embedder.as_ref().is_some_and(|e| e.is_warm()) {
             self.embed_in_background();
         }
     }
@@ -53,6 +53,7 @@ impl Session {
         let known = self.experiences.as_ref().map(|(version, _)| *version);
         let known_notes = self.dream_notes.as_ref().map(|(version, _)| *version);
         let (changed, notes) = self
+            .services
             .store
             .call(move |db| {
                 let version = db.experiences_version()?;
@@ -107,6 +108,7 @@ impl Session {
         let project = self.settings.workspace.display().to_string();
         let known = self.experiences.as_ref().map(|(version, _)| *version);
         let changed = self
+            .services
             .store
             .call(move |db| {
                 let version = db.experiences_version()?;

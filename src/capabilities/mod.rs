@@ -6,8 +6,6 @@
 //! to tool list).
 
 pub mod refs;
-pub mod run;
-pub mod tools;
 pub mod toolset;
 pub mod validate;
 

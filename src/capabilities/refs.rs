@@ -5,8 +5,13 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
+use serde_json::Value;
+
 use super::{CapSpec, referenced, removed};
 use crate::llm::{ContentBlock, Message, Role};
+
+/// The tool that finds tools of MCP servers too large to list; its results bring them in.
+pub const MCP_SEARCH: &str = "mcp_tool_search";
 
 #[derive(Debug, Clone, Default)]
 pub struct CapabilityRefs {
@@ -48,7 +53,7 @@ impl CapabilityRefs {
             {
                 specs.extend(referenced(tool, content).into_iter().map(Arc::new));
                 gone.extend(removed(tool, content));
-                found.extend(crate::tools::mcp::found_tools(tool, content));
+                found.extend(found_tools(tool, content));
             }
         }
         self.set(seq, specs);
@@ -128,6 +133,23 @@ impl CapabilityRefs {
     pub fn is_empty(&self) -> bool {
         self.by_seq.is_empty()
     }
+}
+
+/// The MCP tools a successful result of `tool` (the MCP tool search) brings into the tool list.
+pub fn found_tools(tool: &str, result: &str) -> Vec<String> {
+    if tool != MCP_SEARCH {
+        return Vec::new();
+    }
+    let Ok(value) = serde_json::from_str::<Value>(result) else {
+        return Vec::new();
+    };
+    value
+        .get("tools")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t.get("name").and_then(Value::as_str).map(String::from))
+        .collect()
 }
 
 #[cfg(test)]

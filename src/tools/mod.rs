@@ -4,6 +4,8 @@
 
 pub mod approvals;
 pub mod builtin;
+pub mod capability;
+pub mod capability_run;
 pub mod describe;
 pub mod diff_report;
 pub mod fs_read;
@@ -12,6 +14,7 @@ pub mod mcp;
 pub mod memory;
 pub mod process;
 pub mod registry;
+pub mod router;
 pub mod schedule;
 pub mod scrub;
 pub mod search;
@@ -60,7 +63,7 @@ pub struct ToolContext {
     /// The session's turn number (1 for the first), recorded with what the call creates.
     pub turn: u64,
     /// The calling session as the sub-agent tools need it; set for their calls only.
-    pub agents: Option<Arc<crate::agent::subagents::AgentHost>>,
+    pub agents: Option<Arc<dyn services::SubAgents>>,
     events: Option<mpsc::Sender<Event>>,
 }
 

@@ -2,6 +2,8 @@
 //! scheduler in process, a standalone session tells a running daemon over its socket. Tools
 //! know only this trait, never the daemon or the gateway.
 
+use std::any::Any;
+
 use futures_util::future::BoxFuture;
 
 pub trait ToolServices: Send + Sync {
@@ -22,4 +24,10 @@ impl ToolServices for NoServices {
     fn scheduler_running(&self) -> bool {
         false
     }
+}
+
+/// The calling session's sub-agents, carried to the sub-agent tools. The agent implements it
+/// and registers those tools, which alone know what is inside; tools/ never names the agent.
+pub trait SubAgents: Send + Sync {
+    fn as_any(&self) -> &dyn Any;
 }

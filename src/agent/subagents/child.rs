@@ -58,7 +58,7 @@ impl AgentHost {
             self.settings.system_prompt,
             role_note(runs.depth + 1, readonly)
         );
-        let store = self.store.clone();
+        let store = self.services.store.clone();
         let parent = Some(self.id.clone());
         let mut child = Session::create(settings, chain, tools, store, parent)
             .await
@@ -73,12 +73,11 @@ impl AgentHost {
         );
         let run = Arc::new(run);
         child.runs = Arc::new(runs.for_child(&run, readonly));
-        child.compressor = self.compressor.clone();
-        child.embedder = self.embedder.clone();
-        child.model_resolver = self.model_resolver.clone();
+        child.services = self.services.clone();
         let (id, title) = (child.id.clone(), spec.label.clone());
         // The title is a convenience; a failure to set it must not stop the run.
         let _ = self
+            .services
             .store
             .call(move |db| db.rename_session(&id, &title))
             .await;
@@ -114,7 +113,7 @@ impl AgentHost {
         if self.chain.primary().is_some_and(|m| m.name == name) {
             return Ok(self.chain.clone());
         }
-        match &self.model_resolver {
+        match &self.services.model_resolver {
             Some(resolve) => resolve(name),
             None => Err(format!(
                 "model `{name}` is not available to sub-agents here; leave model out to use \

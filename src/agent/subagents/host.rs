@@ -3,26 +3,30 @@
 
 use std::sync::Arc;
 
-use super::{AgentRuns, Mailbox, ModelResolver};
+use super::{AgentRuns, Mailbox};
+use crate::agent::services::Services;
 use crate::agent::{Session, SessionSettings};
 use crate::llm::Message;
-use crate::llm::fallback::{ChainModel, FallbackChain};
-use crate::memory::{EmbeddingClient, Store};
+use crate::llm::fallback::FallbackChain;
 use crate::tools::ToolRegistry;
+use crate::tools::services::SubAgents;
 
 pub struct AgentHost {
     pub(super) id: String,
     pub(super) settings: SessionSettings,
     pub(super) chain: Arc<FallbackChain>,
     pub(super) tools: ToolRegistry,
-    pub(super) store: Store,
+    pub(super) services: Arc<Services>,
     pub(super) runs: Arc<AgentRuns>,
-    pub(super) compressor: Option<ChainModel>,
-    pub(super) embedder: Option<Arc<EmbeddingClient>>,
-    pub(super) model_resolver: Option<ModelResolver>,
     pub(super) mailbox: Mailbox,
     /// The conversation as the model last saw it, for forks and full-context sub-agents.
     pub(super) snapshot: Vec<Arc<Message>>,
+}
+
+impl SubAgents for AgentHost {
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
 }
 
 impl Session {
@@ -33,11 +37,8 @@ impl Session {
             settings: self.settings.clone(),
             chain: self.chain.clone(),
             tools: self.tools.clone(),
-            store: self.store.clone(),
+            services: self.services.clone(),
             runs: self.runs.clone(),
-            compressor: self.compressor.clone(),
-            embedder: self.embedder.clone(),
-            model_resolver: self.model_resolver.clone(),
             mailbox: self.mailbox.clone(),
             snapshot: self.context_snapshot(),
         })

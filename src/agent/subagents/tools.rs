@@ -1,8 +1,6 @@
 //! The sub-agent tools as registry tools. Each reaches the session that calls it through the
 //! [`AgentHost`] its `ToolContext` carries.
 
-use std::sync::Arc;
-
 use super::args::{
     CANCEL_AGENT, FORK, ForkArgs, GATHER_ALL, LIST_AGENTS, NoArgs, READ_AGENT_OUTPUT, RunIdArgs,
     SPAWN_AGENT, SpawnArgs,
@@ -30,9 +28,10 @@ pub fn is_agent_tool(name: &str) -> bool {
     )
 }
 
-fn host(ctx: &ToolContext) -> Result<&Arc<AgentHost>, ToolError> {
+fn host(ctx: &ToolContext) -> Result<&AgentHost, ToolError> {
     ctx.agents
         .as_ref()
+        .and_then(|agents| agents.as_any().downcast_ref::<AgentHost>())
         .ok_or_else(|| ToolError::Failed("sub-agents cannot be started from here".into()))
 }
 

@@ -12,14 +12,14 @@ use std::sync::Arc;
 use futures_util::future::BoxFuture;
 use serde_json::Value;
 
-pub use offer::{McpOffer, deferred_servers, found_tools};
+pub use offer::{McpOffer, deferred_servers};
 pub use resources::register;
 pub use search::SEARCH;
 
 use super::truncate::{MAX_OUTPUT_BYTES, clip, head_tail};
 use super::{Tool, ToolContext, ToolError};
-use crate::mcp::{McpError, McpManager, McpTool};
-use crate::protocol::ApprovalAction;
+use crate::mcp::{McpError, McpManager, McpTool, ServerState};
+use crate::protocol::{ApprovalAction, McpServerStatus};
 use crate::sandbox::approval::Action;
 
 /// How much of a call's arguments an approval question shows.
@@ -99,4 +99,23 @@ fn mcp_failed(error: McpError) -> ToolError {
         McpError::Cancelled => ToolError::Cancelled,
         other => ToolError::Failed(other.to_string()),
     }
+}
+
+/// Each of `manager`'s servers and where it stands; a server whose tools take more than
+/// `budget` tokens is marked deferred.
+pub fn status(manager: Option<&McpManager>, budget: u32) -> Vec<McpServerStatus> {
+    let Some(manager) = manager else {
+        return Vec::new();
+    };
+    let deferred = deferred_servers(&manager.tools(), budget);
+    manager
+        .states()
+        .into_iter()
+        .map(|(name, state)| McpServerStatus {
+            deferred: deferred.iter().any(|(s, _)| *s == name),
+            ready: matches!(state, ServerState::Ready { .. }),
+            name,
+            state: state.to_string(),
+        })
+        .collect()
 }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::search::{self, SEARCH};
+use super::search;
 use crate::llm::ToolSpec;
 use crate::llm::tokens::estimate_text;
 use crate::mcp::McpTool;
@@ -140,23 +140,6 @@ fn spec(tool: &McpTool) -> ToolSpec {
 
 fn spec_tokens(spec: &ToolSpec) -> u32 {
     estimate_text(&serde_json::to_string(spec).unwrap_or_default())
-}
-
-/// The tools a successful result of `tool` brings into the tool list.
-pub fn found_tools(tool: &str, result: &str) -> Vec<String> {
-    if tool != SEARCH {
-        return Vec::new();
-    }
-    let Ok(value) = serde_json::from_str::<Value>(result) else {
-        return Vec::new();
-    };
-    value
-        .get("tools")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(|t| t.get("name").and_then(Value::as_str).map(String::from))
-        .collect()
 }
 
 /// A search result naming `names`, as the search tool writes it.

@@ -1,6 +1,8 @@
 use serde_json::json;
 
+use super::search::SEARCH;
 use super::*;
+use crate::capabilities::refs::found_tools;
 
 fn tool(server: &str, name: &str, description: &str) -> McpTool {
     McpTool {

@@ -11,7 +11,7 @@ use crate::llm::ToolSpec;
 use crate::mcp::McpTool;
 use crate::memory::tool_index::ToolIndex;
 
-pub const SEARCH: &str = "mcp_tool_search";
+pub use crate::capabilities::refs::MCP_SEARCH as SEARCH;
 
 /// At most this many tools come back from one search.
 const LIMIT: usize = 8;

@@ -9,14 +9,14 @@ use std::time::Duration;
 use futures_util::future::BoxFuture;
 use serde_json::Value;
 
+use super::process::{self, SandboxSlot};
+use super::truncate::{MAX_OUTPUT_BYTES, head_tail};
+use super::{Tool, ToolContext, ToolError};
 use crate::memory::Store;
 use crate::memory::capabilities::Capability;
 use crate::protocol::ApprovalAction;
 use crate::sandbox::Sandbox;
 use crate::sandbox::approval::Action;
-use crate::tools::process::{self, SandboxSlot};
-use crate::tools::truncate::{MAX_OUTPUT_BYTES, head_tail};
-use crate::tools::{Tool, ToolContext, ToolError};
 
 /// Most a capability may print on stdout; more is an error, not a silently cut answer. A
 /// little under `MAX_OUTPUT_BYTES`: the capture keeps output whole only up to a few hundred
@@ -149,7 +149,7 @@ fn question(tool: &str, capability: &Capability, input: &Value) -> String {
     format!(
         "{tool} v{}-sha256:{} {input}",
         capability.version,
-        super::code_hash(&capability.code)
+        crate::capabilities::code_hash(&capability.code)
     )
 }
 
@@ -173,7 +173,7 @@ pub async fn execute(
 ) -> Result<String, ToolError> {
     if !input.is_object() {
         return Err(ToolError::InvalidArguments {
-            tool: super::tool_name(&capability.name),
+            tool: crate::capabilities::tool_name(&capability.name),
             message: format!("the arguments must be one JSON object, not {input}"),
         });
     }
@@ -223,7 +223,7 @@ fn answer(stdout: &str) -> Result<String, ToolError> {
             Err(err) => Err(ToolError::Failed(format!(
                 "the capability printed malformed JSON ({err}); print one JSON value or plain \
                  text. It printed:\n{}",
-                crate::tools::truncate::clip(text, 400)
+                super::truncate::clip(text, 400)
             ))),
         };
     }
@@ -264,7 +264,7 @@ mod tests {
         };
         let input = serde_json::json!({"text": "hi"});
         let asked = question("cap_sha256_hash", &capability(2, "sha256sum"), &input);
-        let hash = super::super::code_hash("sha256sum");
+        let hash = crate::capabilities::code_hash("sha256sum");
         assert_eq!(
             asked,
             format!("cap_sha256_hash v2-sha256:{hash} {{\"text\":\"hi\"}}")

@@ -1,6 +1,6 @@
 //! The static capability tools: `capability_query`, `capability_create`, `capability_inspect`
 //! and `capability_remove`. Their results are JSON; a query's or a create's items are what
-//! brings a capability into the tool list (see `super::referenced`).
+//! brings a capability into the tool list (see `crate::capabilities::refs`).
 
 use std::sync::Arc;
 
@@ -8,14 +8,14 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::run::{self, CapabilityRunner};
-use super::{CREATE, INSPECT, QUERY, REMOVE, item_json, validate};
+use super::capability_run::{self as run, CapabilityRunner};
+use super::{ToolContext, ToolError, ToolRegistry, TypedTool};
+use crate::capabilities::{CREATE, INSPECT, QUERY, REMOVE, item_json, validate};
 use crate::memory::capabilities::{Capability, NewCapability};
 use crate::memory::embed::EmbeddingClient;
 use crate::memory::{Store, StoreError};
 use crate::protocol::ApprovalAction;
 use crate::sandbox::approval::Action;
-use crate::tools::{ToolContext, ToolError, ToolRegistry, TypedTool};
 
 /// Most results one query returns.
 const MAX_RESULTS: usize = 20;
