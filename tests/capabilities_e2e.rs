@@ -36,10 +36,12 @@ fn bodies(server: &TestServer) -> Result<Vec<(Recorded, Value)>, serde_json::Err
         .collect()
 }
 
-/// The first request's tools: only static ones, the last carrying the cache breakpoint.
+/// The first request's tools: only static ones and `use_tool` last, the last static tool
+/// carrying the cache breakpoint.
 fn check_static_tools(body: &Value) -> Result<Vec<String>, Box<dyn std::error::Error>> {
     let names = tool_names(body);
     assert!(names.iter().all(|n| !n.starts_with("cap_")), "{names:?}");
+    assert_eq!(names.last().map(String::as_str), Some("use_tool"));
     for expected in ["shell", "capability_query", "capability_create"] {
         assert!(
             names.iter().any(|n| n == expected),
@@ -52,8 +54,8 @@ fn check_static_tools(body: &Value) -> Result<Vec<String>, Box<dyn std::error::E
         .collect();
     assert_eq!(
         marked,
-        [tools.len() - 1],
-        "one breakpoint, on the last tool"
+        [tools.len() - 2],
+        "one breakpoint, on the last static tool"
     );
     Ok(names)
 }
@@ -81,7 +83,11 @@ async fn a_created_capability_is_offered_runs_leaves_with_compaction_and_comes_b
         sse_text("r9", &summary.to_string()),
         sse_tool_use("r10", CAP, &hash_call),
         sse_tool_use("r11", "capability_query", &json!({"query": "sha256"})),
-        sse_tool_use("r12", CAP, &hash_call),
+        sse_tool_use(
+            "r12",
+            "use_tool",
+            &json!({"tool": CAP, "arguments": hash_call}),
+        ),
         sse_text("r13", "Same hash again."),
     ]);
     let server = TestServer::start(replies.iter().map(|r| Reply::sse(r)).collect()).await?;
@@ -111,27 +117,22 @@ async fn a_created_capability_is_offered_runs_leaves_with_compaction_and_comes_b
     );
     assert!(!tool_names(&requests[1].1).iter().any(|n| n == CAP));
 
-    // The request after the create offers the capability, after the unchanged static tools.
+    // The request after the create carries the same tool list, byte for byte (the cached
+    // prompt holds); the capability's schema is in the create's result in the history.
     let offered = &requests[2].1;
-    let mut expected = static_names.clone();
-    expected.push(CAP.into());
-    assert_eq!(tool_names(offered), expected);
-    let tools = offered["tools"].as_array().ok_or("no tools")?;
-    let before = requests[1].1["tools"].as_array().ok_or("no tools")?;
     assert_eq!(
-        tools[..static_names.len()],
-        before[..],
-        "static tools as before"
+        raw_tools(&requests[0].0.body)?,
+        raw_tools(&requests[2].0.body)?
     );
-    let cap = &tools[static_names.len()];
-    assert!(cap.get("cache_control").is_none(), "{cap}");
-    assert!(tools[static_names.len() - 1].get("cache_control").is_some());
-    assert_eq!(cap["input_schema"], sha256_create_args()["input_schema"]);
     let created = last_results(offered);
     assert_eq!(created.len(), 1);
     assert!(!created[0].1, "{}", created[0].0);
     let created: Value = serde_json::from_str(&created[0].0)?;
     assert_eq!(created["created"]["tool"], CAP);
+    assert_eq!(
+        created["created"]["input_schema"],
+        sha256_create_args()["input_schema"]
+    );
     assert_eq!(created["smoke_test"]["passed"], true);
 
     // The call's result is the script's output; no change, so the same tools bytes again.
@@ -185,8 +186,12 @@ async fn a_created_capability_is_offered_runs_leaves_with_compaction_and_comes_b
 
     let requests = bodies(&server)?;
     assert_eq!(requests.len(), 14);
-    for (at, (_, body)) in requests.iter().enumerate().take(9).skip(4) {
-        assert!(tool_names(body).iter().any(|n| n == CAP), "request {at}");
+    for (at, (recorded, _)) in requests.iter().enumerate().take(9).skip(4) {
+        assert_eq!(
+            raw_tools(&recorded.body)?,
+            raw_tools(&requests[0].0.body)?,
+            "request {at}"
+        );
     }
     assert!(
         tool_names(&requests[9].1).is_empty(),
@@ -208,7 +213,7 @@ async fn a_created_capability_is_offered_runs_leaves_with_compaction_and_comes_b
         !found[0].1 && found[0].0.contains("\"sha256-hash\""),
         "{found:?}"
     );
-    assert_eq!(tool_names(&requests[12].1), expected);
+    assert_eq!(tool_names(&requests[12].1), static_names);
     assert_eq!(
         last_results(&requests[13].1),
         [(HELLO_SHA256.to_string(), false)]
@@ -243,6 +248,6 @@ async fn a_created_capability_is_offered_runs_leaves_with_compaction_and_comes_b
         .filter_map(|c| c["name"].as_str())
         .collect();
     assert!(names.contains("sha256-hash"), "{listed}");
-    assert_eq!(tool_names(&requests[1].1), expected);
+    assert_eq!(tool_names(&requests[1].1), static_names);
     Ok(())
 }

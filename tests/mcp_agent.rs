@@ -266,7 +266,11 @@ async fn a_large_server_is_searched_and_what_is_found_leaves_with_compaction() -
             "mcp_tool_search",
             &json!({"query": "read file contents"}),
         ),
-        sse_tool_use("r2", "mcp__filesystem__read_text_file", &read),
+        sse_tool_use(
+            "r2",
+            "use_tool",
+            &json!({"tool": "mcp__filesystem__read_text_file", "arguments": read}),
+        ),
         sse_text("r3", "The notes say: the deferred tool read me."),
     ];
     replies.extend((4..10).map(|i| sse_text(&format!("r{i}"), &format!("Noted, step {i}."))));
@@ -298,11 +302,12 @@ async fn a_large_server_is_searched_and_what_is_found_leaves_with_compaction() -
         found.0.contains("mcp__filesystem__read_text_file"),
         "{found:?}"
     );
-    let second = tool_names(&requests[1]);
-    assert!(
-        second.contains(&"mcp__filesystem__read_text_file".to_string()),
-        "{second:?}"
-    );
+    // What was found is called through use_tool: the tool list stays as it was, and the
+    // found tool's schema is in the search result.
+    let found: Value = serde_json::from_str(&found.0)?;
+    assert!(found["tools"][0]["input_schema"].is_object(), "{found}");
+    assert_eq!(requests[1]["tools"], requests[0]["tools"]);
+    assert!(first.contains(&"use_tool".to_string()), "{first:?}");
     assert_eq!(
         last_results(&requests[2]),
         [("the deferred tool read me".to_string(), false)]

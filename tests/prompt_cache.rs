@@ -140,3 +140,23 @@ fn run_json_says_each_turns_cache_reads_and_writes() {
     assert_eq!(usage["cache_write_tokens"], totals.usage.write, "{usage}");
     assert_eq!(usage["input_tokens"], totals.usage.input, "{usage}");
 }
+
+#[test]
+fn a_capability_made_midway_costs_only_what_it_adds() {
+    for wire in [Wire::Anthropic, Wire::OpenAi] {
+        let project = project();
+        let exchanges = run(wire, project.path(), Growth::Capability.script());
+        assert_eq!(exchanges.len(), STEPS + 1);
+        let made = exchanges
+            .last()
+            .map(|e| e.body.to_string())
+            .unwrap_or_default();
+        assert!(
+            made.contains("count-lines"),
+            "{wire:?}: the capability was not made"
+        );
+        if let Err(costly) = growth_only(wire, &exchanges) {
+            panic!("{costly}");
+        }
+    }
+}

@@ -23,6 +23,8 @@ pub struct ToolSet {
     pub evicted: Vec<String>,
     /// Estimated tokens of the capabilities' specs.
     pub dynamic_tokens: u32,
+    /// The tool names of the pinned capabilities (offered whatever the history holds).
+    pinned: Vec<String>,
 }
 
 impl ToolSet {
@@ -41,6 +43,11 @@ impl ToolSet {
         self.offered
             .get(tool)
             .map(|(name, version)| (name.as_str(), *version))
+    }
+
+    /// Whether tool `name` is a pinned capability's.
+    pub fn is_pinned(&self, name: &str) -> bool {
+        self.pinned.iter().any(|p| p == name)
     }
 
     /// The names of the offered tools, in order.
@@ -145,12 +152,18 @@ pub fn derive(
         .cloned()
         .chain(entries.iter().map(|e| e.spec.tool.clone()))
         .collect();
+    let pinned = entries
+        .iter()
+        .filter(|e| e.pinned)
+        .map(|e| e.spec.tool.name.clone())
+        .collect();
     ToolSet {
         specs,
         static_count: static_specs.len(),
         offered,
         evicted,
         dynamic_tokens: total,
+        pinned,
     }
 }
 

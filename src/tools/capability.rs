@@ -93,7 +93,7 @@ impl TypedTool for CapabilityQuery {
     type Args = QueryArgs;
     const NAME: &'static str = QUERY;
     const DESCRIPTION: &'static str =
-        "Find saved capabilities; each found is callable as its `tool` from the next step.";
+        "Find saved capabilities; call one found with use_tool (its `tool` and input_schema).";
     const MUTATES: bool = false;
 
     async fn run(&self, args: QueryArgs, ctx: &ToolContext) -> Result<String, ToolError> {
@@ -190,8 +190,8 @@ impl CreateArgs {
 impl TypedTool for CapabilityCreate {
     type Args = CreateArgs;
     const NAME: &'static str = CREATE;
-    const DESCRIPTION: &'static str =
-        "Save a script as a reusable tool (same name: new version); its first example must pass.";
+    const DESCRIPTION: &'static str = "Save a script as a reusable tool (same name: new version; call it with use_tool); its \
+         first example must pass.";
     const MUTATES: bool = true;
 
     fn action(&self, _args: &CreateArgs) -> Option<Action> {

@@ -8,6 +8,7 @@ pub mod capability;
 pub mod capability_run;
 pub mod describe;
 pub mod diff_report;
+pub mod found;
 pub mod fs_read;
 pub mod fs_write;
 pub mod mcp;

@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::capability_run::{CapabilityRunner, CapabilityTool};
 use super::mcp::{self as mcp_tools, McpCall, McpOffer};
-use super::{Tool, ToolContext, ToolError, ToolRegistry};
+use super::{Tool, ToolContext, ToolError, ToolRegistry, found};
 use crate::capabilities::{self, CapSpec, CapabilityRefs, ToolSet};
 use crate::llm::ToolSpec;
 use crate::mcp::McpManager;
@@ -75,9 +75,30 @@ enum Route<'r> {
 }
 
 impl StepRouter<'_> {
-    /// The specs the step offers, in the order the model is shown them.
+    /// The specs the request carries, in the order the model is shown them: the step's tools
+    /// except the ones the history found (their schemas are in the messages that found them,
+    /// and they are called through `use_tool`), then `use_tool` itself when this session can
+    /// find tools at all. So finding a tool, or compaction losing it, leaves the tool list,
+    /// and the cached prompt after it, as it was.
     pub fn specs(&self) -> Arc<[ToolSpec]> {
-        self.toolset.specs.clone()
+        let finds =
+            self.registry.get(capabilities::QUERY).is_some() || !self.mcp_offer.deferred.is_empty();
+        self.toolset
+            .specs
+            .iter()
+            .filter(|spec| !self.found(&spec.name))
+            .cloned()
+            .chain(finds.then(found::use_tool_spec))
+            .collect()
+    }
+
+    /// Whether `name` is offered because the history found it: a capability that is not
+    /// pinned, or a tool of an MCP server waiting behind the search.
+    fn found(&self, name: &str) -> bool {
+        match self.toolset.capability(name) {
+            Some(_) => !self.toolset.is_pinned(name),
+            None => self.mcp_offer.is_deferred(name),
+        }
     }
 
     /// Whether a call to `name` runs alone, in order: capabilities run like shell commands,
@@ -89,6 +110,12 @@ impl StepRouter<'_> {
     }
 
     fn route(&self, name: &str) -> Result<Route<'_>, ToolError> {
+        if name == found::USE_TOOL {
+            return Err(ToolError::Failed(format!(
+                "{} calls a found tool, not itself",
+                found::USE_TOOL
+            )));
+        }
         if name == mcp_tools::SEARCH || name.starts_with("mcp__") {
             return self.mcp_route(name);
         }
@@ -162,6 +189,10 @@ impl StepRouter<'_> {
         session_id: &str,
         cancel: &CancellationToken,
     ) -> Result<String, ToolError> {
+        let (name, input) = match name == found::USE_TOOL {
+            true => found::unwrap(input)?,
+            false => (name, input),
+        };
         let run = async {
             let route = self.route(name)?;
             let (tool, what, limit): (&dyn Tool, &str, _) = match &route {

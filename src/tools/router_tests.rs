@@ -82,13 +82,15 @@ async fn every_offered_tool_has_a_handler_and_a_name_not_offered_is_refused_alik
         "mcp_tool_search",
         "mcp__clock__now",
         "cap_greet",
+        "use_tool",
     ] {
         assert!(
             names.iter().any(|n| n == expected),
             "{expected} in {names:?}"
         );
     }
-    for name in &names {
+    // A pinned capability stays in the tool list; found ones are called through use_tool.
+    for name in names.iter().filter(|n| *n != "use_tool") {
         assert!(
             router.route(name).is_ok(),
             "offered `{name}` has no handler"
@@ -103,6 +105,14 @@ async fn every_offered_tool_has_a_handler_and_a_name_not_offered_is_refused_alik
         assert!(
             matches!(&refused, Err(ToolError::Failed(m)) if m.contains("not in your tool list now")),
             "{name}: {refused:?}"
+        );
+        let through = json!({"tool": name, "arguments": {}});
+        let refused = router
+            .dispatch("use_tool", &through, &ctx, "s1", &cancel)
+            .await;
+        assert!(
+            matches!(&refused, Err(ToolError::Failed(m)) if m.contains("not in your tool list now")),
+            "use_tool {name}: {refused:?}"
         );
     }
     let without_servers = step.router(None);

@@ -146,12 +146,16 @@ fn spec_tokens(spec: &ToolSpec) -> u32 {
 pub(super) fn result_json(tools: &[&McpTool]) -> String {
     let items: Vec<Value> = tools
         .iter()
-        .map(|t| json!({"name": t.name, "server": t.server, "description": clip(&t.description, 300)}))
+        .map(|t| {
+            json!({"name": t.name, "server": t.server,
+                "description": clip(&t.description, 300), "input_schema": t.input_schema})
+        })
         .collect();
     json!({
         "tools": items,
-        "note": "These tools are in your tool list from your next step, with their full \
-                 parameters. They leave it when this result is compacted; search again then.",
+        "note": "Call these with use_tool {\"tool\": name, \"arguments\": {...}} as their \
+                 input_schema says. They can be called until this result is compacted; \
+                 search again then.",
     })
     .to_string()
 }

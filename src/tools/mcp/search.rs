@@ -26,8 +26,7 @@ pub(super) fn spec(deferred: &[(String, usize)]) -> ToolSpec {
         name: SEARCH.to_string(),
         description: format!(
             "Finds tools of MCP servers that have too many to list here: {}. Describe what \
-             you need in a few words; the tools found join your tool list from your next \
-             step.",
+             you need in a few words; call the tools found with use_tool.",
             servers.join(", ")
         )
         .into(),
