@@ -6,6 +6,7 @@ mod cache_support;
 
 use cache_support::session::{Growth, STEPS, plain_step, project, run, run_with};
 use cache_support::{Answer, Exchange, Totals, Wire};
+use serde_json::json;
 
 /// Tokens a request may have outside what is read from the cache and what it adds: one
 /// block (the working checkpoint riding at the end).
@@ -159,4 +160,42 @@ fn a_capability_made_midway_costs_only_what_it_adds() {
             panic!("{costly}");
         }
     }
+}
+
+#[test]
+fn a_rarely_needed_tool_shows_its_schema_through_use_tool_and_runs() {
+    let project = project();
+    let script = Box::new(|step, _: &serde_json::Value| match step {
+        0 => Answer::tool("use_tool", json!({"tool": "schedule_list"})),
+        1 => Answer::tool(
+            "use_tool",
+            json!({"tool": "schedule_list", "arguments": {}}),
+        ),
+        _ => Answer::Text("No schedules yet.".into()),
+    });
+    let exchanges = run(Wire::Anthropic, project.path(), script);
+    assert_eq!(exchanges.len(), 3);
+    // The newest tool result of request `at`.
+    let result = |at: usize| {
+        let messages = exchanges[at].body["messages"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        messages
+            .last()
+            .map(|m| m["content"][0].clone())
+            .unwrap_or_default()
+    };
+    let schema = result(1);
+    assert!(
+        schema["content"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("input_schema"),
+        "{schema}"
+    );
+    let listed = result(2);
+    assert_eq!(listed["type"], "tool_result", "{listed}");
+    assert_ne!(listed["is_error"], true, "{listed}");
+    assert_eq!(exchanges[2].body["tools"], exchanges[0].body["tools"]);
 }

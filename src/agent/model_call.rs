@@ -128,12 +128,13 @@ impl Session {
         used: &mut Usage,
     ) -> Result<ModelResponse, Attempt> {
         let (messages, volatile_tail) = self.request_messages();
+        let (tools, static_tools) = self.router().request_tools();
         let request = ModelRequest {
             system: self.system_prompt.clone(),
             messages,
             volatile_tail,
-            tools: self.router().specs(),
-            static_tools: self.step_tools.toolset.static_count,
+            tools,
+            static_tools,
             max_output_tokens: model.max_output_tokens,
             tool_calls: match self.tools_disabled {
                 true => ToolCalls::Forbidden,

@@ -77,19 +77,42 @@ enum Route<'r> {
 impl StepRouter<'_> {
     /// The specs the request carries, in the order the model is shown them: the step's tools
     /// except the ones the history found (their schemas are in the messages that found them,
-    /// and they are called through `use_tool`), then `use_tool` itself when this session can
-    /// find tools at all. So finding a tool, or compaction losing it, leaves the tool list,
-    /// and the cached prompt after it, as it was.
+    /// and they are called through `use_tool`) and the rarely needed built-ins
+    /// (`found::DEFERRED`), then `use_tool` itself when this session can reach any of those.
+    /// So finding a tool, or compaction losing it, leaves the tool list, and the cached prompt
+    /// after it, as it was.
     pub fn specs(&self) -> Arc<[ToolSpec]> {
-        let finds =
-            self.registry.get(capabilities::QUERY).is_some() || !self.mcp_offer.deferred.is_empty();
-        self.toolset
+        self.request_tools().0
+    }
+
+    /// [`Self::specs`], and how many of them come first and change only with the
+    /// configuration (the registry's tools sent).
+    pub fn request_tools(&self) -> (Arc<[ToolSpec]>, usize) {
+        let deferred: Vec<ToolSpec> = self.toolset.specs[..self.toolset.static_count]
+            .iter()
+            .filter(|spec| found::DEFERRED.contains(&spec.name.as_str()))
+            .cloned()
+            .collect();
+        let finds = !deferred.is_empty()
+            || self.registry.get(capabilities::QUERY).is_some()
+            || !self.mcp_offer.deferred.is_empty();
+        let sent: Arc<[ToolSpec]> = self
+            .toolset
             .specs
             .iter()
-            .filter(|spec| !self.found(&spec.name))
+            .filter(|spec| {
+                !self.found(&spec.name) && !found::DEFERRED.contains(&spec.name.as_str())
+            })
             .cloned()
-            .chain(finds.then(found::use_tool_spec))
-            .collect()
+            .chain(finds.then(|| found::use_tool_spec(&deferred)))
+            .collect();
+        let static_sent = self.toolset.static_count - deferred.len();
+        (sent, static_sent)
+    }
+
+    /// The spec of `name`, if the step can run it: a registry tool or one of the step's set.
+    fn spec_of(&self, name: &str) -> Option<&ToolSpec> {
+        self.toolset.specs.iter().find(|spec| spec.name == name)
     }
 
     /// Whether `name` is offered because the history found it: a capability that is not
@@ -190,7 +213,18 @@ impl StepRouter<'_> {
         cancel: &CancellationToken,
     ) -> Result<String, ToolError> {
         let (name, input) = match name == found::USE_TOOL {
-            true => found::unwrap(input)?,
+            true => match found::unwrap(input)? {
+                found::Asked::Call(name, arguments) => (name, arguments),
+                found::Asked::Schema(name) => {
+                    self.route(name)?;
+                    return match self.spec_of(name) {
+                        Some(spec) => Ok(found::schema_of(spec)),
+                        None => Err(ToolError::Failed(format!(
+                            "`{name}` has no schema to show: call it with its arguments"
+                        ))),
+                    };
+                }
+            },
             false => (name, input),
         };
         let run = async {
