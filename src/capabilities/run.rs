@@ -14,8 +14,9 @@ use crate::memory::capabilities::Capability;
 use crate::protocol::ApprovalAction;
 use crate::sandbox::Sandbox;
 use crate::sandbox::approval::Action;
+use crate::text::head_tail;
 use crate::tools::process::{self, SandboxSlot};
-use crate::tools::truncate::{MAX_OUTPUT_BYTES, head_tail};
+use crate::tools::truncate::MAX_OUTPUT_BYTES;
 use crate::tools::{Tool, ToolContext, ToolError};
 
 /// Most a capability may print on stdout; more is an error, not a silently cut answer. A
@@ -223,7 +224,7 @@ fn answer(stdout: &str) -> Result<String, ToolError> {
             Err(err) => Err(ToolError::Failed(format!(
                 "the capability printed malformed JSON ({err}); print one JSON value or plain \
                  text. It printed:\n{}",
-                crate::tools::truncate::clip(text, 400)
+                crate::text::clip(text, 400)
             ))),
         };
     }

@@ -13,7 +13,6 @@ pub mod memory;
 pub mod process;
 pub mod registry;
 pub mod schedule;
-pub mod scrub;
 pub mod search;
 pub mod services;
 pub mod shell;
@@ -327,7 +326,7 @@ pub(crate) fn decode_args<A: DeserializeOwned>(tool: &str, input: Value) -> Resu
         Value::Object(_) => serde_json::from_value(input).map_err(|e| invalid(e.to_string())),
         Value::String(raw) => Err(invalid(format!(
             "the arguments are not valid JSON; send one JSON object. Received: {}",
-            truncate::clip(&raw, 200)
+            crate::text::clip(&raw, 200)
         ))),
         other => Err(invalid(format!(
             "the arguments must be a JSON object, not {other}"
