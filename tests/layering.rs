@@ -50,7 +50,6 @@ const NOT_YET: &[(&str, &str)] = &[
     ("memory", "llm"),
     ("memory", "sandbox"),
     ("memory", "skills"),
-    ("sandbox", "tools"),
     ("tools", "agent"),
     ("tui", "gateway"),
     ("tui", "serve"),

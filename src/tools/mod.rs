@@ -156,6 +156,15 @@ pub enum ToolError {
     Denied(String),
 }
 
+impl From<path_guard::PathError> for ToolError {
+    fn from(e: path_guard::PathError) -> Self {
+        ToolError::Path {
+            path: e.path,
+            message: e.message,
+        }
+    }
+}
+
 fn output_note(output: &str) -> String {
     if output.is_empty() {
         String::new()
