@@ -7,6 +7,7 @@ pub mod factory;
 pub mod fallback;
 pub mod http;
 pub mod openai;
+mod price;
 pub mod scripted;
 pub mod sse;
 pub mod tokens;
@@ -19,6 +20,7 @@ use futures_util::Stream;
 use futures_util::future::BoxFuture;
 
 pub use error::ProviderError;
+pub use price::Price;
 pub use types::{
     ContentBlock, Message, ModelRequest, ModelResponse, Role, StopReason, StreamEvent, ToolSpec,
     Usage, tool_input,
