@@ -38,7 +38,6 @@ const LAYERS: &[(&str, u8)] = &[
 /// Imports that break the layering today, to be removed as the code moves.
 const NOT_YET: &[(&str, &str)] = &[
     ("capabilities", "tools"),
-    ("config", "jobs"),
     ("gateway", "serve"),
     ("host", "launch"),
     ("llm", "config"),

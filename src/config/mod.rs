@@ -2,6 +2,7 @@
 //! environment variables and command-line flags, merged in that order into one typed value.
 
 pub mod dream;
+pub mod heartbeat_files;
 mod layers;
 mod ranges;
 pub mod schedules;
