@@ -11,7 +11,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use mnemo::agent::{Session, SessionSettings};
-use mnemo::config::{Config, Price};
+use mnemo::config::Config;
+use mnemo::llm::Price;
 use mnemo::llm::fallback::ChainModel;
 use mnemo::llm::scripted::{Script, ScriptedProvider};
 use mnemo::memory::Store;

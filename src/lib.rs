@@ -20,5 +20,6 @@ pub mod sandbox;
 pub mod serve;
 pub mod signals;
 pub mod skills;
+pub mod text;
 pub mod tools;
 pub mod tui;

@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use agent_support::settings;
 use mnemo::agent::{AgentHandle, Session};
-use mnemo::config::Price;
+use mnemo::llm::Price;
 use mnemo::llm::fallback::{ChainModel, FallbackChain, RetryPolicy};
 use mnemo::llm::scripted::{Script, ScriptedProvider};
 use mnemo::llm::{ContentBlock, Role};

@@ -11,7 +11,7 @@ use std::time::Duration;
 use agent_support::settings;
 use common::{Reply, TestServer};
 use mnemo::agent::Session;
-use mnemo::config::Price;
+use mnemo::llm::Price;
 use mnemo::llm::ProviderSettings;
 use mnemo::llm::anthropic::AnthropicProvider;
 use mnemo::llm::fallback::{ChainModel, FallbackChain, RetryPolicy};

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use agent_support::{Harness, start_with_chain};
 use common::{Reply, TestServer};
-use mnemo::config::Price;
+use mnemo::llm::Price;
 use mnemo::llm::anthropic::AnthropicProvider;
 use mnemo::llm::fallback::{ChainModel, FallbackChain, RetryPolicy};
 use mnemo::llm::openai::OpenAiProvider;

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use mnemo::config::Price;
+use mnemo::llm::Price;
 use mnemo::llm::fallback::{ChainModel, FallbackChain, RetryPolicy};
 use mnemo::llm::scripted::{Script, ScriptedProvider};
 

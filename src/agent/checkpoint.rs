@@ -58,7 +58,7 @@ impl Session {
             .filter_map(|input| serde_json::from_value::<CheckpointArgs>(input).ok())
             .next_back();
         if let Some(args) = last {
-            let key_info = crate::tools::truncate::clip(args.key_info.trim(), MAX_CHARS);
+            let key_info = crate::text::clip(args.key_info.trim(), MAX_CHARS);
             self.checkpoint = Some(Checkpoint {
                 key_info,
                 related_skill: args.related_skill,

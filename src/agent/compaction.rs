@@ -21,7 +21,7 @@ use crate::llm::{Message, ModelRequest, StreamEvent};
 use crate::memory::types::{NewArchiveEntry, Scope};
 use crate::memory::{StoreError, importance, summary};
 use crate::protocol::{CompactionKind, Event};
-use crate::tools::truncate::{clip, first_line};
+use crate::text::{clip, first_line};
 
 const COMPRESSOR_PROMPT: &str = include_str!("../../assets/compressor.md");
 /// The recent messages a compaction always keeps.

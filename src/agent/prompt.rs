@@ -51,8 +51,7 @@ async fn instructions(workspace: &Path, confinement: &Confinement) -> (String, V
             );
             match found {
                 Ok(Some(file)) => {
-                    let text =
-                        crate::tools::truncate::head_tail(file.text.trim(), MAX_INSTRUCTIONS_BYTES);
+                    let text = crate::text::head_tail(file.text.trim(), MAX_INSTRUCTIONS_BYTES);
                     section.push_str(&format!("\n# Project instructions from {name}\n\n{text}\n"));
                 }
                 Ok(None) => {}

@@ -4,7 +4,7 @@
 
 use tokio_util::sync::CancellationToken;
 
-use crate::tools::truncate::{clip, first_line};
+use crate::text::{clip, first_line};
 
 /// A session's title: the first line of its first message, cut to this many characters.
 const TITLE_CHARS: usize = 60;

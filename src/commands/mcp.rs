@@ -50,8 +50,8 @@ pub async fn list(loaded: &Loaded, tools: bool, out: &mut impl Write) -> Result<
         if tools && matches!(state, ServerState::Ready { .. }) {
             for tool in offered.iter().filter(|t| t.server == name) {
                 let kind = if tool.read_only { "read-only" } else { "write" };
-                let summary = crate::tools::truncate::first_line(&tool.description);
-                let summary = crate::tools::truncate::clip(summary, 80);
+                let summary = crate::text::first_line(&tool.description);
+                let summary = crate::text::clip(summary, 80);
                 writeln!(out, "  {:<40} {kind:<9} {summary}", tool.name)?;
             }
         }

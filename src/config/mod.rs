@@ -2,6 +2,7 @@
 //! environment variables and command-line flags, merged in that order into one typed value.
 
 pub mod dream;
+pub mod heartbeat_files;
 mod layers;
 mod ranges;
 pub mod schedules;
@@ -256,29 +257,9 @@ pub struct ModelConfig {
     pub api_key_env: Option<String>,
     pub context_window: Option<u64>,
     pub max_output_tokens: Option<u32>,
-    pub price: Price,
+    pub price: crate::llm::Price,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub script: Option<PathBuf>,
-}
-
-/// US dollars per million tokens.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct Price {
-    pub input: f64,
-    pub output: f64,
-    pub cache_read: f64,
-    pub cache_write: f64,
-}
-
-impl Price {
-    pub fn cost(&self, usage: &crate::llm::Usage) -> f64 {
-        let per_token = |tokens: u64, price: f64| tokens as f64 * price / 1_000_000.0;
-        per_token(usage.input_tokens, self.input)
-            + per_token(usage.output_tokens, self.output)
-            + per_token(usage.cache_read_tokens, self.cache_read)
-            + per_token(usage.cache_write_tokens, self.cache_write)
-    }
 }
 
 /// Values given on the command line; they win over every file and variable.

@@ -5,7 +5,8 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
-use super::{CliOverrides, Config, ConfigError, Price, ProviderKind};
+use super::{CliOverrides, Config, ConfigError, ProviderKind};
+use crate::llm::Price;
 
 /// Context window assumed for ad-hoc models, whose size the config does not know.
 const AD_HOC_CONTEXT_WINDOW: u64 = 128_000;

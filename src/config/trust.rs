@@ -8,7 +8,7 @@
 //! reported. Trust lives in the user's config dir (`trusted-workspaces.toml`), bound to the
 //! file's SHA-256 as direnv binds `.envrc`: a changed file needs trusting again, so neither a
 //! pull nor the agent can widen what the person agreed to. The workspace's heartbeat files are
-//! bound the same way (`src/jobs/heartbeat.rs`).
+//! bound the same way (`heartbeat_files.rs`).
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -171,7 +171,7 @@ pub fn trust(dirs: &Dirs, workspace: &Path) -> Result<Trust, TrustError> {
     list.workspaces.push(TrustEntry {
         path: workspace.to_path_buf(),
         config_sha256: fingerprint.clone().unwrap_or_default(),
-        heartbeats_sha256: crate::jobs::heartbeat::fingerprint(workspace),
+        heartbeats_sha256: super::heartbeat_files::fingerprint(workspace),
         trusted_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
     });
     write_list(&path, &list)?;

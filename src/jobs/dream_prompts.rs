@@ -9,8 +9,7 @@ use serde::Deserialize;
 use crate::llm::transcript::to_markdown;
 use crate::memory::dream_notes::{DreamEntry, DreamNotes, NoteFile, paragraphs};
 use crate::memory::types::{Experience, Scope};
-use crate::tools::scrub::scrub_secrets;
-use crate::tools::truncate::head_tail;
+use crate::text::{head_tail, scrub_secrets};
 
 /// Each notes file holds at most this many words.
 pub const MAX_WORDS: usize = 2000;

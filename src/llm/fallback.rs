@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use super::Price;
 use super::{Provider, ProviderError};
-use crate::config::Price;
 
 /// One model of the chain with what the agent needs to account for it.
 #[derive(Clone)]

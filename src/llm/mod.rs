@@ -6,6 +6,7 @@ pub mod error;
 pub mod fallback;
 pub mod http;
 pub mod openai;
+mod price;
 pub mod scripted;
 pub mod sse;
 pub mod tokens;
@@ -18,6 +19,7 @@ use futures_util::Stream;
 use futures_util::future::BoxFuture;
 
 pub use error::ProviderError;
+pub use price::Price;
 pub use types::{
     ContentBlock, Message, ModelRequest, ModelResponse, Role, StopReason, StreamEvent, ToolCalls,
     ToolSpec, Usage, tool_input,

@@ -43,7 +43,7 @@ fn turns(messages: &[Message]) -> Vec<String> {
                 ContentBlock::Text { text } => words.push(text.trim().to_string()),
                 ContentBlock::ToolUse { name, input, .. } => {
                     let input = input.to_string();
-                    let input = crate::tools::truncate::clip(&input, 200);
+                    let input = crate::text::clip(&input, 200);
                     words.push(format!("[{name} {input}]"));
                 }
                 _ => {}

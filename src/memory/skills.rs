@@ -1,6 +1,6 @@
 //! Skills' stats: who wrote each skill and where, how often it was loaded, how the turns that
 //! loaded it ended, and the pin and stale marks. The skills themselves are folders on disk
-//! (`crate::skills`); a row exists once a skill was written by the agent or loaded. A full-text
+//! (found by the skills layer above); a row exists once a skill was written by the agent or loaded. A full-text
 //! index of names and descriptions, refreshed from disk, finds the skills closest to a new
 //! one before it is written.
 

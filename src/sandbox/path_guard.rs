@@ -13,7 +13,15 @@ use std::io;
 use std::path::{Component, Path, PathBuf};
 
 use super::{Confinement, SandboxPolicy};
-use crate::tools::ToolError;
+
+/// A path refused by the guard, and why, worded for the model.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{path}: {message}")]
+pub struct PathError {
+    /// The path as the model asked for it.
+    pub path: String,
+    pub message: String,
+}
 
 /// How many dangling symlinks may be followed while resolving one path.
 const MAX_LINK_HOPS: usize = 40;
@@ -26,10 +34,10 @@ pub fn resolve(
     workspace: &Path,
     requested: &str,
     confinement: &Confinement,
-) -> Result<PathBuf, ToolError> {
+) -> Result<PathBuf, PathError> {
     let path = resolve_inside(workspace, requested)?;
     match confinement.hiding(&path) {
-        Some(hidden) => Err(ToolError::Path {
+        Some(hidden) => Err(PathError {
             path: requested.to_string(),
             message: format!(
                 "{} is hidden from the agent (a secret location or mnemo's own data, see \
@@ -42,9 +50,9 @@ pub fn resolve(
 }
 
 /// The real path of `requested` when it lies inside the workspace.
-fn resolve_inside(workspace: &Path, requested: &str) -> Result<PathBuf, ToolError> {
+fn resolve_inside(workspace: &Path, requested: &str) -> Result<PathBuf, PathError> {
     let root = canonical_root(workspace);
-    let error = |message: String| ToolError::Path {
+    let error = |message: String| PathError {
         path: requested.to_string(),
         message,
     };
@@ -91,9 +99,9 @@ pub fn resolve_for_write(
     requested: &str,
     policy: SandboxPolicy,
     confinement: &Confinement,
-) -> Result<PathBuf, ToolError> {
+) -> Result<PathBuf, PathError> {
     let path = resolve(workspace, requested, confinement)?;
-    let refuse = |message: &str| ToolError::Path {
+    let refuse = |message: &str| PathError {
         path: requested.to_string(),
         message: message.to_string(),
     };
@@ -205,10 +213,26 @@ fn invalid(message: &str) -> io::Error {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tools::builtin::test_support::{TestResult, error_text, workspace};
     use std::os::unix::fs::symlink;
 
-    fn resolve(ws: &Path, requested: &str) -> Result<PathBuf, ToolError> {
+    type TestResult = Result<(), Box<dyn std::error::Error>>;
+
+    /// A temporary, canonical workspace; keep the `TempDir` alive for the test.
+    fn workspace() -> std::io::Result<(tempfile::TempDir, PathBuf)> {
+        let dir = tempfile::tempdir()?;
+        let ws = dir.path().canonicalize()?.join("ws");
+        std::fs::create_dir(&ws)?;
+        Ok((dir, ws))
+    }
+
+    fn error_text(result: Result<PathBuf, PathError>) -> String {
+        match result {
+            Ok(path) => panic!("expected an error, got {path:?}"),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    fn resolve(ws: &Path, requested: &str) -> Result<PathBuf, PathError> {
         super::resolve(ws, requested, &Confinement::default())
     }
 
@@ -216,11 +240,11 @@ mod tests {
         ws: &Path,
         requested: &str,
         policy: SandboxPolicy,
-    ) -> Result<PathBuf, ToolError> {
+    ) -> Result<PathBuf, PathError> {
         super::resolve_for_write(ws, requested, policy, &Confinement::default())
     }
 
-    fn assert_outside(result: Result<PathBuf, ToolError>) {
+    fn assert_outside(result: Result<PathBuf, PathError>) {
         let message = error_text(result);
         assert!(message.contains("outside the workspace"), "{message}");
         assert!(

@@ -10,13 +10,14 @@ use futures_util::future::BoxFuture;
 use serde_json::Value;
 
 use super::process::{self, SandboxSlot};
-use super::truncate::{MAX_OUTPUT_BYTES, head_tail};
+use super::truncate::MAX_OUTPUT_BYTES;
 use super::{Tool, ToolContext, ToolError};
 use crate::memory::Store;
 use crate::memory::capabilities::Capability;
 use crate::protocol::ApprovalAction;
 use crate::sandbox::Sandbox;
 use crate::sandbox::approval::Action;
+use crate::text::head_tail;
 
 /// Most a capability may print on stdout; more is an error, not a silently cut answer. A
 /// little under `MAX_OUTPUT_BYTES`: the capture keeps output whole only up to a few hundred
@@ -223,7 +224,7 @@ fn answer(stdout: &str) -> Result<String, ToolError> {
             Err(err) => Err(ToolError::Failed(format!(
                 "the capability printed malformed JSON ({err}); print one JSON value or plain \
                  text. It printed:\n{}",
-                super::truncate::clip(text, 400)
+                crate::text::clip(text, 400)
             ))),
         };
     }

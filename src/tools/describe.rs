@@ -2,8 +2,8 @@
 
 use serde_json::Value;
 
-use super::truncate::clip;
 use crate::protocol::AgentActivity;
+use crate::text::clip;
 
 /// A sub-agent's activity in a few words: "thinking", "shell cargo test".
 pub fn activity(activity: &AgentActivity) -> String {

@@ -17,7 +17,6 @@ pub mod process;
 pub mod registry;
 pub mod router;
 pub mod schedule;
-pub mod scrub;
 pub mod search;
 pub mod services;
 pub mod shell;
@@ -159,6 +158,15 @@ pub enum ToolError {
     Cancelled,
     #[error("not run: {0}")]
     Denied(String),
+}
+
+impl From<path_guard::PathError> for ToolError {
+    fn from(e: path_guard::PathError) -> Self {
+        ToolError::Path {
+            path: e.path,
+            message: e.message,
+        }
+    }
 }
 
 fn output_note(output: &str) -> String {
@@ -331,7 +339,7 @@ pub(crate) fn decode_args<A: DeserializeOwned>(tool: &str, input: Value) -> Resu
         Value::Object(_) => serde_json::from_value(input).map_err(|e| invalid(e.to_string())),
         Value::String(raw) => Err(invalid(format!(
             "the arguments are not valid JSON; send one JSON object. Received: {}",
-            truncate::clip(&raw, 200)
+            crate::text::clip(&raw, 200)
         ))),
         other => Err(invalid(format!(
             "the arguments must be a JSON object, not {other}"

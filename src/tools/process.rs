@@ -11,9 +11,10 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::sync::mpsc;
 use tokio::time::{Instant, sleep_until};
 
-use super::truncate::{MAX_OUTPUT_BYTES, ceil_char_boundary, floor_char_boundary, head_tail};
+use super::truncate::MAX_OUTPUT_BYTES;
 use super::{ToolContext, ToolError};
 use crate::sandbox::{Escalation, Prepared, RunGuard, Sandbox};
+use crate::text::{ceil_char_boundary, floor_char_boundary, head_tail};
 
 /// A partial line longer than this is passed on without waiting for its newline.
 const MAX_PENDING_BYTES: usize = 16 * 1024;

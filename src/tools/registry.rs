@@ -4,9 +4,10 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::truncate::{MAX_OUTPUT_BYTES, head_tail};
+use super::truncate::MAX_OUTPUT_BYTES;
 use super::{Tool, ToolContext, ToolError};
 use crate::llm::ToolSpec;
+use crate::text::head_tail;
 
 #[derive(Clone, Default)]
 pub struct ToolRegistry {

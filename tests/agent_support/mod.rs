@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use mnemo::agent::{AgentHandle, Session, SessionSettings};
-use mnemo::config::Price;
+use mnemo::llm::Price;
 use mnemo::llm::fallback::{ChainModel, FallbackChain, RetryPolicy};
 use mnemo::llm::scripted::{Script, ScriptedProvider};
 use mnemo::memory::Store;

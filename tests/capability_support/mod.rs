@@ -10,7 +10,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mnemo::agent::{AgentHandle, Session, SessionSettings};
-use mnemo::config::{Config, Price};
+use mnemo::config::Config;
+use mnemo::llm::Price;
 use mnemo::llm::Provider;
 use mnemo::llm::fallback::{ChainModel, FallbackChain, RetryPolicy};
 use mnemo::llm::scripted::{Script, ScriptedProvider};

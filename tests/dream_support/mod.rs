@@ -7,7 +7,7 @@
 use std::sync::{Arc, Mutex, PoisonError};
 
 use futures_util::future::BoxFuture;
-use mnemo::config::Price;
+use mnemo::llm::Price;
 use mnemo::llm::fallback::{ChainModel, FallbackChain, RetryPolicy};
 use mnemo::llm::scripted::{Script, ScriptedProvider};
 use mnemo::llm::{EventStream, Message, ModelRequest, Provider, ProviderError};

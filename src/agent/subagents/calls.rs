@@ -11,7 +11,7 @@ use super::child::{RunSpec, run_json};
 use super::host::AgentHost;
 use super::{Run, Waited};
 use crate::protocol::{AgentKind, AgentStatus};
-use crate::tools::truncate::{clip, first_line};
+use crate::text::{clip, first_line};
 use crate::tools::{ToolContext, ToolError};
 
 /// A run's label: the first line of its task, cut to this many characters.

@@ -4,7 +4,7 @@ use serde_json::Value;
 
 pub use super::format::escape_html;
 use crate::protocol::{ApprovalAction, ApprovalDecision};
-use crate::tools::truncate::clip;
+use crate::text::clip;
 
 /// The visible text of HTML this module wrote (tags dropped, entities read).
 pub fn plain_of(html: &str) -> String {

@@ -16,11 +16,12 @@ pub use offer::{McpOffer, deferred_servers};
 pub use resources::register;
 pub use search::SEARCH;
 
-use super::truncate::{MAX_OUTPUT_BYTES, clip, head_tail};
+use super::truncate::MAX_OUTPUT_BYTES;
 use super::{Tool, ToolContext, ToolError};
 use crate::mcp::{McpError, McpManager, McpTool, ServerState};
 use crate::protocol::{ApprovalAction, McpServerStatus};
 use crate::sandbox::approval::Action;
+use crate::text::{clip, head_tail};
 
 /// How much of a call's arguments an approval question shows.
 const PREVIEW_CHARS: usize = 2000;

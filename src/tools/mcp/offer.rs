@@ -13,7 +13,7 @@ use crate::llm::ToolSpec;
 use crate::llm::tokens::estimate_text;
 use crate::mcp::McpTool;
 use crate::memory::tool_index::ToolIndex;
-use crate::tools::truncate::clip;
+use crate::text::clip;
 
 /// A server's description of a tool is cut to this many characters.
 const MAX_DESCRIPTION_CHARS: usize = 2000;

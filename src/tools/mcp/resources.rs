@@ -7,7 +7,8 @@ use serde_json::json;
 
 use super::mcp_failed;
 use crate::mcp::McpManager;
-use crate::tools::truncate::{MAX_OUTPUT_BYTES, head_tail};
+use crate::text::head_tail;
+use crate::tools::truncate::MAX_OUTPUT_BYTES;
 use crate::tools::{ToolContext, ToolError, ToolRegistry, TypedTool};
 
 /// Registers the resource tools over `manager`'s servers.

@@ -3,10 +3,10 @@
 //! bearer token, and tokens of the well-known shapes (`sk-…`, `ghp_…`, `AKIA…`). The dream
 //! scrubs what it reads from the archive and what it writes into the notes with it.
 
-use crate::sandbox::env_allow::is_secret;
+use super::is_secret;
 
 /// What a secret is replaced with.
-pub const REMOVED: &str = "[secret removed]";
+const REMOVED: &str = "[secret removed]";
 
 /// Prefixes of provider tokens, and the shortest such token.
 const TOKEN_PREFIXES: &[&str] = &[
