@@ -112,6 +112,19 @@ impl SessionHost {
         Ok(self.start(session, options.delivery).await)
     }
 
+    /// Opens a new session that runs while nobody watches (a job of `mnemo serve`): what
+    /// would ask a person is refused, the model told `reason`.
+    pub async fn open_unattended(
+        &self,
+        loaded: &Loaded,
+        cli: &CliOverrides,
+        reason: String,
+    ) -> Result<Attachment, LaunchError> {
+        let session = prepare_session_with(loaded, cli, SessionChoice::New).await?;
+        session.settings.approvals.run_unattended(reason);
+        Ok(self.start(session, Delivery::Wait).await)
+    }
+
     /// The journal writer of `store`, started the first time it is needed; `None` when its
     /// thread could not be started (events are then kept in memory only).
     fn journal_for(&self, store: &Store) -> Option<Journal> {

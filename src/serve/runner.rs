@@ -7,8 +7,7 @@ use futures_util::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{CliOverrides, Dirs};
-use crate::host::{self, SessionChoice};
-use crate::host::{Attachment, Delivery, SessionHost};
+use crate::host::{self, Attachment, SessionHost};
 use crate::jobs::job::{Job, RunOutcome};
 use crate::jobs::scheduler::JobRunner;
 use crate::protocol::{Event, Op, TurnStatus};
@@ -76,17 +75,16 @@ impl HeadlessRunner {
         if let Some(maker) = &job.rights {
             crate::jobs::schedule::limit_to(&mut loaded.config, maker);
         }
-        let session = match host::prepare_session_with(&loaded, &cli, SessionChoice::New).await {
-            Ok(session) => session,
+        let store = match loaded.store() {
+            Ok(store) => store,
             Err(e) => return failed(e.to_string()),
         };
-        session.settings.approvals.run_unattended(format!(
-            "{} runs in mnemo serve while nobody watches",
-            job.label
-        ));
-        let session_id = session.id.clone();
-        let store = session.store().clone();
-        let handle = self.host.start(session, Delivery::Wait).await;
+        let unattended = format!("{} runs in mnemo serve while nobody watches", job.label);
+        let handle = match self.host.open_unattended(&loaded, &cli, unattended).await {
+            Ok(handle) => handle,
+            Err(e) => return failed(e.to_string()),
+        };
+        let session_id = handle.session.clone();
         let outcome = drive(handle, job.prompt.clone(), session_id.clone(), cancel).await;
         self.host.stop(&session_id, STOP_WAIT).await;
         let (id, title) = (session_id, job.label.clone());
