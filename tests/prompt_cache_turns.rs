@@ -6,13 +6,16 @@ mod cache_support;
 use std::sync::Arc;
 
 use cache_support::{Answer, CacheServer, Exchange, Wire};
-use mnemo::agent::{Session, SessionSettings};
+use mnemo::agent::{Session, SessionSettings, SkillSettings, prepare_skills};
+use mnemo::config::Config;
 use mnemo::llm::anthropic::AnthropicProvider;
 use mnemo::llm::fallback::{ChainModel, FallbackChain, RetryPolicy};
 use mnemo::llm::openai::OpenAiProvider;
 use mnemo::llm::{Price, Provider, ProviderSettings};
 use mnemo::memory::Store;
 use mnemo::protocol::{Event, Op};
+use mnemo::sandbox::{ApprovalMode, Confinement};
+use mnemo::tools::Approvals;
 use serde_json::{Value, json};
 
 /// Tokens a request may have outside what is read from the cache and what it adds (one
@@ -24,8 +27,21 @@ fn allowance(wire: Wire) -> u64 {
     }
 }
 
+/// What the session can grow besides experiences.
+#[derive(Clone, Copy, PartialEq)]
+enum Grows {
+    Facts,
+    /// Skills too: a library under a config dir of its own, and writes allowed.
+    Skills,
+}
+
 /// Runs `turns` in one session against a cache-accounting server playing `script`.
-async fn session(wire: Wire, turns: &[&str], script: cache_support::Script) -> Vec<Exchange> {
+async fn session(
+    wire: Wire,
+    grows: Grows,
+    turns: &[&str],
+    script: cache_support::Script,
+) -> Vec<Exchange> {
     let server = CacheServer::start(wire, script)
         .await
         .unwrap_or_else(|e| panic!("{e}"));
@@ -59,11 +75,32 @@ async fn session(wire: Wire, turns: &[&str], script: cache_support::Script) -> V
     let store = Store::open(&dir.path().join("db.sqlite")).unwrap_or_else(|e| panic!("{e}"));
     let mut tools = mnemo::tools::builtin::builtin_tools();
     mnemo::tools::memory::register(&mut tools, &store, None);
-    let settings =
-        SessionSettings::from_config(ws.clone(), "You are mnemo.".into(), &Default::default());
-    let session = Session::create(settings, chain, tools, store, None)
+    let config = Config::default();
+    let mut settings = SessionSettings::from_config(ws.clone(), "You are mnemo.".into(), &config);
+    if grows == Grows::Skills {
+        settings.approvals = Arc::new(Approvals::confined(
+            config.sandbox.config(),
+            ApprovalMode::Full,
+            Arc::new(Confinement::from_section(&config.sandbox)),
+        ));
+    }
+    let mut session = Session::create(settings, chain, tools, store.clone(), None)
         .await
         .unwrap_or_else(|e| panic!("{e}"));
+    if grows == Grows::Skills {
+        let skills = dir.path().join("config");
+        std::fs::create_dir_all(skills.join("skills")).unwrap_or_else(|e| panic!("{e}"));
+        let (library, _) = prepare_skills(&store, ws.clone(), skills)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        session.set_skills(
+            library,
+            SkillSettings {
+                catalog_tokens: None,
+                learn_after_steps: 0,
+            },
+        );
+    }
     let mut handle = mnemo::agent::spawn(session);
     for turn in turns {
         handle
@@ -97,27 +134,60 @@ async fn a_fact_remembered_in_one_turn_leaves_the_next_turns_prompt_cached() {
             3 => Answer::tool("read_file", json!({"path": "notes.txt"})),
             _ => Answer::Text("Run make db, then the tests.".into()),
         });
-        let exchanges = session(wire, &["remember how to build", "how do I build?"], script).await;
+        let turns = ["remember how to build", "how do I build?"];
+        let exchanges = session(wire, Grows::Facts, &turns, script).await;
         assert_eq!(exchanges.len(), 5, "{wire:?}");
-        let system = |exchange: &Exchange| match wire {
-            Wire::Anthropic => exchange.body["system"].clone(),
-            Wire::OpenAi => exchange.body["messages"][0].clone(),
-        };
-        assert!(system(&exchanges[0]).to_string().contains("You are mnemo."));
-        assert_eq!(
-            system(&exchanges[3]),
-            system(&exchanges[0]),
-            "{wire:?}: the system prompt changed at the next turn"
+        check_growth_only(wire, &exchanges);
+    }
+}
+
+/// The system prompt stayed byte-identical into the second turn (request 3), and each request
+/// cost at most what it added (plus the allowance) outside the cache.
+fn check_growth_only(wire: Wire, exchanges: &[Exchange]) {
+    let system = |exchange: &Exchange| match wire {
+        Wire::Anthropic => exchange.body["system"].clone(),
+        Wire::OpenAi => exchange.body["messages"][0].clone(),
+    };
+    assert!(system(&exchanges[0]).to_string().contains("You are mnemo."));
+    assert_eq!(
+        system(&exchanges[3]),
+        system(&exchanges[0]),
+        "{wire:?}: the system prompt changed at the next turn"
+    );
+    for (at, pair) in exchanges.windows(2).enumerate() {
+        let (before, now) = (pair[0].usage, pair[1].usage);
+        let grown = now.total().saturating_sub(before.total());
+        let fresh = now.write + now.input;
+        assert!(
+            fresh <= grown + allowance(wire),
+            "{wire:?} request {}: {fresh} tokens not read from the cache for {grown} added",
+            at + 1
         );
-        for (at, pair) in exchanges.windows(2).enumerate() {
-            let (before, now) = (pair[0].usage, pair[1].usage);
-            let grown = now.total().saturating_sub(before.total());
-            let fresh = now.write + now.input;
-            assert!(
-                fresh <= grown + allowance(wire),
-                "{wire:?} request {}: {fresh} tokens not read from the cache for {grown} added",
-                at + 1
-            );
-        }
+    }
+}
+
+#[tokio::test]
+async fn a_skill_learned_in_one_turn_leaves_the_next_turns_prompt_cached() {
+    for wire in [Wire::Anthropic, Wire::OpenAi] {
+        let script = Box::new(|step, _: &Value| match step {
+            0 => Answer::tool("read_file", json!({"path": "notes.txt"})),
+            1 => Answer::tool(
+                "skill_write",
+                json!({"name": "build-with-db", "description": "Build after make db",
+                    "body": "Run `make db`, then the build.\n", "scope": "user"}),
+            ),
+            2 => Answer::Text("Written down.".into()),
+            3 => Answer::tool("read_file", json!({"path": "notes.txt"})),
+            _ => Answer::Text("Run make db, then the build.".into()),
+        });
+        let turns = ["write down how to build", "how do I build?"];
+        let exchanges = session(wire, Grows::Skills, &turns, script).await;
+        assert_eq!(exchanges.len(), 5, "{wire:?}");
+        let written = exchanges[2].body.to_string();
+        assert!(
+            written.contains("build-with-db"),
+            "{wire:?}: no skill was written"
+        );
+        check_growth_only(wire, &exchanges);
     }
 }
