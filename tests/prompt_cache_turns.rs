@@ -5,27 +5,16 @@ mod cache_support;
 
 use std::sync::Arc;
 
-use cache_support::{Answer, CacheServer, Exchange, Wire};
+use cache_support::{Answer, CacheServer, Exchange, Wire, growth_only};
 use mnemo::agent::{Session, SessionSettings, SkillSettings, prepare_skills};
 use mnemo::config::Config;
-use mnemo::llm::anthropic::AnthropicProvider;
+use mnemo::llm::Price;
 use mnemo::llm::fallback::{ChainModel, FallbackChain, RetryPolicy};
-use mnemo::llm::openai::OpenAiProvider;
-use mnemo::llm::{Price, Provider, ProviderSettings};
 use mnemo::memory::Store;
 use mnemo::protocol::{Event, Op};
 use mnemo::sandbox::{ApprovalMode, Confinement};
 use mnemo::tools::Approvals;
 use serde_json::{Value, json};
-
-/// Tokens a request may have outside what is read from the cache and what it adds (one
-/// block, and on OpenAI one 128-token step).
-fn allowance(wire: Wire) -> u64 {
-    match wire {
-        Wire::Anthropic => 150,
-        Wire::OpenAi => 150 + 128,
-    }
-}
 
 /// What the session can grow besides experiences.
 #[derive(Clone, Copy, PartialEq)]
@@ -45,19 +34,7 @@ async fn session(
     let server = CacheServer::start(wire, script)
         .await
         .unwrap_or_else(|e| panic!("{e}"));
-    let settings = ProviderSettings {
-        base_url: match wire {
-            Wire::Anthropic => server.base_url.clone(),
-            Wire::OpenAi => format!("{}/v1", server.base_url),
-        },
-        model: "m".into(),
-        api_key: Some("test-key".into()),
-        ..ProviderSettings::default()
-    };
-    let provider: Arc<dyn Provider> = match wire {
-        Wire::Anthropic => Arc::new(AnthropicProvider::new(settings)),
-        Wire::OpenAi => Arc::new(OpenAiProvider::new(settings)),
-    };
+    let provider = server.provider();
     let chain = Arc::new(FallbackChain::new(
         vec![ChainModel {
             name: "m".into(),
@@ -154,15 +131,8 @@ fn check_growth_only(wire: Wire, exchanges: &[Exchange]) {
         system(&exchanges[0]),
         "{wire:?}: the system prompt changed at the next turn"
     );
-    for (at, pair) in exchanges.windows(2).enumerate() {
-        let (before, now) = (pair[0].usage, pair[1].usage);
-        let grown = now.total().saturating_sub(before.total());
-        let fresh = now.write + now.input;
-        assert!(
-            fresh <= grown + allowance(wire),
-            "{wire:?} request {}: {fresh} tokens not read from the cache for {grown} added",
-            at + 1
-        );
+    if let Err(costly) = growth_only(wire, exchanges, None) {
+        panic!("{costly}");
     }
 }
 

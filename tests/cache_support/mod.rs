@@ -97,6 +97,23 @@ impl CacheServer {
             .unwrap_or_default()
     }
 
+    /// A provider of this server's wire that talks to it, for a session built in the test.
+    pub fn provider(&self) -> Arc<dyn mnemo::llm::Provider> {
+        let settings = mnemo::llm::ProviderSettings {
+            base_url: match self.wire {
+                Wire::Anthropic => self.base_url.clone(),
+                Wire::OpenAi => format!("{}/v1", self.base_url),
+            },
+            model: "m".into(),
+            api_key: Some("test-key".into()),
+            ..Default::default()
+        };
+        match self.wire {
+            Wire::Anthropic => Arc::new(mnemo::llm::anthropic::AnthropicProvider::new(settings)),
+            Wire::OpenAi => Arc::new(mnemo::llm::openai::OpenAiProvider::new(settings)),
+        }
+    }
+
     /// The flags that point `mnemo` at this server, its key taken from `LLM_KEY`.
     pub fn flags(&self) -> Vec<String> {
         let (provider, url, model) = match self.wire {
@@ -122,6 +139,37 @@ impl Drop for CacheServer {
     fn drop(&mut self) {
         self.task.abort();
     }
+}
+
+/// Tokens outside the cache a request may have beyond what it adds: one block (the working
+/// checkpoint riding at the end), and on OpenAI one 128-token step of its cache.
+pub fn allowance(wire: Wire) -> u64 {
+    match wire {
+        Wire::Anthropic => 150,
+        Wire::OpenAi => 150 + 128,
+    }
+}
+
+/// Checks that each of `exchanges` after the first (but `skip`, a request after a rewrite
+/// such as a compaction) costs only what it adds: what it does not read from the cache is at
+/// most its growth over the one before plus the allowance.
+pub fn growth_only(wire: Wire, exchanges: &[Exchange], skip: Option<usize>) -> Result<(), String> {
+    for (at, pair) in exchanges.windows(2).enumerate() {
+        if Some(at + 1) == skip {
+            continue;
+        }
+        let (before, now) = (pair[0].usage, pair[1].usage);
+        let grown = now.total().saturating_sub(before.total());
+        let fresh = now.write + now.input;
+        if fresh > grown + allowance(wire) {
+            return Err(format!(
+                "{wire:?} request {}: {fresh} tokens not read from the cache for {grown} \
+                 added ({now:?}, before: {before:?})",
+                at + 1
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// The totals of a run: input tokens by kind, and dollars at Sonnet prices.
