@@ -183,8 +183,11 @@ async fn cancel_agent_cancels_a_background_run_and_its_subtree() {
     let mut h = start(script, |_| {}).await;
     let events = run_prompt(&mut h, "ROOT: start in the background").await;
     assert_eq!(output_json(&events, "spawn_agent")["status"], "running");
-    h.until(|e| matches!(e, Event::AgentActivity { run_id, activity } if run_id == "a1.a1" && *activity == AgentActivity::Responding))
-        .await;
+    // On a busy machine the grandchild may start answering before the root's turn ends.
+    let responding = |e: &Event| matches!(e, Event::AgentActivity { run_id, activity } if run_id == "a1.a1" && *activity == AgentActivity::Responding);
+    if !events.iter().any(responding) {
+        h.until(responding).await;
+    }
     let events = run_prompt(&mut h, "STOP it").await;
     let listed = output_json(&events, "list_agents");
     assert_eq!(listed[0]["run_id"], "a1");
