@@ -7,45 +7,39 @@ mod gateway_support;
 use std::sync::Arc;
 use std::time::Duration;
 
-use gateway_support::{serve, serve_searching};
+use gateway_support::{Served, serve, serve_searching};
 use mnemo::gateway::client::GatewayClient;
 use mnemo::host::api::{HostApi, SearchAsk};
-use mnemo::host::{Delivery, LocalHost, OpenOptions, SessionChoice};
+use mnemo::host::{Attachment, Delivery, LocalHost, OpenOptions, SessionChoice};
 use mnemo::memory::capabilities::NewCapability;
 use mnemo::memory::skills::SkillOrigin;
 use mnemo::protocol::{Event, Op};
 use serde_json::json;
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;
+type Fallible<T> = Result<T, Box<dyn std::error::Error>>;
 
-#[tokio::test]
-async fn the_served_host_answers_as_the_in_process_one() -> TestResult {
-    let served = serve_searching(
-        json!({"turns": [{"when": "staging", "text": "the staging port is 8443"}]}),
-        "",
-    )
-    .await?;
-    let remote: Arc<dyn HostApi> = Arc::new(
-        GatewayClient::connect_unix(
-            &served.socket,
-            &served.dir.path().join("data/gateway-token"),
-        )
-        .await?,
-    );
-    let local: Arc<dyn HostApi> =
-        Arc::new(LocalHost::new(served.host.clone(), served.loaded.clone()));
+const OPTIONS: OpenOptions = OpenOptions {
+    approval_mode: None,
+    questions: false,
+    delivery: Delivery::Wait,
+};
 
-    // A session started through the remote host, with one turn.
-    let options = OpenOptions {
-        approval_mode: None,
-        questions: false,
-        delivery: Delivery::Wait,
-    };
+/// The host API of `served`'s gateway, as `mnemo attach` holds it.
+async fn remote(served: &Served) -> Fallible<Arc<dyn HostApi>> {
+    let token = served.dir.path().join("data/gateway-token");
+    Ok(Arc::new(
+        GatewayClient::connect_unix(&served.socket, &token).await?,
+    ))
+}
+
+/// A new session opened through `host`, after one turn with `text`.
+async fn one_turn(host: &Arc<dyn HostApi>, served: &Served, text: &str) -> Fallible<Attachment> {
     let cli = mnemo::config::CliOverrides::default();
-    let mut attached = remote
-        .open(&served.loaded, &cli, SessionChoice::New, options)
+    let mut attached = host
+        .open(&served.loaded, &cli, SessionChoice::New, OPTIONS)
         .await?;
-    let text = "which port does staging use?".to_string();
+    let text = text.to_string();
     attached.ops.send(Op::UserInput { text }).await?;
     let finished = tokio::time::timeout(Duration::from_secs(20), async {
         while let Some(event) = attached.events.recv().await {
@@ -56,6 +50,22 @@ async fn the_served_host_answers_as_the_in_process_one() -> TestResult {
         false
     });
     assert!(finished.await?, "the turn finished");
+    Ok(attached)
+}
+
+#[tokio::test]
+async fn the_served_host_answers_as_the_in_process_one() -> TestResult {
+    let served = serve_searching(
+        json!({"turns": [{"when": "staging", "text": "the staging port is 8443"}]}),
+        "",
+    )
+    .await?;
+    let remote = remote(&served).await?;
+    let local: Arc<dyn HostApi> =
+        Arc::new(LocalHost::new(served.host.clone(), served.loaded.clone()));
+
+    // A session started through the remote host, with one turn.
+    let attached = one_turn(&remote, &served, "which port does staging use?").await?;
     served
         .loaded
         .store()?
@@ -174,35 +184,10 @@ async fn a_resumed_tui_and_a_gateway_client_get_the_same_history() -> TestResult
     )
     .await?;
     std::fs::write(served.loaded.workspace.join("notes.txt"), "staging: 8443\n")?;
-    let remote: Arc<dyn HostApi> = Arc::new(
-        GatewayClient::connect_unix(
-            &served.socket,
-            &served.dir.path().join("data/gateway-token"),
-        )
-        .await?,
-    );
+    let remote = remote(&served).await?;
     let local: Arc<dyn HostApi> =
         Arc::new(LocalHost::new(served.host.clone(), served.loaded.clone()));
-    let options = OpenOptions {
-        approval_mode: None,
-        questions: false,
-        delivery: Delivery::Wait,
-    };
-    let cli = mnemo::config::CliOverrides::default();
-    let mut attached = remote
-        .open(&served.loaded, &cli, SessionChoice::New, options)
-        .await?;
-    let text = "which port does staging use?".to_string();
-    attached.ops.send(Op::UserInput { text }).await?;
-    let finished = tokio::time::timeout(Duration::from_secs(20), async {
-        while let Some(event) = attached.events.recv().await {
-            if matches!(event.event, Event::TurnFinished { .. }) {
-                return true;
-            }
-        }
-        false
-    });
-    assert!(finished.await?, "the turn finished");
+    let attached = one_turn(&remote, &served, "which port does staging use?").await?;
 
     // By a prefix of the id, as `mnemo --resume` takes it.
     let prefix: String = attached.session.chars().take(8).collect();
@@ -237,23 +222,12 @@ async fn a_resumed_tui_and_a_gateway_client_get_the_same_history() -> TestResult
 #[tokio::test]
 async fn a_served_host_says_what_it_cannot_find() -> TestResult {
     let served = serve(json!({"turns": []}), "").await?;
-    let remote: Arc<dyn HostApi> = Arc::new(
-        GatewayClient::connect_unix(
-            &served.socket,
-            &served.dir.path().join("data/gateway-token"),
-        )
-        .await?,
-    );
+    let remote = remote(&served).await?;
     let workspace = served.loaded.workspace_str();
     assert_eq!(remote.latest_session(workspace).await?, None);
-    let options = OpenOptions {
-        approval_mode: None,
-        questions: false,
-        delivery: Delivery::Wait,
-    };
     let cli = mnemo::config::CliOverrides::default();
     let opened = remote
-        .open(&served.loaded, &cli, SessionChoice::Continue, options)
+        .open(&served.loaded, &cli, SessionChoice::Continue, OPTIONS)
         .await;
     let error = opened.err().map(|e| e.to_string()).unwrap_or_default();
     assert!(error.contains("no earlier session"), "{error}");
