@@ -346,6 +346,7 @@ impl TypedTool for CapabilityInspect {
     const NAME: &'static str = INSPECT;
     const DESCRIPTION: &'static str = "A capability's code, versions and use count.";
     const MUTATES: bool = false;
+    const DEFERRED: bool = true;
 
     async fn run(&self, args: NameArgs, _ctx: &ToolContext) -> Result<String, ToolError> {
         let name = args.name.clone();
@@ -383,6 +384,7 @@ impl TypedTool for CapabilityRemove {
     const NAME: &'static str = REMOVE;
     const DESCRIPTION: &'static str = "Delete a capability (every version).";
     const MUTATES: bool = true;
+    const DEFERRED: bool = true;
 
     fn action(&self, _args: &NameArgs) -> Option<Action> {
         Some(Action::Write)

@@ -1,6 +1,6 @@
 //! `use_tool`: how the model calls a tool the history found (a capability a
 //! `capability_query` or `capability_create` result names, an MCP tool `mcp_tool_search`
-//! found) and the built-in tools rarely needed (`DEFERRED`). Their schemas are in the
+//! found) and the built-in tools rarely needed (`Tool::deferred`). Their schemas are in the
 //! messages that found them, not in the tool list, so the tool list stays byte-identical while
 //! tools come and go, and so does the cached prompt after it; the first request stays small.
 //! What `use_tool` can reach is still the step's tool set, derived from the history: a tool
@@ -12,21 +12,6 @@ use super::ToolError;
 use crate::llm::ToolSpec;
 
 pub const USE_TOOL: &str = "use_tool";
-
-/// Built-in tools whose schemas are rarely needed: they are not in the tool list, `use_tool`
-/// names them, and shows one's schema when asked without arguments.
-pub const DEFERRED: &[&str] = &[
-    "schedule_create",
-    "schedule_list",
-    "schedule_delete",
-    "skill_write",
-    "skill_patch",
-    "capability_inspect",
-    "capability_remove",
-    "forget",
-    "memory_open",
-    "cancel_agent",
-];
 
 const DESCRIPTION: &str = "Call a tool that is not in this list: a capability a \
     capability_query or capability_create result names (cap_*), an MCP tool mcp_tool_search \

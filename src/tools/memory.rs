@@ -145,6 +145,7 @@ impl TypedTool for MemoryOpen {
     const DESCRIPTION: &'static str = "Read one archived conversation stretch in full, by the \
         id memory_search showed.";
     const MUTATES: bool = false;
+    const DEFERRED: bool = true;
 
     async fn run(&self, args: MemoryOpenArgs, _ctx: &ToolContext) -> Result<String, ToolError> {
         let entry = self
@@ -248,6 +249,7 @@ impl TypedTool for Forget {
     const DESCRIPTION: &'static str = "Remove a remembered experience that is wrong or outdated, \
         by its id.";
     const MUTATES: bool = true;
+    const DEFERRED: bool = true;
 
     fn action(&self, _args: &ForgetArgs) -> Option<Action> {
         Some(Action::Memory)

@@ -192,6 +192,11 @@ pub trait Tool: Send + Sync {
     }
     /// Whether the tool changes anything outside the conversation.
     fn mutates(&self) -> bool;
+    /// Whether the tool is rarely needed: it stays out of the tool list the model is sent,
+    /// and `use_tool` names it and shows its schema when asked.
+    fn deferred(&self) -> bool {
+        false
+    }
     /// What approval the call with `input` needs, if any (invalid input needs none: it fails).
     fn approval_action(&self, input: &Value) -> Option<Action>;
     /// What the user sees when asked to approve the call.
@@ -213,6 +218,8 @@ pub trait TypedTool: Send + Sync + 'static {
     const NAME: &'static str;
     const DESCRIPTION: &'static str;
     const MUTATES: bool;
+    /// See [`Tool::deferred`].
+    const DEFERRED: bool = false;
 
     fn run(
         &self,
@@ -266,6 +273,10 @@ impl<T: TypedTool> Tool for T {
 
     fn mutates(&self) -> bool {
         T::MUTATES
+    }
+
+    fn deferred(&self) -> bool {
+        T::DEFERRED
     }
 
     fn approval_action(&self, input: &Value) -> Option<Action> {

@@ -78,7 +78,7 @@ impl StepRouter<'_> {
     /// The specs the request carries, in the order the model is shown them: the step's tools
     /// except the ones the history found (their schemas are in the messages that found them,
     /// and they are called through `use_tool`) and the rarely needed built-ins
-    /// (`found::DEFERRED`), then `use_tool` itself when this session can reach any of those.
+    /// (`Tool::deferred`), then `use_tool` itself when this session can reach any of those.
     /// So finding a tool, or compaction losing it, leaves the tool list, and the cached prompt
     /// after it, as it was.
     pub fn specs(&self) -> Arc<[ToolSpec]> {
@@ -90,7 +90,7 @@ impl StepRouter<'_> {
     pub fn request_tools(&self) -> (Arc<[ToolSpec]>, usize) {
         let deferred: Vec<ToolSpec> = self.toolset.specs[..self.toolset.static_count]
             .iter()
-            .filter(|spec| found::DEFERRED.contains(&spec.name.as_str()))
+            .filter(|spec| self.deferred(&spec.name))
             .cloned()
             .collect();
         let finds = !deferred.is_empty()
@@ -100,9 +100,7 @@ impl StepRouter<'_> {
             .toolset
             .specs
             .iter()
-            .filter(|spec| {
-                !self.found(&spec.name) && !found::DEFERRED.contains(&spec.name.as_str())
-            })
+            .filter(|spec| !self.found(&spec.name) && !self.deferred(&spec.name))
             .cloned()
             .chain(finds.then(|| found::use_tool_spec(&deferred)))
             .collect();
@@ -113,6 +111,11 @@ impl StepRouter<'_> {
     /// The spec of `name`, if the step can run it: a registry tool or one of the step's set.
     fn spec_of(&self, name: &str) -> Option<&ToolSpec> {
         self.toolset.specs.iter().find(|spec| spec.name == name)
+    }
+
+    /// Whether `name` is a registry tool rarely needed, waiting behind `use_tool`.
+    fn deferred(&self, name: &str) -> bool {
+        self.registry.get(name).is_some_and(|tool| tool.deferred())
     }
 
     /// Whether `name` is offered because the history found it: a capability that is not

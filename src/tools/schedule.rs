@@ -90,6 +90,7 @@ impl TypedTool for ScheduleCreate {
         reminder, a recurring check). mnemo serve runs it as a new session in this workspace \
         with nobody watching (anything needing approval is denied) and delivers the reply.";
     const MUTATES: bool = true;
+    const DEFERRED: bool = true;
 
     fn action(&self, _args: &ScheduleCreateArgs) -> Option<Action> {
         Some(Action::Schedule)
@@ -226,6 +227,7 @@ impl TypedTool for ScheduleList {
     const DESCRIPTION: &'static str = "List this workspace's schedules (id, when, next and \
         last run, and prompt).";
     const MUTATES: bool = false;
+    const DEFERRED: bool = true;
 
     async fn run(&self, _args: ScheduleListArgs, ctx: &ToolContext) -> Result<String, ToolError> {
         let workspace = ctx.workspace.display().to_string();
@@ -254,6 +256,7 @@ impl TypedTool for ScheduleDelete {
     const NAME: &'static str = "schedule_delete";
     const DESCRIPTION: &'static str = "Delete one of this workspace's schedules by its id.";
     const MUTATES: bool = true;
+    const DEFERRED: bool = true;
 
     fn action(&self, _args: &ScheduleDeleteArgs) -> Option<Action> {
         Some(Action::Schedule)

@@ -241,6 +241,7 @@ impl TypedTool for SkillWrite {
     const DESCRIPTION: &'static str =
         "Write down a procedure that worked as a new skill (refused if the name exists).";
     const MUTATES: bool = true;
+    const DEFERRED: bool = true;
 
     fn action(&self, args: &WriteArgs) -> Option<Action> {
         Some(match args.scope {
@@ -322,6 +323,7 @@ impl TypedTool for SkillPatch {
     const NAME: &'static str = "skill_patch";
     const DESCRIPTION: &'static str = "Improve a skill: replace text that occurs once in it.";
     const MUTATES: bool = true;
+    const DEFERRED: bool = true;
 
     fn action(&self, args: &PatchArgs) -> Option<Action> {
         let skill = self.library.get(&args.name)?;

@@ -85,6 +85,7 @@ impl TypedTool for CancelAgent {
     const NAME: &'static str = CANCEL_AGENT;
     const DESCRIPTION: &'static str = "Cancel a sub-agent run and everything it started.";
     const MUTATES: bool = false;
+    const DEFERRED: bool = true;
 
     async fn run(&self, args: RunIdArgs, ctx: &ToolContext) -> Result<String, ToolError> {
         let run = host(ctx)?.find_run(&args.run_id)?;
