@@ -207,16 +207,18 @@ fn print_event(
             duration_ms,
             ..
         } => match status {
-            ToolStatus::Ok => writeln!(err, "  ✓ {}", present::tool_succeeded(name, *duration_ms))?,
+            ToolStatus::Ok => writeln!(
+                err,
+                "  ✓ {}",
+                present::tool_succeeded(name, *duration_ms, output)
+            )?,
             ToolStatus::Error => writeln!(err, "  ✗ {}", present::tool_failed(name, output))?,
         },
-        Event::UserMessage {
-            kind: crate::protocol::UserMessageKind::Continuation,
-            ..
-        } => writeln!(
-            err,
-            "… the reply was cut off by the output limit; asking it to go on"
-        )?,
+        Event::UserMessage { kind, .. } if kind.by_mnemo() => {
+            if let Some(why) = present::written_by_mnemo(*kind) {
+                writeln!(err, "… {why}")?;
+            }
+        }
         Event::UserMessage { text, kind } if *kind != crate::protocol::UserMessageKind::Prompt => {
             writeln!(err, "» {text}")?;
         }

@@ -264,7 +264,7 @@ async fn interrupting_while_asked_withdraws_the_question() {
 }
 
 #[tokio::test]
-async fn time_spent_waiting_for_the_user_is_not_the_tools_timeout() {
+async fn time_spent_waiting_for_the_user_is_neither_the_tools_timeout_nor_its_shown_time() {
     let mut h = session(write_then_done("slow.txt"), ApprovalMode::Ask, true).await;
     h.send(Op::UserInput { text: "go".into() }).await;
     let (id, _) = next_request(&mut h).await;
@@ -278,6 +278,12 @@ async fn time_spent_waiting_for_the_user_is_not_the_tools_timeout() {
     let events = h.until_turn_finished().await;
     assert_eq!(results(&events)[0].0, ToolStatus::Ok);
     assert!(h.workspace().join("slow.txt").exists());
+    let shown = events.iter().find_map(|e| match e {
+        Event::ToolCallFinished { duration_ms, .. } => Some(*duration_ms),
+        _ => None,
+    });
+    // The write itself takes milliseconds; the person's 1.5 s to answer is not its time.
+    assert!(shown.is_some_and(|ms| ms < 1000), "{shown:?}");
 }
 
 #[tokio::test]

@@ -134,6 +134,10 @@ async fn a_created_capability_is_offered_runs_leaves_with_compaction_and_comes_b
         sha256_create_args()["input_schema"]
     );
     assert_eq!(created["smoke_test"]["passed"], true);
+    assert_eq!(
+        mnemo::tools::describe::result_line("capability_create", &created.to_string()).as_deref(),
+        Some("created capability sha256-hash v1 · smoke test passed")
+    );
 
     // The call's result is the script's output; no change, so the same tools bytes again.
     let answered = &requests[3];

@@ -7,6 +7,7 @@ mod cli_support;
 use cli_support::{Workspace, text};
 use mnemo::host::daemon::ServeLock;
 use mnemo::protocol::{Event, ToolStatus};
+use mnemo::tools::describe::result_line;
 use serde_json::json;
 
 /// The (status, output) of every tool call of a `mnemo run --json`.
@@ -47,6 +48,14 @@ fn a_session_creates_lists_and_deletes_schedules_and_the_cli_shows_and_removes_t
         "{created}"
     );
     assert!(created.contains("mnemo serve is not running"), "{created}");
+    // The person reads it in words, not the instructions meant for the model.
+    let said = result_line("schedule_create", created).unwrap_or_default();
+    assert!(said.starts_with("reminder #1 at "), "{said}");
+    assert!(
+        said.ends_with(" · runs once mnemo serve is started"),
+        "{said}"
+    );
+    assert!(!said.contains("tell the user"), "{said}");
     assert!(
         results[1]
             .1
@@ -150,6 +159,12 @@ fn with_mnemo_serve_running_the_model_is_not_warned() {
         results[0].1
     );
     assert!(!results[0].1.contains("not running"), "{}", results[0].1);
+    let said = result_line("schedule_create", &results[0].1).unwrap_or_default();
+    assert!(
+        said.starts_with("schedule #1 every 1h · next at "),
+        "{said}"
+    );
+    assert!(said.ends_with(" · runs while mnemo serve runs"), "{said}");
     let out = ws.mnemo(&["schedule", "list"], None);
     assert!(!text(&out.stdout).contains("not running"));
 }

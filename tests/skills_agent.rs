@@ -13,7 +13,7 @@ use capability_support::{
 };
 use common::{Reply, TestServer};
 use mnemo::memory::skills::SkillOrigin;
-use mnemo::protocol::{Event, Op, ToolStatus, TurnStatus};
+use mnemo::protocol::{Event, Op, ToolStatus, TurnStatus, UserMessageKind};
 use mnemo::sandbox::ApprovalMode;
 use serde_json::json;
 use skills_support::{Env, bodies, final_text, last_texts, system_text};
@@ -71,6 +71,19 @@ async fn a_long_successful_turn_distils_a_skill_that_later_sessions_list_load_an
     assert_eq!(status(&events), Some(TurnStatus::Completed), "{events:#?}");
     let calls = finished(&events);
     assert_eq!(calls.len(), 7, "{calls:#?}");
+    // The person sees why mnemo wrote to the model: a skill question, not an output cut.
+    let kinds: Vec<UserMessageKind> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::UserMessage { kind, .. } => Some(*kind),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [UserMessageKind::Prompt, UserMessageKind::SkillRequest],
+        "{events:#?}"
+    );
     let written = &calls[6];
     assert_eq!(written.0, "skill_write");
     assert_eq!(written.1, ToolStatus::Ok, "{}", written.2);
@@ -358,6 +371,16 @@ async fn the_step_limit_ends_with_one_call_that_may_not_call_tools_whose_answer_
     agent.finish().await?;
     assert_eq!(status(&events), Some(TurnStatus::StepLimit), "{events:#?}");
     assert_eq!(last_said(&events).as_deref(), Some(answer));
+    assert!(
+        events.iter().any(|e| matches!(
+            e,
+            Event::UserMessage {
+                kind: UserMessageKind::StepLimit,
+                ..
+            }
+        )),
+        "the last word is asked as a step limit, not an output cut: {events:#?}"
+    );
     let note = events.iter().rev().find_map(|e| match e {
         Event::TurnFinished { message, .. } => message.clone(),
         _ => None,

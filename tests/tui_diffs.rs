@@ -121,6 +121,7 @@ fn a_write_waiting_for_approval_shows_its_numbered_diff_folded() {
             },
             reason: "approval mode is ask".into(),
             session_grant: Some("writes to tools/count.py".into()),
+            only_once: None,
         },
     ]);
     insta::assert_snapshot!(harness.screen(80, 29));

@@ -108,6 +108,13 @@ fn ctrl_u_deletes_to_the_start_of_the_line_and_ctrl_z_undoes() {
 }
 
 fn ask(harness: &mut Harness, id: &str, action: ApprovalAction, grant: Option<&str>) {
+    // Why a command can be allowed only once, as the agent says it.
+    let only_once = match &action {
+        ApprovalAction::Command { command, .. } => mnemo::sandbox::approval::command_grant(command)
+            .err()
+            .map(|why| why.describe()),
+        _ => None,
+    };
     harness.event(Event::ApprovalRequested {
         id: id.into(),
         call_id: format!("call-{id}"),
@@ -118,6 +125,7 @@ fn ask(harness: &mut Harness, id: &str, action: ApprovalAction, grant: Option<&s
         action,
         reason: "approval mode is ask".into(),
         session_grant: grant.map(String::from),
+        only_once,
     });
     harness.now += Duration::from_secs(1);
 }
@@ -152,7 +160,9 @@ fn answers_are_recorded_in_words_for_the_person() {
     assert!(effects.is_empty());
     let explained = harness.screen(100, 30);
     assert!(
-        explained.contains("2 (allow for this session) is not offered for this command"),
+        explained.contains(
+            "2 (allow for this session) is not offered for this command: it has a pipe `|`"
+        ),
         "{explained}"
     );
     harness
@@ -215,6 +225,7 @@ fn keys_typed_while_a_question_is_open_are_not_lost() {
         },
         reason: "approval mode is ask".into(),
         session_grant: Some("commands starting with `make deploy`".into()),
+        only_once: None,
     });
     harness.type_text("why is");
     assert_eq!(harness.state.composer.text(), "why is");

@@ -36,6 +36,7 @@ fn approval_requests_show_the_command_or_the_diff_and_take_an_answer() {
             },
             reason: "the command asks for network access".into(),
             session_grant: Some("commands starting with `npm install`".into()),
+            only_once: None,
         },
     ]);
     let command = harness.screen(80, 16);
@@ -82,6 +83,7 @@ fn approval_requests_show_the_command_or_the_diff_and_take_an_answer() {
             },
             reason: "approval mode is ask".into(),
             session_grant: Some("writes to src/lib.rs".into()),
+            only_once: None,
         },
     ]);
     let write = harness.screen(80, 18);
@@ -124,6 +126,7 @@ fn a_question_from_a_sub_agent_after_the_turn_ended_stays_and_leaves_the_session
         },
         reason: "approval mode is ask".into(),
         session_grant: None,
+        only_once: None,
     });
     assert_eq!(harness.state.status.activity, Activity::AwaitingApproval);
     let shown = harness.screen(80, 10);
@@ -237,6 +240,7 @@ fn a_write_like_mcp_tool_is_put_to_the_user_with_its_server_and_arguments() {
             },
             reason: "approval mode is ask".into(),
             session_grant: Some("calls to write_file of MCP server filesystem".into()),
+            only_once: None,
         },
     ]);
     let shown = harness.screen(90, 16);
@@ -267,6 +271,7 @@ fn letters_typed_while_a_question_is_open_are_typed_and_the_menu_answers_only_an
         },
         reason: "approval mode is ask".into(),
         session_grant: None,
+        only_once: Some("it has a pipe `|`".into()),
     });
     let key = |c: char| KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE);
     // An answer the question does not offer waits out the first moments like any other: typed.

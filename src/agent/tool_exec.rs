@@ -2,6 +2,8 @@
 //! one at a time in order, each under the per-tool timeout and the turn's cancel token.
 //! Every call gets a result, so the history never holds a call without its answer.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use futures_util::future::join_all;
@@ -106,11 +108,15 @@ impl Session {
         })
         .await;
         let started = Instant::now();
+        let waited_ms = Arc::new(AtomicU64::new(0));
         let outcome = match &call.refused {
             Some(reason) => Err(ToolError::Failed(reason.clone())),
             None if cancel.is_cancelled() => Err(ToolError::Cancelled),
-            None => self.execute(call, cancel).await,
+            None => self.execute(call, cancel, &waited_ms).await,
         };
+        // The time shown is the tool's own, not the person's to answer its question.
+        let elapsed = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let duration_ms = elapsed.saturating_sub(waited_ms.load(Ordering::Relaxed));
         let (content, is_error) = match outcome {
             Ok(output) => (output, false),
             Err(err) => (err.to_string(), true),
@@ -124,7 +130,7 @@ impl Session {
                 ToolStatus::Ok
             },
             output: content.clone(),
-            duration_ms: started.elapsed().as_millis() as u64,
+            duration_ms,
         })
         .await;
         ContentBlock::ToolResult {
@@ -138,6 +144,7 @@ impl Session {
         &self,
         call: &PendingCall,
         cancel: &CancellationToken,
+        waited_ms: &Arc<AtomicU64>,
     ) -> Result<String, ToolError> {
         let timeout = self.settings.tool_timeout;
         let mut ctx = ToolContext::new(
@@ -150,6 +157,7 @@ impl Session {
             self.settings.approvals.clone(),
         )
         .in_turn(self.turns);
+        ctx.waited_ms = Arc::clone(waited_ms);
         if is_agent_tool(&call.name) {
             ctx.agents = Some(self.agent_host());
         }

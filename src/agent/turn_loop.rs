@@ -270,7 +270,7 @@ impl Session {
                 }
                 Next::AskForSkill => {
                     let ask = self.distil_request(state.tool_calls).await;
-                    self.add_user_text(ask, UserMessageKind::Continuation)
+                    self.add_user_text(ask, UserMessageKind::SkillRequest)
                         .await?;
                 }
                 Next::End(TurnStatus::LoopDetected) => {
@@ -341,7 +341,7 @@ impl Session {
         steps: u32,
         cancel: &CancellationToken,
     ) -> Result<(), StoreError> {
-        self.add_user_text(LAST_WORD.into(), UserMessageKind::Continuation)
+        self.add_user_text(LAST_WORD.into(), UserMessageKind::StepLimit)
             .await?;
         self.tools_disabled = true;
         self.step = steps + 1;

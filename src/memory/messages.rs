@@ -39,6 +39,8 @@ fn kind_name(kind: UserMessageKind) -> Option<&'static str> {
         UserMessageKind::Injected => Some("injected"),
         UserMessageKind::Queued => Some("queued"),
         UserMessageKind::Continuation => Some("continuation"),
+        UserMessageKind::StepLimit => Some("step_limit"),
+        UserMessageKind::SkillRequest => Some("skill_request"),
     }
 }
 
@@ -48,6 +50,8 @@ fn parse_kind(name: &str) -> Option<UserMessageKind> {
         "injected" => Some(UserMessageKind::Injected),
         "queued" => Some(UserMessageKind::Queued),
         "continuation" => Some(UserMessageKind::Continuation),
+        "step_limit" => Some(UserMessageKind::StepLimit),
+        "skill_request" => Some(UserMessageKind::SkillRequest),
         _ => None,
     }
 }

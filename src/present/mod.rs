@@ -2,7 +2,7 @@
 //! TUI, Telegram) only lay these lines out: colours, widgets, markdown. Only protocol values
 //! come in, so a front end cannot word an event its own way by reaching into the agent.
 
-use crate::protocol::{AgentStatus, CompactionKind, TurnStatus};
+use crate::protocol::{AgentStatus, CompactionKind, TurnStatus, UserMessageKind};
 
 #[cfg(test)]
 mod tests;
@@ -29,15 +29,36 @@ pub fn fallback(from: &str, to: &str, reason: &str) -> String {
 /// is retried.
 pub const ANSWER_STARTS_OVER: &str = "the answer above broke off and starts over";
 
+/// Why mnemo wrote to the model itself, for a message of `kind`; `None` for what the person
+/// wrote.
+pub fn written_by_mnemo(kind: UserMessageKind) -> Option<&'static str> {
+    match kind {
+        UserMessageKind::Continuation => {
+            Some("the reply was cut off by the output limit; asking it to go on")
+        }
+        UserMessageKind::StepLimit => {
+            Some("the turn reached its step limit; asking for what is done and what is left")
+        }
+        UserMessageKind::SkillRequest => {
+            Some("asking whether this work is worth keeping as a skill")
+        }
+        UserMessageKind::Prompt | UserMessageKind::Injected | UserMessageKind::Queued => None,
+    }
+}
+
 /// A tool call that failed, by its first line of output.
 pub fn tool_failed(name: &str, output: &str) -> String {
     let first = output.lines().next().unwrap_or_default();
     format!("{name}: {first}")
 }
 
-/// A tool call that succeeded, with how long it took.
-pub fn tool_succeeded(name: &str, duration_ms: u64) -> String {
-    format!("{name} ({duration_ms} ms)")
+/// A tool call that succeeded, with how long it took and, where the result is written for the
+/// model, what it did in words.
+pub fn tool_succeeded(name: &str, duration_ms: u64, output: &str) -> String {
+    match crate::tools::describe::result_line(name, output) {
+        Some(line) => format!("{name} ({duration_ms} ms): {line}"),
+        None => format!("{name} ({duration_ms} ms)"),
+    }
 }
 
 /// A sub-agent started.

@@ -27,7 +27,57 @@ fn a_failed_tool_shows_only_the_first_line_of_its_output() {
         "shell: exit 2"
     );
     assert_eq!(tool_failed("shell", ""), "shell: ");
-    assert_eq!(tool_succeeded("read_file", 12), "read_file (12 ms)");
+    assert_eq!(
+        tool_succeeded("read_file", 12, "1\tfn main() {}"),
+        "read_file (12 ms)"
+    );
+}
+
+#[test]
+fn results_written_for_the_model_are_said_in_words() {
+    let created = serde_json::json!({
+        "created": {"name": "word-count", "tool": "cap_word_count", "version": 1},
+        "smoke_test": {"passed": true, "output": "3"}
+    });
+    assert_eq!(
+        tool_succeeded("capability_create", 40, &created.to_string()),
+        "capability_create (40 ms): created capability word-count v1 · smoke test passed"
+    );
+    let untested = serde_json::json!({
+        "created": {"name": "word-count", "version": 2},
+        "smoke_test": "not run: no examples were given"
+    });
+    assert_eq!(
+        crate::tools::describe::result_line("capability_create", &untested.to_string()).as_deref(),
+        Some("created capability word-count v2 · no example to test it with")
+    );
+    let found = serde_json::json!({"capabilities": [
+        {"name": "a", "version": 1}, {"name": "b", "version": 3}
+    ]});
+    assert_eq!(
+        crate::tools::describe::result_line("capability_query", &found.to_string()).as_deref(),
+        Some("found 2: a v1, b v3")
+    );
+    let line = |output: &str| crate::tools::describe::result_line("schedule_create", output);
+    assert_eq!(
+        line("created schedule #1: once at 2020-01-02 00:29 UTC").as_deref(),
+        Some("reminder #1 at 2020-01-02 00:29 · runs while mnemo serve runs")
+    );
+    let today = chrono::Local::now().format("%Y-%m-%d").to_string();
+    assert_eq!(
+        line(&format!(
+            "created schedule #2: every 1h, next run {today} 10:00 CET\nmnemo serve is not \
+             running, so this schedule runs only once it is started (`mnemo serve`); tell the \
+             user."
+        ))
+        .as_deref(),
+        Some("schedule #2 every 1h · next at 10:00 · runs once mnemo serve is started")
+    );
+    // Results that read well as they are keep their own words.
+    assert_eq!(
+        crate::tools::describe::result_line("schedule_delete", "deleted schedule #2"),
+        None
+    );
 }
 
 #[test]

@@ -73,6 +73,23 @@ pub enum UserMessageKind {
     /// Written by mnemo, not the user: asks the model to go on with a reply the output limit
     /// cut off.
     Continuation,
+    /// Written by mnemo: the turn reached its step limit, so the model is asked for a last
+    /// answer without tools.
+    StepLimit,
+    /// Written by mnemo: asks the model whether the work just done is worth keeping as a skill.
+    SkillRequest,
+}
+
+impl UserMessageKind {
+    /// Whether mnemo wrote the message rather than the person.
+    pub fn by_mnemo(self) -> bool {
+        matches!(
+            self,
+            UserMessageKind::Continuation
+                | UserMessageKind::StepLimit
+                | UserMessageKind::SkillRequest
+        )
+    }
 }
 
 /// Who wrote a compaction's summary.
@@ -245,6 +262,9 @@ pub enum Event {
         /// `None` when this action can only be allowed once.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         session_grant: Option<String>,
+        /// Why "allow for this session" is not offered, when it is not ("it has a pipe `|`").
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        only_once: Option<String>,
     },
     /// `Op::SetApprovalMode` took effect.
     ApprovalModeChanged {

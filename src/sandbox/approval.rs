@@ -153,20 +153,47 @@ impl CommandGrant {
     }
 }
 
+/// Why "allow for this session" is not offered for a command: what in it a grant could not
+/// vouch for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum NoGrant {
+    Empty,
+    Lines,
+    UnclosedQuote,
+    /// Shell syntax outside single quotes: what it is and the characters found.
+    Syntax {
+        what: &'static str,
+        found: String,
+    },
+    /// An environment assignment before the program (`FOO=1 cargo test`).
+    Assignment(String),
+}
+
+impl NoGrant {
+    /// What was found, as the question says it: "it has a pipe `|`".
+    pub fn describe(&self) -> String {
+        match self {
+            NoGrant::Empty => "the command is empty".into(),
+            NoGrant::Lines => "it has several lines".into(),
+            NoGrant::UnclosedQuote => "it has an unclosed quote".into(),
+            NoGrant::Syntax { what, found } => format!("it has {what} `{found}`"),
+            NoGrant::Assignment(word) => format!("it sets a variable first (`{word}`)"),
+        }
+    }
+}
+
 /// The grant "allow for this session" gives for `command`: its program and subcommand when the
 /// command reads `program subcommand [args]`, otherwise the exact command. Two commands share
-/// a grant when their grants are equal. `None` for anything a grant cannot vouch for: pipes,
-/// chains, redirections, substitutions, several lines, environment assignments.
-pub fn command_grant(command: &str) -> Option<CommandGrant> {
-    const SHELL_SYNTAX: &[char] = &[';', '&', '|', '<', '>', '`', '$', '\n', '(', ')', '\\'];
-    let command = command.trim();
-    if command.is_empty() || command.contains(SHELL_SYNTAX) {
-        return None;
-    }
-    let words: Vec<&str> = command.split_whitespace().collect();
-    let program = words[0];
+/// a grant when their grants are equal. Refused for anything a grant cannot vouch for: pipes,
+/// chains, redirections, substitutions, several lines, environment assignments. Quotes are
+/// read as the shell reads them: `grep "(a|b)" f` has no pipe.
+pub fn command_grant(command: &str) -> Result<CommandGrant, NoGrant> {
+    let words = shell_words(command.trim())?;
+    let Some(program) = words.first() else {
+        return Err(NoGrant::Empty);
+    };
     if program.contains('=') {
-        return None;
+        return Err(NoGrant::Assignment(program.clone()));
     }
     let is_subcommand = |word: &str| {
         !word.starts_with('-')
@@ -174,12 +201,91 @@ pub fn command_grant(command: &str) -> Option<CommandGrant> {
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == ':')
     };
-    Some(match words.get(1) {
-        Some(sub) if is_subcommand(sub) && !OPEN_ENDED.contains(&program) => {
+    let plain_program = !program.contains(['\'', '"']);
+    Ok(match words.get(1) {
+        Some(sub)
+            if plain_program && is_subcommand(sub) && !OPEN_ENDED.contains(&program.as_str()) =>
+        {
             CommandGrant::Prefix(format!("{program} {sub}"))
         }
         _ => CommandGrant::Exact(words.join(" ")),
     })
+}
+
+/// The words of `command` as written (quotes kept), split where the shell splits them;
+/// refused at the first piece of shell syntax outside single quotes.
+fn shell_words(command: &str) -> Result<Vec<String>, NoGrant> {
+    #[derive(PartialEq)]
+    enum Quote {
+        None,
+        Single,
+        Double,
+    }
+    let syntax = |what: &'static str, found: &str| NoGrant::Syntax {
+        what,
+        found: found.to_string(),
+    };
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut quote = Quote::None;
+    let mut chars = command.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\n' {
+            return Err(NoGrant::Lines);
+        }
+        match quote {
+            Quote::Single => {
+                if c == '\'' {
+                    quote = Quote::None;
+                }
+                word.push(c);
+                continue;
+            }
+            Quote::Double => {
+                match c {
+                    '"' => quote = Quote::None,
+                    '$' => return Err(syntax("an expansion", "$")),
+                    '`' => return Err(syntax("a substitution", "`")),
+                    '\\' => return Err(syntax("an escape", "\\")),
+                    _ => {}
+                }
+                word.push(c);
+                continue;
+            }
+            Quote::None => {}
+        }
+        let next = chars.peek().copied();
+        match c {
+            '\'' => quote = Quote::Single,
+            '"' => quote = Quote::Double,
+            '|' if next == Some('|') => return Err(syntax("a chain", "||")),
+            '|' => return Err(syntax("a pipe", "|")),
+            '&' if next == Some('&') => return Err(syntax("a chain", "&&")),
+            '&' => return Err(syntax("a background job", "&")),
+            ';' => return Err(syntax("a chain", ";")),
+            '<' | '>' => return Err(syntax("a redirection", &c.to_string())),
+            '$' if next == Some('(') => return Err(syntax("a substitution", "$(")),
+            '$' => return Err(syntax("an expansion", "$")),
+            '`' => return Err(syntax("a substitution", "`")),
+            '(' | ')' => return Err(syntax("a subshell", &c.to_string())),
+            '\\' => return Err(syntax("an escape", "\\")),
+            c if c.is_whitespace() => {
+                if !word.is_empty() {
+                    words.push(std::mem::take(&mut word));
+                }
+                continue;
+            }
+            _ => {}
+        }
+        word.push(c);
+    }
+    if quote != Quote::None {
+        return Err(NoGrant::UnclosedQuote);
+    }
+    if !word.is_empty() {
+        words.push(word);
+    }
+    Ok(words)
 }
 
 #[cfg(test)]
@@ -270,8 +376,8 @@ mod tests {
 
     #[test]
     fn grants_cover_program_and_subcommand_and_otherwise_only_the_exact_command() {
-        let prefix = |p: &str| Some(CommandGrant::Prefix(p.into()));
-        let exact = |c: &str| Some(CommandGrant::Exact(c.into()));
+        let prefix = |p: &str| Ok(CommandGrant::Prefix(p.into()));
+        let exact = |c: &str| Ok(CommandGrant::Exact(c.into()));
         assert_eq!(command_grant("cargo test --all"), prefix("cargo test"));
         assert_eq!(command_grant("  git status"), prefix("git status"));
         assert_eq!(command_grant("ls  -la src"), exact("ls -la src"));
@@ -281,33 +387,62 @@ mod tests {
             command_grant("git --no-pager log"),
             exact("git --no-pager log")
         );
-        // Shells, interpreters and wrappers run whatever follows.
+        // Shells, interpreters and wrappers run whatever follows; so may a quoted program.
         for open in [
             "bash build.sh",
             "sudo apt update",
             "xargs rm",
             "find src -delete",
+            "\"bash\" build",
         ] {
             assert!(
-                matches!(command_grant(open), Some(CommandGrant::Exact(_))),
+                matches!(command_grant(open), Ok(CommandGrant::Exact(_))),
                 "{open}"
             );
         }
-        for compound in [
-            "cargo test && rm -rf ~",
-            "ls | sh",
-            "echo $(whoami)",
-            "echo hi > f",
-            "a\nb",
-            "FOO=1 cargo test",
-            "",
-        ] {
-            assert_eq!(command_grant(compound), None, "{compound}");
-        }
         assert_eq!(
             command_grant("cargo test").map(|g| g.describe()),
-            Some("commands starting with `cargo test`".into())
+            Ok("commands starting with `cargo test`".into())
         );
+    }
+
+    #[test]
+    fn a_command_without_a_grant_says_what_was_found() {
+        let why = |command: &str| command_grant(command).map_err(|e| e.describe());
+        assert_eq!(
+            why("cargo test && rm -rf ~"),
+            Err("it has a chain `&&`".into())
+        );
+        assert_eq!(why("ls | sh"), Err("it has a pipe `|`".into()));
+        assert_eq!(
+            why("echo $(whoami)"),
+            Err("it has a substitution `$(`".into())
+        );
+        assert_eq!(why("echo hi > f"), Err("it has a redirection `>`".into()));
+        assert_eq!(why("a\nb"), Err("it has several lines".into()));
+        assert_eq!(
+            why("FOO=1 cargo test"),
+            Err("it sets a variable first (`FOO=1`)".into())
+        );
+        assert_eq!(why(""), Err("the command is empty".into()));
+        assert_eq!(why("echo 'open"), Err("it has an unclosed quote".into()));
+        // The shell still expands inside double quotes, not inside single ones.
+        assert_eq!(why("echo \"$HOME\""), Err("it has an expansion `$`".into()));
+        assert!(why("echo '$HOME'").is_ok());
+    }
+
+    #[test]
+    fn quoted_parentheses_and_bars_are_not_shell_syntax() {
+        assert_eq!(
+            command_grant("grep -rn \"fn (a|b)\" src"),
+            Ok(CommandGrant::Exact("grep -rn \"fn (a|b)\" src".into()))
+        );
+        assert_eq!(
+            command_grant("git commit -m 'fix (again); really'"),
+            Ok(CommandGrant::Prefix("git commit".into()))
+        );
+        // Spaces inside quotes are part of the command a grant covers exactly.
+        assert_ne!(command_grant("echo 'a  b'"), command_grant("echo 'a b'"));
     }
 
     #[test]

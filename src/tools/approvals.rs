@@ -8,6 +8,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Instant;
 
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
@@ -241,7 +242,7 @@ impl Approvals {
         let allowance = allowance(&request);
         if allowance
             .as_ref()
-            .is_some_and(|a| self.state().allowed.contains(a))
+            .is_ok_and(|a| self.state().allowed.contains(a))
         {
             return Ok(());
         }
@@ -251,14 +252,14 @@ impl Approvals {
             }
             _ => format!("approval mode is {mode}"),
         };
-        let session_grant = allowance.as_ref().map(Allowance::describe);
-        match self
-            .ask(ctx, tool.name(), request, reason, session_grant)
-            .await?
-        {
+        let grant = allowance
+            .as_ref()
+            .map(Allowance::describe)
+            .map_err(Clone::clone);
+        match self.ask(ctx, tool.name(), request, reason, grant).await? {
             ApprovalDecision::AllowOnce => Ok(()),
             ApprovalDecision::AllowSession => {
-                if let Some(allowance) = allowance {
+                if let Ok(allowance) = allowance {
                     self.state().allowed.insert(allowance);
                 }
                 Ok(())
@@ -276,7 +277,7 @@ impl Approvals {
         tool: &str,
         action: ApprovalAction,
         reason: String,
-        session_grant: Option<String>,
+        grant: Result<String, String>,
     ) -> Result<ApprovalDecision, ToolError> {
         let id = format!(
             "approval-{}-{}",
@@ -318,15 +319,19 @@ impl Approvals {
             tool: tool.to_string(),
             action,
             reason,
-            session_grant,
+            session_grant: grant.as_ref().ok().cloned(),
+            only_once: grant.err(),
         };
         if asker.send(request).await.is_err() {
             return Ok(ApprovalDecision::Deny);
         }
+        let asked = Instant::now();
         let decision = tokio::select! {
             answer = answer_rx => answer.unwrap_or(ApprovalDecision::Deny),
             () = ctx.cancel.cancelled() => return Err(ToolError::Cancelled),
         };
+        let waited = u64::try_from(asked.elapsed().as_millis()).unwrap_or(u64::MAX);
+        ctx.waited_ms.fetch_add(waited, Ordering::Relaxed);
         pending.answered(decision).await;
         Ok(decision)
     }
@@ -365,20 +370,23 @@ impl Drop for Pending<'_> {
     }
 }
 
-fn allowance(request: &ApprovalAction) -> Option<Allowance> {
+/// What "allow for this session" would remember, or why it is not offered.
+fn allowance(request: &ApprovalAction) -> Result<Allowance, String> {
     match request {
         ApprovalAction::Command {
             command,
             escalation,
             ..
-        } => command_grant(command).map(|grant| Allowance::Command {
-            grant,
-            escalation: *escalation,
-        }),
-        ApprovalAction::Write { path, .. } => Some(Allowance::Write { path: path.clone() }),
-        ApprovalAction::Memory { .. } => Some(Allowance::Memory),
-        ApprovalAction::Schedule { .. } => Some(Allowance::Schedules),
-        ApprovalAction::McpCall { server, tool, .. } => Some(Allowance::McpTool {
+        } => command_grant(command)
+            .map(|grant| Allowance::Command {
+                grant,
+                escalation: *escalation,
+            })
+            .map_err(|why| why.describe()),
+        ApprovalAction::Write { path, .. } => Ok(Allowance::Write { path: path.clone() }),
+        ApprovalAction::Memory { .. } => Ok(Allowance::Memory),
+        ApprovalAction::Schedule { .. } => Ok(Allowance::Schedules),
+        ApprovalAction::McpCall { server, tool, .. } => Ok(Allowance::McpTool {
             server: server.clone(),
             tool: tool.clone(),
         }),

@@ -65,6 +65,51 @@ fn item(cap: &Capability) -> Value {
     )
 }
 
+/// The result of `tool` in one line for people: "created capability word-count v1 · smoke
+/// test passed".
+pub(super) fn for_people(tool: &str, output: &str) -> Option<String> {
+    let answer: Value = serde_json::from_str(output).ok()?;
+    let named = |item: &Value| {
+        let name = item.get("name")?.as_str()?;
+        let version = item.get("version")?.as_u64()?;
+        Some(format!("{name} v{version}"))
+    };
+    match tool {
+        CREATE => {
+            let created = named(answer.get("created")?)?;
+            let test = match answer.get("smoke_test") {
+                Some(Value::Object(test)) if test.get("passed") == Some(&Value::Bool(true)) => {
+                    "smoke test passed"
+                }
+                _ => "no example to test it with",
+            };
+            Some(format!("created capability {created} · {test}"))
+        }
+        QUERY => {
+            let found: Vec<String> = answer
+                .get("capabilities")?
+                .as_array()?
+                .iter()
+                .filter_map(named)
+                .collect();
+            let mut line = match found.len() {
+                0 => "no capability found".to_string(),
+                1 => format!("found {}", found[0]),
+                n => format!("found {n}: {}", found.join(", ")),
+            };
+            if answer.get("not_offered").is_some() {
+                line.push_str(" · some from other workspaces are not offered");
+            }
+            Some(line)
+        }
+        REMOVE => Some(format!(
+            "removed capability {}",
+            answer.get("removed")?.as_str()?
+        )),
+        _ => None,
+    }
+}
+
 /// What a capability is embedded by: the words a query would use to find it.
 fn embedding_text(name: &str, description: &str, tags: &[String]) -> String {
     format!("{name}: {description} {}", tags.join(" "))

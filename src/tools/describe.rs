@@ -66,6 +66,18 @@ pub fn key_argument(name: &str, arguments: &Value) -> String {
     out
 }
 
+/// A finished call's result in one line for people, for tools whose result is written for the
+/// model (JSON, instructions); `None` means the output itself reads well.
+pub fn result_line(name: &str, output: &str) -> Option<String> {
+    match name {
+        "capability_create" | "capability_query" | "capability_remove" => {
+            super::capability::for_people(name, output)
+        }
+        "schedule_create" => super::schedule::for_people(output),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -28,6 +28,7 @@ use std::any::TypeId;
 use std::collections::HashMap;
 use std::future::Future;
 use std::path::PathBuf;
+use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
@@ -64,6 +65,9 @@ pub struct ToolContext {
     pub turn: u64,
     /// The calling session as the sub-agent tools need it; set for their calls only.
     pub agents: Option<Arc<dyn services::SubAgents>>,
+    /// Milliseconds this call waited for the person to answer an approval question, so the
+    /// time shown for the call is the tool's own.
+    pub waited_ms: Arc<AtomicU64>,
     events: Option<mpsc::Sender<Event>>,
 }
 
@@ -86,6 +90,7 @@ impl ToolContext {
             approvals,
             turn: 0,
             agents: None,
+            waited_ms: Arc::default(),
             events,
         }
     }

@@ -168,10 +168,10 @@ impl TypedTool for ScheduleCreate {
         );
         let told = self.services.jobs_changed().await;
         if !told && !self.services.scheduler_running() {
-            text.push_str(
-                "\nmnemo serve is not running, so this schedule runs only once it is started \
-                 (`mnemo serve`); tell the user.",
-            );
+            text.push_str(&format!(
+                "\n{SERVE_NOT_RUNNING}, so this schedule runs only once it is started \
+                 (`mnemo serve`); tell the user."
+            ));
         }
         Ok(text)
     }
@@ -198,6 +198,42 @@ impl ScheduleCreate {
         }
     }
 }
+
+/// What `schedule_create` said, in one line for people: "reminder #1 at 00:29 · runs while
+/// mnemo serve runs".
+pub(super) fn for_people(output: &str) -> Option<String> {
+    let first = output.lines().next()?;
+    let (id, rest) = first.strip_prefix("created schedule #")?.split_once(": ")?;
+    let (when, next) = match rest.split_once(", next run ") {
+        Some((when, next)) => (when, Some(next)),
+        None => (rest, None),
+    };
+    let mut line = match (when.strip_prefix("once at "), next) {
+        (Some(at), _) => format!("reminder #{id} at {}", short_time(at)),
+        (None, Some(next)) => format!("schedule #{id} {when} · next at {}", short_time(next)),
+        (None, None) => format!("schedule #{id} {when}"),
+    };
+    line.push_str(match output.contains(SERVE_NOT_RUNNING) {
+        true => " · runs once mnemo serve is started",
+        false => " · runs while mnemo serve runs",
+    });
+    Some(line)
+}
+
+/// A time as [`show_time`] writes it ("2026-11-29 00:29 UTC"), without its zone and
+/// without today's date.
+fn short_time(shown: &str) -> String {
+    if !shown.starts_with(|c: char| c.is_ascii_digit()) {
+        return shown.to_string();
+    }
+    let today = chrono::Local::now().format("%Y-%m-%d ").to_string();
+    let time = shown.strip_prefix(&today).unwrap_or(shown);
+    time.rsplit_once(' ')
+        .map_or(time, |(time, _zone)| time)
+        .to_string()
+}
+
+const SERVE_NOT_RUNNING: &str = "mnemo serve is not running";
 
 /// `, next run …` for a schedule that has not run yet.
 fn next_run_note(row: &ScheduleRow) -> String {

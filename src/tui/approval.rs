@@ -32,6 +32,8 @@ pub struct ApprovalPrompt {
     pub reason: String,
     /// What "allow for this session" covers; `None`: only once.
     pub session_grant: Option<String>,
+    /// Why it can be allowed only once, when the agent said ("it has a pipe `|`").
+    pub only_once: Option<String>,
     pub shown_at: Instant,
     /// The answer sent, while the agent has not confirmed it.
     pub answered: Option<ApprovalDecision>,
@@ -74,7 +76,7 @@ impl ApprovalPrompt {
         Answer::Decision(match choice {
             Choice::Once => ApprovalDecision::AllowOnce,
             Choice::Session if self.session_grant.is_some() => ApprovalDecision::AllowSession,
-            Choice::Session => return Answer::Unavailable(NO_SESSION_GRANT.to_string()),
+            Choice::Session => return Answer::Unavailable(self.no_session_grant()),
             Choice::Deny => ApprovalDecision::Deny,
         })
     }
@@ -128,12 +130,18 @@ impl ApprovalPrompt {
     }
 }
 
-/// Why a command question offers no "allow for this session".
-pub const NO_SESSION_GRANT: &str = "2 (allow for this session) is not offered for this command: \
-    one with pipes, redirections, chains or substitutions is asked each time, since a session grant could not \
-    say what it covers";
-
 impl ApprovalPrompt {
+    /// Why "allow for this session" is not offered, naming what the command has.
+    pub fn no_session_grant(&self) -> String {
+        match &self.only_once {
+            Some(why) => format!(
+                "2 (allow for this session) is not offered for this command: {why}, and a \
+                 session grant could not say what it covers"
+            ),
+            None => "2 (allow for this session) is not offered for this question".into(),
+        }
+    }
+
     pub fn lines(&self) -> Vec<Line<'static>> {
         let accent = Style::default().fg(Color::Yellow);
         let bold = accent.add_modifier(Modifier::BOLD);
@@ -216,10 +224,9 @@ impl ApprovalPrompt {
         }
         answers.extend([key("3"), Span::raw(" deny")]);
         lines.push(Line::from(answers));
-        if self.session_grant.is_none() && matches!(self.action, ApprovalAction::Command { .. }) {
+        if let (None, Some(why)) = (&self.session_grant, &self.only_once) {
             lines.push(Line::styled(
-                "  (no \"allow for this session\": a command with pipes, redirections, chains or \
-                 substitutions is asked each time)",
+                format!("  (no \"allow for this session\": {why}, so it is asked each time)"),
                 dim(),
             ));
         }

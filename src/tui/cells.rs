@@ -75,12 +75,11 @@ impl Cell {
 }
 
 fn user_lines(text: &str, kind: UserMessageKind) -> Vec<Line<'static>> {
-    if kind == UserMessageKind::Continuation {
+    if let Some(why) = crate::present::written_by_mnemo(kind) {
         let style = Style::default()
             .fg(Color::DarkGray)
             .add_modifier(Modifier::ITALIC);
-        let note = "⋯ cut off by the output limit; continuing";
-        return vec![Line::styled(note, style)];
+        return vec![Line::styled(format!("⋯ {why}"), style)];
     }
     let prompt = Style::default()
         .fg(Color::Cyan)
@@ -104,7 +103,9 @@ fn user_lines(text: &str, kind: UserMessageKind) -> Vec<Line<'static>> {
         UserMessageKind::Prompt => None,
         UserMessageKind::Injected => Some("  (injected)"),
         UserMessageKind::Queued => Some("  (queued)"),
-        UserMessageKind::Continuation => None,
+        UserMessageKind::Continuation
+        | UserMessageKind::StepLimit
+        | UserMessageKind::SkillRequest => None,
     };
     if let (Some(mark), Some(first)) = (mark, lines.first_mut()) {
         let style = Style::default()

@@ -242,7 +242,9 @@ impl AppState {
                 UserMessageKind::Queued => (busy_kind, Op::UserInput { text: text.clone() }),
                 UserMessageKind::Injected
                 | UserMessageKind::Prompt
-                | UserMessageKind::Continuation => (busy_kind, Op::Inject { text: text.clone() }),
+                | UserMessageKind::Continuation
+                | UserMessageKind::StepLimit
+                | UserMessageKind::SkillRequest => (busy_kind, Op::Inject { text: text.clone() }),
             }
         } else {
             self.status.activity = Activity::Thinking;

@@ -84,7 +84,10 @@ fn content_lines(state: &AppState, width: u16, now: Instant) -> Vec<Line<'static
             _ if pending.waiting => ("⏳ sent when the session is ready: ", Color::Cyan),
             UserMessageKind::Injected => ("↳ injecting: ", Color::Yellow),
             UserMessageKind::Queued => ("⏭ queued: ", Color::Magenta),
-            UserMessageKind::Prompt | UserMessageKind::Continuation => ("› ", Color::DarkGray),
+            UserMessageKind::Prompt
+            | UserMessageKind::Continuation
+            | UserMessageKind::StepLimit
+            | UserMessageKind::SkillRequest => ("› ", Color::DarkGray),
         };
         let folded = super::paste::folded(&pending.text, &pending.folds);
         let shown = folded.as_deref().unwrap_or(&pending.text);

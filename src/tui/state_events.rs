@@ -110,6 +110,7 @@ impl AppState {
                 action,
                 reason,
                 session_grant,
+                only_once,
                 ..
             } => {
                 self.approvals.push(ApprovalPrompt {
@@ -118,6 +119,7 @@ impl AppState {
                     action,
                     reason,
                     session_grant,
+                    only_once,
                     shown_at: now,
                     answered: None,
                 });

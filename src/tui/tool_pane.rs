@@ -2,7 +2,7 @@
 //! (last lines), then status and duration when done. A file change shows its diff (folded
 //! to its first lines outside the expanded pager view); a failed call shows its error.
 
-use crate::tools::describe::key_argument;
+use crate::tools::describe::{key_argument, result_line};
 use std::time::Instant;
 
 use ratatui::style::{Color, Modifier, Style};
@@ -124,15 +124,25 @@ impl ToolCell {
             }
             ToolStatus::Ok => match detail {
                 Detail::Expanded => styled_lines(&self.output, dim()),
-                Detail::Collapsed if self.name == "read_file" => {
-                    let count = self.output.lines().count();
-                    vec![Line::styled(format!("{count} lines"), dim())]
-                }
-                Detail::Collapsed => tail(&self.output, PREVIEW_LINES, dim()),
+                Detail::Collapsed => match result_line(&self.name, &self.output) {
+                    Some(line) => vec![Line::raw(line)],
+                    None => self.collapsed_output(),
+                },
             },
         };
         lines.extend(body.into_iter().map(indent));
         lines
+    }
+
+    /// The output of a successful call outside the pager: its last lines.
+    fn collapsed_output(&self) -> Vec<Line<'static>> {
+        match self.name.as_str() {
+            "read_file" => {
+                let count = self.output.lines().count();
+                vec![Line::styled(format!("{count} lines"), dim())]
+            }
+            _ => tail(&self.output, PREVIEW_LINES, dim()),
+        }
     }
 }
 
