@@ -74,6 +74,10 @@ fn dream_history_and_undo_through_the_binary() {
 
     let undone = stdout(&ws, &["memory", "notes", "--undo"]);
     assert!(undone.contains("restored version #1"), "{undone}");
+    assert!(
+        undone.contains("2 archive entries will be dreamed again"),
+        "{undone}"
+    );
     let memory = std::fs::read_to_string(notes.join("MEMORY.md")).unwrap_or_default();
     assert_eq!(memory, "- terraform state lives in gcs\n");
     assert!(stdout(&ws, &["memory", "notes"]).contains("terraform state lives in gcs"));
@@ -88,7 +92,16 @@ fn dream_history_and_undo_through_the_binary() {
     assert!(found.contains("dream note (MEMORY.md)"), "{found}");
     assert!(found.contains("- terraform state lives in gcs"), "{found}");
 
-    // No new entries since the last dream: nothing to do.
+    // The entries the undone dream read are dreamed again, and then nothing is left.
+    let said = dream(
+        &ws,
+        &editor_json(
+            "- terraform state lives in gcs; ansible for hosts",
+            "- prefers make",
+        ),
+    );
+    assert!(said.contains("wrote version #3"), "{said}");
+    assert!(said.contains("from 2 archive entries"), "{said}");
     assert!(stdout(&ws, &["dream"]).contains("nothing new to dream about"));
 }
 

@@ -111,6 +111,16 @@ fn recall_works_by_keyword_without_the_model_and_by_meaning_once_installed()
             .contains("user message"),
         "the working message comes first by meaning: {billing}"
     );
+    // Words that mean nothing here find nothing, rather than the nearest of everything.
+    let nonsense = text(
+        &ws.mnemo(&["memory", "search", "quasar zebra violin"], None)
+            .stdout,
+    );
+    assert_eq!(
+        nonsense.trim(),
+        "nothing remembered matches `quasar zebra violin`",
+        "{nonsense}"
+    );
     // Nothing is left to embed.
     let again = text(&ws.mnemo(&["memory", "reindex"], None).stderr);
     assert!(again.contains("embedded 0"), "{again}");

@@ -254,7 +254,8 @@ impl Db {
     }
 
     /// Takes back the current version; the one before it (or none) becomes current and is
-    /// returned. The cursor stays: the entries were read, only their editing is undone.
+    /// returned. The cursor goes back to where that version left it, so the archive entries
+    /// the undone dream read are dreamed again.
     pub fn undo_notes(&mut self) -> Result<Option<NotesVersion>, StoreError> {
         let current = self.current_notes()?.ok_or_else(|| StoreError::NotFound {
             what: "dream notes version",
@@ -276,6 +277,12 @@ impl Db {
                 tx.execute("DELETE FROM dream_paragraphs", [])?;
             }
         }
+        let cursor = restored.as_ref().map_or(0, |version| version.cursor);
+        tx.prepare_cached(
+            "INSERT INTO kv(key, value) VALUES (?1, ?2)
+             ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+        )?
+        .execute(params![CURSOR_KEY, cursor.to_string()])?;
         tx.commit()?;
         Ok(restored)
     }

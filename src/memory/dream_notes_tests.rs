@@ -62,13 +62,19 @@ fn dream_notes_undo_restores_the_previous_version_and_keeps_history() -> TestRes
     );
     assert!(db.dream_notes_version()? > before_undo);
     assert_eq!(db.current_notes()?.map(|v| v.id), Some(first));
-    assert_eq!(db.dream_cursor()?, 2, "undo does not move the cursor");
+    assert_eq!(
+        db.dream_cursor()?,
+        1,
+        "what the undone dream read is dreamed again"
+    );
+    assert_eq!(db.dream_pending()?, 1);
     let history = db.notes_history()?;
     assert_eq!(
         history.iter().map(|v| (v.id, v.undone)).collect::<Vec<_>>(),
         [(second, true), (first, false)]
     );
     assert_eq!(db.undo_notes()?, None);
+    assert_eq!(db.dream_cursor()?, 0);
     assert!(matches!(db.undo_notes(), Err(StoreError::NotFound { .. })));
     Ok(())
 }

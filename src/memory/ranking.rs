@@ -16,6 +16,9 @@ pub const RRF_K: f64 = 5.0;
 /// to 0.8 and unrelated texts around 0 to 0.2); closer counts up to `MAX_COSINE_GAIN` times.
 pub const FULL_COSINE: f64 = 0.4;
 pub const MAX_COSINE_GAIN: f64 = 1.2;
+/// Below this cosine a candidate found only by meaning is not related to the query: a query
+/// of nonsense words finds nothing rather than the nearest of everything.
+pub const MEANING_FLOOR: f64 = 0.25;
 /// Weight of importance (0 to 1): enough to order otherwise equal hits.
 pub const IMPORTANCE_WEIGHT: f64 = 0.01;
 

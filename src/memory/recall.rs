@@ -149,6 +149,11 @@ impl Db {
         }
         let mut hits = Vec::with_capacity(signals.len());
         for (key, signal) in signals {
+            let related = signal.keyword.is_some()
+                || signal.cosine.is_some_and(|c| c >= ranking::MEANING_FLOOR);
+            if !related {
+                continue;
+            }
             if let Some(mut hit) = self.hit(key, scope)? {
                 hit.keyword = signal.keyword.map_or(0.0, |r| 1.0 / (1.0 + r as f64));
                 hit.semantic = signal.cosine;

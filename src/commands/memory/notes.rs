@@ -93,7 +93,11 @@ pub fn notes(
             Ok(())
         }
         NotesAction::Undo => {
-            let restored = match store.call_blocking(|db| db.undo_notes()) {
+            let undone = store.call_blocking(|db| {
+                let restored = db.undo_notes()?;
+                Ok((restored, db.dream_pending()?))
+            });
+            let (restored, again) = match undone {
                 Err(StoreError::NotFound { .. }) => {
                     return Err(CommandError::Usage(
                         "nothing to undo: there are no dream notes (`mnemo dream` writes them)"
@@ -119,6 +123,14 @@ pub fn notes(
                     dir.display()
                 )?,
                 None => writeln!(out, "undid the only version; the dream notes are empty now")?,
+            }
+            if again > 0 {
+                writeln!(
+                    out,
+                    "{again} archive entr{} will be dreamed again (`mnemo dream`, or tonight \
+                     under mnemo serve)",
+                    if again == 1 { "y" } else { "ies" }
+                )?;
             }
             Ok(())
         }
