@@ -262,7 +262,8 @@ fn resumed_session_with_its_note() -> TestResult {
     ));
     assert!(matches!(
         state.transcript.last(),
-        Some(Cell::Notice { text, .. }) if text.starts_with("mnemo · claude-sonnet")
+        Some(Cell::Notice { text, .. })
+            if text.starts_with(&format!("mnemo {} · claude-sonnet", env!("CARGO_PKG_VERSION")))
     ));
     let area = Rect::new(0, 0, 80, 12);
     let mut buf = Buffer::empty(area);

@@ -78,6 +78,8 @@ impl<W: Write> App<W> {
         state.models = loaded.config.models.keys().cloned().collect();
         state.model_info = model_info(&loaded.config);
         state.status.approval_mode = loaded.config.approval;
+        state.status.attached = host.served();
+        state.sandbox = loaded.config.sandbox.config();
         Self {
             state,
             screen,

@@ -350,7 +350,9 @@ impl<W: Write> App<W> {
             true => {
                 let short: String = id.chars().take(8).collect();
                 format!(
-                    "Session {short} is running in mnemo serve: `mnemo attach {short}` continues                      it there (or resume it once serve has stopped)"
+                    "Session {short} is busy in mnemo serve. `mnemo attach {short}` continues \
+                     it there, `mnemo sessions export {short}` prints it, `mnemo sessions fork \
+                     {short}` copies it into a new session"
                 )
             }
             false => busy.to_string(),
