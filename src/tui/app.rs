@@ -148,6 +148,8 @@ impl<W: Write> App<W> {
                     }
                     Effect::OpenPicker => self.open_picker(PickerCancel::Close).await,
                     Effect::Resume(id) => self.resume(id).await,
+                    Effect::RenameSession { id, title } => self.rename_session(id, title).await,
+                    Effect::ListSessions => self.list_sessions().await,
                     Effect::SearchMemory(query) => self.search_memory(query).await,
                     Effect::ListCapabilities => self.list_capabilities().await,
                     Effect::ListSkills => self.list_skills().await,

@@ -43,6 +43,13 @@ pub enum Effect {
     OpenPicker,
     /// Shut the agent down and continue the stored session with this id.
     Resume(String),
+    /// Give stored session `id` the title `title` (from the picker, which stays open).
+    RenameSession {
+        id: String,
+        title: String,
+    },
+    /// `/sessions`: the recent sessions of every directory.
+    ListSessions,
     /// Search the memory archive and show the hits.
     SearchMemory(String),
     /// `/capabilities`: the tools offered now and the capability store.
