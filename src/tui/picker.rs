@@ -96,7 +96,7 @@ impl SessionPicker {
     }
 
     /// A key while a new title is typed: Enter renames, Esc goes back to the list.
-    fn rename_key(&mut self, key: KeyEvent, title: &mut String) -> Option<PickerOutcome> {
+    fn rename_key(&self, key: KeyEvent, title: &mut String) -> Option<PickerOutcome> {
         let plain = !key
             .modifiers
             .intersects(KeyModifiers::CONTROL | KeyModifiers::ALT);

@@ -74,7 +74,7 @@ impl SlashCommand {
             SlashCommand::Compact => "summarise the conversation to free context",
             SlashCommand::Clear => "clear the screen and start a new session",
             SlashCommand::Sessions => "recent sessions of every directory",
-            SlashCommand::Resume => "pick a session of this directory (preview, rename)",
+            SlashCommand::Resume => "pick a session of this directory",
             SlashCommand::Memory => "search the memory archive",
             SlashCommand::Capabilities => "tools the agent made: offered now, stored",
             SlashCommand::Skills => "skills: origin, uses, state",
