@@ -1,8 +1,9 @@
 //! The `mnemo` binary: parse flags, pick a front end. Everything else lives in the library.
 
-use std::io::Read;
+use std::io::{Read, Write};
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::Context;
 use clap::Parser;
@@ -28,10 +29,40 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match real_main(cli) {
         Ok(code) => code,
+        // The reader has what it wanted (`mnemo status | head -1`): stop quietly, as Unix
+        // tools do.
+        Err(_) if STDOUT_CLOSED.load(Ordering::Relaxed) => ExitCode::SUCCESS,
         Err(err) => {
             eprintln!("mnemo: {err:#}");
             ExitCode::from(2)
         }
+    }
+}
+
+/// Set once a write to stdout found its reader gone.
+static STDOUT_CLOSED: AtomicBool = AtomicBool::new(false);
+
+/// Stdout for the commands' output, noting a reader that went away.
+struct Out(std::io::StdoutLock<'static>);
+
+impl Out {
+    fn noted<T>(result: std::io::Result<T>) -> std::io::Result<T> {
+        if let Err(error) = &result
+            && error.kind() == std::io::ErrorKind::BrokenPipe
+        {
+            STDOUT_CLOSED.store(true, Ordering::Relaxed);
+        }
+        result
+    }
+}
+
+impl Write for Out {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        Self::noted(self.0.write(buf))
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Self::noted(self.0.flush())
     }
 }
 
@@ -110,14 +141,13 @@ fn real_main(cli: Cli) -> anyhow::Result<ExitCode> {
         loaded.dirs.data.clone(),
     ));
     mnemo::crash::set_webhook(loaded.config.crash_webhook.clone());
-    let mut out = std::io::stdout().lock();
+    let mut out = Out(std::io::stdout().lock());
     match cli.command {
         Some(Command::Config) => {
             let env = |name: &str| std::env::var(name).ok();
-            print!(
-                "{}",
-                mnemo::config::show::render(&loaded.config, &loaded.sources, &env)
-            );
+            let shown = mnemo::config::show::render(&loaded.config, &loaded.sources, &env);
+            write!(out, "{shown}")?;
+            out.flush()?;
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Sessions {

@@ -1,6 +1,6 @@
 //! MCP servers through the real binary: `mnemo run` starts them and denies a write-like tool
-//! that would need a question, and `mnemo mcp list` shows each server's state, broken and
-//! untrusted entries included.
+//! that would need a question, and `mnemo mcp list` shows each server's state, broken,
+//! missing and untrusted entries included.
 
 mod cli_support;
 mod mcp_support;
@@ -63,7 +63,11 @@ fn headless_run_denies_a_write_like_mcp_tool_and_runs_a_read_only_one() -> Resul
 #[test]
 fn mcp_list_shows_ready_broken_and_untrusted_servers() -> Result<(), String> {
     let ws = Workspace::new();
-    configure(&ws, "\n[mcp_servers.broken]\ncommand = 5\n")?;
+    configure(
+        &ws,
+        "\n[mcp_servers.broken]\ncommand = 5\n\n[mcp_servers.missing]\n\
+         command = \"/nonexistent/mcp-server\"\n",
+    )?;
     std::fs::create_dir_all(ws.path().join(".mnemo")).map_err(|e| e.to_string())?;
     ws.write(
         ".mnemo/config.toml",
@@ -84,6 +88,9 @@ fn mcp_list_shows_ready_broken_and_untrusted_servers() -> Result<(), String> {
         line("broken").contains("failed:") && line("broken").contains("command"),
         "{stdout}"
     );
+    // A server that cannot start shows why, not a restart that is over by the time it is read.
+    assert!(line("missing").contains("failed: cannot start"), "{stdout}");
+    assert!(!stdout.contains("restarting"), "{stdout}");
     assert!(
         line("local").contains("not started: workspace not trusted"),
         "{stdout}"

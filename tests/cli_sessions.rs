@@ -45,6 +45,10 @@ fn sessions_are_listed_exported_renamed_continued_and_removed() -> TestResult {
     let list = stdout(&mnemo(ws, &["sessions"])?);
     assert!(list.contains("What is the answer?"), "{list}");
     assert!(list.contains("    2  "), "message count shown: {list}");
+    assert!(
+        list.contains(&format!("{model}  ")),
+        "the model is not cut: {list}"
+    );
     let id = list
         .lines()
         .nth(1)
@@ -199,16 +203,59 @@ fn sessions_tree_shows_sub_agent_sessions_under_their_parent() -> TestResult {
     let flat = stdout(&mnemo(ws, &["sessions"])?);
     assert_eq!(flat.lines().count(), 2, "only the top session: {flat}");
     let tree = stdout(&mnemo(ws, &["sessions", "--tree"])?);
-    // The title column starts after id, time, count and model.
+    // The title column starts under its heading, after id, time, count and the whole model.
+    let start = tree
+        .lines()
+        .next()
+        .and_then(|h| h.find("TITLE"))
+        .ok_or("no header")?;
     let titles: Vec<String> = tree
         .lines()
         .skip(1)
-        .map(|line| line.chars().skip(8 + 2 + 16 + 2 + 5 + 2 + 16 + 2).collect())
+        .map(|line| line.chars().skip(start).collect())
         .collect();
     assert_eq!(
         titles,
         ["TOP: start", "└ MIDDLE: ask below", "  └ BOTTOM: answer"],
         "{tree}"
     );
+    Ok(())
+}
+
+/// `mnemo status | head -1`: a reader that leaves early is no error. The commands write into a
+/// pipe whose reading end is already closed, so their first write fails.
+#[test]
+fn listings_into_a_closed_pipe_exit_quietly() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let ws = dir.path();
+    let model = script(ws, "one.json", json!([{"text": "The answer is 42."}]))?;
+    assert!(
+        mnemo(ws, &["--model", &model, "run", "What is the answer?"])?
+            .status
+            .success()
+    );
+    let commands: [&[&str]; 6] = [
+        &["status"],
+        &["config"],
+        &["sessions"],
+        &["sessions", "--all"],
+        &["mcp", "list"],
+        &["memory", "list"],
+    ];
+    for args in commands {
+        let (reader, writer) = std::io::pipe()?;
+        drop(reader);
+        let out = Command::new(env!("CARGO_BIN_EXE_mnemo"))
+            .args(args)
+            .current_dir(ws)
+            .env("MNEMO_CONFIG_DIR", ws.join(".cfg"))
+            .env("MNEMO_DATA_DIR", ws.join(".data"))
+            .stdout(writer)
+            .stderr(std::process::Stdio::piped())
+            .output()?;
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{args:?}: {:?} {stderr}", out.status);
+        assert!(stderr.is_empty(), "{args:?}: {stderr}");
+    }
     Ok(())
 }

@@ -105,6 +105,11 @@ async fn the_served_host_answers_as_the_in_process_one() -> TestResult {
         listed.0.first().map(|r| r.id.as_str()),
         Some(attached.session.as_str())
     );
+    // The picker's preview: the last message with text, the model's answer here.
+    assert_eq!(
+        listed.0.first().and_then(|r| r.preview.as_deref()),
+        Some("the staging port is 8443")
+    );
 
     let prefix: String = attached.session.chars().take(8).collect();
     let named = (
@@ -113,6 +118,17 @@ async fn the_served_host_answers_as_the_in_process_one() -> TestResult {
     );
     assert_eq!(named.0, named.1);
     assert_eq!(named.0.id, attached.session);
+
+    // Renamed through either host, the store keeps the title and both read it back alike.
+    let short: String = attached.session.chars().take(8).collect();
+    let renamed = remote.rename(short.clone(), "staging ports".into()).await?;
+    assert_eq!(renamed.title, "staging ports");
+    assert_eq!(renamed, local.stored_session(short.clone()).await?);
+    let renamed = local
+        .rename(short.clone(), "the staging port".into())
+        .await?;
+    assert_eq!(renamed, remote.stored_session(short).await?);
+    assert_eq!(renamed.title, "the staging port");
 
     let latest = (
         local.latest_session(workspace.clone()).await?,

@@ -56,6 +56,12 @@ fn attach_shows_a_served_session_takes_a_prompt_and_detaches() -> TestResult {
     let mut term = Terminal::spawn(&["attach"], dir.path())?;
     term.wait_for("the daemon kept this")?;
     term.wait_for("● idle")?;
+    let rows = term.all_rows();
+    let status = rows.iter().rfind(|row| row.contains("● idle"));
+    assert!(
+        status.is_some_and(|row| row.contains(" · attached")),
+        "the status bar marks the attached session: {rows:#?}"
+    );
     term.send("typed in the terminal\r")?;
     term.wait_for("answered through the gateway")?;
     term.quit()?;
@@ -118,24 +124,39 @@ fn model_switches_under_attach_and_leaving_says_how_to_come_back() -> TestResult
         "{rows:#?}"
     );
     term.quit()?;
-    term.wait_for("goes on in mnemo serve · mnemo attach ")?;
+    term.wait_for("Detached; session ")?;
     let contents = term.contents();
     let short = contents
-        .split("mnemo attach ")
+        .split("Detached; session ")
         .nth(1)
         .and_then(|rest| rest.split_whitespace().next())
         .ok_or("no session id on leaving")?
         .to_string();
-
-    // Resuming it while the daemon holds it says so plainly, with the way that works.
-    let mut term = Terminal::spawn(&["--model", &model, "--resume", &short], dir.path())?;
-    term.wait_for(&format!("`mnemo attach {short}` continues"))?;
-    term.wait_for("/clear starts a new session")?;
     assert!(
-        !term.contents().contains("No model could be prepared"),
-        "{}",
-        term.contents()
+        contents.contains(&format!(
+            "Detached; session {short} goes on in mnemo serve · mnemo attach {short}"
+        )),
+        "{contents}"
     );
+    assert!(!contents.contains("--resume"), "{contents}");
+
+    // Resuming it while the daemon holds it says so plainly, with the ways that work, and
+    // asks nothing about setting up a model.
+    let mut term = Terminal::spawn(&["--model", &model, "--resume", &short], dir.path())?;
+    term.wait_for(&format!("Session {short} is busy in mnemo serve"))?;
+    term.wait_for("/clear starts a new session")?;
+    let contents = term.contents();
+    let contents = contents.split_whitespace().collect::<Vec<_>>().join(" ");
+    for way in [
+        format!("`mnemo attach {short}`"),
+        format!("`mnemo sessions export {short}`"),
+        format!("`mnemo sessions fork {short}`"),
+    ] {
+        assert!(contents.contains(&way), "{way}: {contents}");
+    }
+    for set_up in ["No model could be prepared", "Set up a model"] {
+        assert!(!contents.contains(set_up), "{contents}");
+    }
     term.quit()?;
 
     // SAFETY: stops the daemon this test started.

@@ -350,6 +350,7 @@ fn enter_on_the_running_session_in_the_picker_keeps_the_session() {
         model: "claude-sonnet".into(),
         status: "active".into(),
         message_count: 2,
+        preview: None,
     };
     harness.state.picker = Some(SessionPicker::new(
         vec![row],

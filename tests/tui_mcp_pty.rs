@@ -1,5 +1,6 @@
-//! MCP servers in the TUI, as a person sees them: the screen opens while servers start, their
-//! tools arriving show as one notice, and `/mcp` lists each server's state.
+//! MCP servers in the TUI, as a person sees them: the screen opens while servers start, one
+//! that fails is noticed at once, their tools arriving show as one notice, and `/mcp` lists
+//! each server's state.
 
 mod mcp_support;
 mod pty_support;
@@ -27,6 +28,8 @@ fn mcp_shows_each_servers_state_and_the_tools_arriving() -> TestResult {
     let model = format!("scripted:{}", script.display());
     let mut term = Terminal::spawn(&["--model", &model], &root)?;
     term.wait_for("● idle")?;
+    // A server that cannot start is said at once, with why.
+    term.wait_for("MCP server missing failed: cannot start `/nonexistent/mcp-server`")?;
     // Between turns, the server's tools arriving are one line.
     term.wait_for("tools of MCP server files")?;
     term.send("/mcp\r")?;

@@ -159,7 +159,7 @@ fn continue_model_switch_and_the_picker_reopen_a_stored_session() -> TestResult 
     term.send("\x1b")?;
     term.wait_for("New session")?;
     term.wait_for("● idle")?;
-    term.send("/sessions\r")?;
+    term.send("/resume\r")?;
     term.wait_for("Esc close")?;
     term.wait_for("what is the answer")?;
     // The new session holds no message yet: it is neither stored nor listed.

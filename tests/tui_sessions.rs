@@ -71,11 +71,12 @@ fn row(
         model: "claude-sonnet".into(),
         status: "active".into(),
         message_count: messages,
+        preview: None,
     }
 }
 
 fn picker_rows() -> Vec<SessionRow> {
-    vec![
+    let mut rows = vec![
         row(
             "0f3c9a7e",
             "Fix the flaky pty test",
@@ -105,7 +106,13 @@ fn picker_rows() -> Vec<SessionRow> {
             5 * 24 * 60,
             230,
         ),
-    ]
+    ];
+    rows[1].preview = Some(
+        "Done: the loader now reads the defaults, the user file and the workspace file in \
+         that order, and every test passes.\nNext: the migration notes."
+            .into(),
+    );
+    rows
 }
 
 #[test]
@@ -121,6 +128,57 @@ fn session_picker() {
     let now = Instant::now();
     state.handle_key(KeyEvent::new(KeyCode::Down, KeyModifiers::NONE), now);
     insta::assert_snapshot!(screen(&mut state, &mut history, 90, 14));
+}
+
+#[test]
+fn ctrl_r_in_the_picker_renames_the_chosen_session_and_the_picker_stays() -> TestResult {
+    let now = Instant::now();
+    let key = |code| KeyEvent::new(code, KeyModifiers::NONE);
+    let mut state = AppState::new();
+    state.picker = Some(SessionPicker::new(
+        picker_rows(),
+        NOW,
+        None,
+        PickerCancel::Close,
+    ));
+    state.handle_key(key(KeyCode::Down), now);
+    state.handle_key(
+        KeyEvent::new(KeyCode::Char('r'), KeyModifiers::CONTROL),
+        now,
+    );
+    for _ in "layers".chars() {
+        state.handle_key(key(KeyCode::Backspace), now);
+    }
+    for c in "profiles".chars() {
+        state.handle_key(key(KeyCode::Char(c)), now);
+    }
+    let mut history = Vec::new();
+    let typing = screen(&mut state, &mut history, 90, 16);
+    assert!(
+        typing.contains("new title: Port the config loader to profiles"),
+        "{typing}"
+    );
+    assert_eq!(
+        state.handle_key(key(KeyCode::Enter), now),
+        [Effect::RenameSession {
+            id: "1a2b3c4d".into(),
+            title: "Port the config loader to profiles".into()
+        }]
+    );
+    let mut renamed = picker_rows().swap_remove(1);
+    renamed.title = "Port the config loader to profiles".into();
+    let picker = state.picker.as_mut().ok_or("the picker closed")?;
+    picker.renamed(renamed);
+    let shown = screen(&mut state, &mut history, 90, 16);
+    assert!(
+        shown.contains("› Port the config loader to profiles"),
+        "{shown}"
+    );
+    assert_eq!(
+        state.handle_key(key(KeyCode::Enter), now),
+        [Effect::Resume("1a2b3c4d".into())]
+    );
+    Ok(())
 }
 
 #[test]
@@ -262,7 +320,8 @@ fn resumed_session_with_its_note() -> TestResult {
     ));
     assert!(matches!(
         state.transcript.last(),
-        Some(Cell::Notice { text, .. }) if text.starts_with("mnemo · claude-sonnet")
+        Some(Cell::Notice { text, .. })
+            if text.starts_with(&format!("mnemo {} · claude-sonnet", env!("CARGO_PKG_VERSION")))
     ));
     let area = Rect::new(0, 0, 80, 12);
     let mut buf = Buffer::empty(area);

@@ -22,6 +22,20 @@ fn idle_session() {
     insta::assert_snapshot!(harness.screen(80, 8));
 }
 
+/// A session of `mnemo serve` seen through `mnemo attach`: the status bar says so, since
+/// leaving only detaches from it.
+#[test]
+fn attached_session() {
+    let mut harness = Harness::new();
+    harness.state.status.attached = true;
+    harness.event(Event::SessionStarted {
+        session_id: "93ef695b-5b1d-4c2e-9f00-1234567890ab".into(),
+        model: "claude-sonnet".into(),
+        workspace: "/home/ada/project".into(),
+    });
+    insta::assert_snapshot!(harness.screen(80, 8));
+}
+
 #[test]
 fn streaming_markdown_with_a_code_block() {
     let mut harness = Harness::started();

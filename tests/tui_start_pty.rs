@@ -1,6 +1,7 @@
 //! What `mnemo` asks before its session screen opens, answered in a pseudo-terminal as a person
 //! would: trusting a workspace whose `.mnemo/config.toml` asks for more than an untrusted one
-//! gets, and working in a directory as broad as the home directory.
+//! gets, and working in a directory as broad as the home directory. Then the first screen:
+//! what runs, under which rules, and the keys to begin with.
 
 mod pty_support;
 
@@ -97,6 +98,40 @@ fn continue_after_an_empty_launch_resumes_the_real_session() -> TestResult {
     let mut term = Terminal::spawn(&["--model", &model, "--continue"], dir.path())?;
     term.wait_for("Resumed session “what is the answer”")?;
     term.wait_for("The answer is 42.")?;
+    term.quit()?;
+    Ok(())
+}
+
+#[test]
+fn the_first_screen_says_what_runs_under_which_rules_and_the_keys() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let model = scripted(dir.path())?;
+    let mut term = Terminal::spawn(&["--model", &model], dir.path())?;
+    term.wait_for("● idle")?;
+    let version = env!("CARGO_PKG_VERSION");
+    term.wait_for(&format!("mnemo {version} · {model}"))?;
+    term.wait_for("auto · workspace-write · network off")?;
+    term.wait_for("Enter send · Tab queue · Esc interrupt · / commands")?;
+    term.quit()?;
+
+    // The rules follow the flags, and the flags' model is the current one in /model.
+    let args = ["--model", model.as_str(), "--approval", "ask", "--network"];
+    let mut term = Terminal::spawn(&args, dir.path())?;
+    term.wait_for("ask · workspace-write · network on")?;
+    term.send("/model")?;
+    term.wait_for("/model")?;
+    term.send("\r")?;
+    term.wait_for("Switch the model")?;
+    let rows = term.all_rows();
+    let listed = rows
+        .iter()
+        .find(|row| row.contains(&model) && row.contains("in use"));
+    assert!(
+        listed.is_some_and(|row| row.ends_with("(current)")),
+        "{rows:#?}"
+    );
+    term.send("\x1b")?;
+    term.wait_gone("Switch the model")?;
     term.quit()?;
     Ok(())
 }

@@ -1,6 +1,7 @@
 //! The session's MCP servers: their tools join the per-step tool list (`tool_set.rs`), a
 //! model request waits for servers still starting, and front ends ask for the servers' states.
 
+use std::collections::BTreeSet;
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -82,6 +83,22 @@ impl Session {
         tokio::select! {
             () = manager.wait_ready(deadline) => {}
             () = cancel.cancelled() => {}
+        }
+    }
+
+    /// Tells the front end of each server that failed since the last call and was not told
+    /// of before (`told` keeps them): a server that does not start is noticed at once, not
+    /// only when a tool is missing.
+    pub(super) async fn report_failed_mcp(&self, told: &mut BTreeSet<String>) {
+        let Some(manager) = &self.mcp else { return };
+        for (name, state) in manager.states() {
+            let Some(reason) = state.failure() else {
+                continue;
+            };
+            if told.insert(name.clone()) {
+                let message = format!("MCP server {name} failed: {reason} (/mcp shows its state)");
+                self.emit(Event::Error { message }).await;
+            }
         }
     }
 

@@ -102,6 +102,9 @@ async fn drive(
     let (mcp, mcp_budget) = (session.mcp.clone(), session.settings.mcp_max_tool_tokens);
     // Between turns a server's new tool list reaches the front end at once.
     let mut mcp_changes = mcp.as_ref().map(crate::mcp::McpManager::tools_changed);
+    let mut mcp_states = mcp.as_ref().map(crate::mcp::McpManager::states_changed);
+    let mut failed_told = std::collections::BTreeSet::new();
+    session.report_failed_mcp(&mut failed_told).await;
     let mut queued: VecDeque<(String, UserMessageKind)> = VecDeque::new();
     loop {
         // Injections and background results that arrived between turns open the next one.
@@ -115,10 +118,17 @@ async fn drive(
             let op = tokio::select! {
                 op = ops.recv() => op,
                 () = mailbox.wake.notified() => continue,
-                changed = tools_changed(&mut mcp_changes) => {
+                changed = bumped(&mut mcp_changes) => {
                     match changed {
                         true => refresh_between_turns(&mut session, &control).await,
                         false => mcp_changes = None,
+                    }
+                    continue;
+                }
+                changed = bumped(&mut mcp_states) => {
+                    match changed {
+                        true => session.report_failed_mcp(&mut failed_told).await,
+                        false => mcp_states = None,
                     }
                     continue;
                 }
@@ -203,8 +213,8 @@ async fn drive(
     session
 }
 
-/// Waits for the MCP servers' next tool list change; false when the servers are gone.
-async fn tools_changed(changes: &mut Option<tokio::sync::watch::Receiver<u64>>) -> bool {
+/// Waits for the next change of a counter (tools or server states); false once it is gone.
+async fn bumped(changes: &mut Option<tokio::sync::watch::Receiver<u64>>) -> bool {
     match changes {
         Some(changes) => changes.changed().await.is_ok(),
         None => std::future::pending().await,

@@ -14,7 +14,9 @@ use crate::tools::mcp::deferred_servers;
 /// Lists every configured server, its state and (with `tools`) what it offers.
 pub async fn list(loaded: &Loaded, tools: bool, out: &mut impl Write) -> Result<(), CommandError> {
     let env = Confinement::from_section(&loaded.config.sandbox).env;
-    let settings = loaded.mcp_settings(env);
+    let mut settings = loaded.mcp_settings(env);
+    // One start each: a server that fails shows why, not a restart that is soon out of date.
+    settings.backoff.give_up_after = 1;
     if settings.servers.is_empty() && settings.not_trusted.is_empty() {
         writeln!(
             out,

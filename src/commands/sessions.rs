@@ -48,9 +48,11 @@ pub fn list(
         )?;
         return Ok(());
     }
+    // The model column is as wide as its longest name: a cut name may name another model.
+    let model_width = super::column_width(rows.iter().map(|(_, r)| r.model.as_str()), "MODEL");
     writeln!(
         out,
-        "{:<8}  {:<16}  {:>5}  {:<16}  TITLE",
+        "{:<8}  {:<16}  {:>5}  {:<model_width$}  TITLE",
         "ID", "UPDATED", "MSGS", "MODEL"
     )?;
     for (depth, row) in rows {
@@ -64,11 +66,11 @@ pub fn list(
         };
         writeln!(
             out,
-            "{:<8}  {:<16}  {:>5}  {:<16}  {branch}{}",
+            "{:<8}  {:<16}  {:>5}  {:<model_width$}  {branch}{}",
             row.id.chars().take(8).collect::<String>(),
             local_time(row.updated_at),
             row.message_count,
-            row.model.chars().take(16).collect::<String>(),
+            row.model,
             if title.is_empty() {
                 "(untitled)"
             } else {

@@ -283,6 +283,9 @@ impl Client {
             (RequestOp::Host(HostOp::StoredSession), Some(session)) => {
                 answered(id, self.gateway.local.stored_session(session).await)
             }
+            (RequestOp::Host(HostOp::RenameSession { title }), Some(session)) => {
+                answered(id, self.gateway.local.rename(session, title).await)
+            }
             (RequestOp::Host(HostOp::History { recent }), Some(session)) => {
                 answered(id, self.gateway.local.history(session, recent).await)
             }

@@ -97,6 +97,13 @@ impl HostApi for GatewayClient {
         Box::pin(async move { self.ask_about(Some(&id), HostOp::StoredSession).await })
     }
 
+    fn rename(&self, id: String, title: String) -> HostResult<'_, SessionRow> {
+        Box::pin(async move {
+            self.ask_about(Some(&id), HostOp::RenameSession { title })
+                .await
+        })
+    }
+
     fn latest_session(&self, workspace: String) -> HostResult<'_, Option<SessionRow>> {
         Box::pin(self.ask(HostOp::LatestSession { workspace }))
     }

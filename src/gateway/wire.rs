@@ -70,6 +70,8 @@ pub enum HostOp {
     },
     /// The stored session `session` (an id or a unique prefix) names.
     StoredSession,
+    /// Gives the stored session `session` names the title `title`; the reply is its row.
+    RenameSession { title: String },
     /// The most recent stored session of `workspace`, or null.
     LatestSession { workspace: String },
     /// `session`'s stored history replayed as events (its last `recent` messages when
@@ -139,8 +141,8 @@ pub fn parse_request(line: &str) -> Result<Request, BadRequest> {
     let name = op.get("op").and_then(Value::as_str).unwrap_or_default();
     let op = match name {
         "create_session" | "list_sessions" | "attach" | "detach" | "jobs_changed" | "search"
-        | "stored_sessions" | "stored_session" | "latest_session" | "history" | "skill_stats"
-        | "capabilities" | "schedules" | "daemon" => {
+        | "stored_sessions" | "stored_session" | "rename_session" | "latest_session"
+        | "history" | "skill_stats" | "capabilities" | "schedules" | "daemon" => {
             RequestOp::Host(serde_json::from_value(op.clone()).map_err(|e| bad(e.to_string()))?)
         }
         _ => RequestOp::Session(

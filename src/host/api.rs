@@ -114,6 +114,10 @@ pub trait HostApi: Send + Sync {
     /// The stored session `id` (an id or a unique prefix of one) names.
     fn stored_session(&self, id: String) -> HostResult<'_, SessionRow>;
 
+    /// Gives stored session `id` (an id or a unique prefix) the title `title`; its row as it
+    /// is now.
+    fn rename(&self, id: String, title: String) -> HostResult<'_, SessionRow>;
+
     /// The most recent stored session of `workspace`.
     fn latest_session(&self, workspace: String) -> HostResult<'_, Option<SessionRow>>;
 

@@ -90,6 +90,14 @@ impl HostApi for LocalHost {
         Box::pin(self.with_store(move |db| db.session(&id)))
     }
 
+    fn rename(&self, id: String, title: String) -> HostResult<'_, SessionRow> {
+        Box::pin(self.with_store(move |db| {
+            let row = db.session(&id)?;
+            db.rename_session(&row.id, &title)?;
+            db.session(&row.id)
+        }))
+    }
+
     fn latest_session(&self, workspace: String) -> HostResult<'_, Option<SessionRow>> {
         Box::pin(self.with_store(move |db| db.latest_session(&workspace)))
     }

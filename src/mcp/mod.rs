@@ -55,6 +55,20 @@ pub enum ServerState {
     NotTrusted,
 }
 
+impl ServerState {
+    /// Why a failed server failed, without when it restarts (which is soon out of date).
+    pub fn failure(&self) -> Option<&str> {
+        match self {
+            Self::Failed { reason } => Some(
+                reason
+                    .split_once(supervisor::RESTARTING)
+                    .map_or(reason.as_str(), |(cause, _)| cause),
+            ),
+            Self::Starting | Self::Ready { .. } | Self::Disabled | Self::NotTrusted => None,
+        }
+    }
+}
+
 impl std::fmt::Display for ServerState {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {

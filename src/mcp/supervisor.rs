@@ -20,6 +20,9 @@ pub(super) struct Supervisor {
     pub(super) shutdown: CancellationToken,
 }
 
+/// What a failed server's reason ends with while it is restarted, before the delay.
+pub(super) const RESTARTING: &str = "; restarting in ";
+
 /// A server ready this long before it exits counts as having worked.
 const STABLE_AFTER: Duration = Duration::from_secs(10);
 
@@ -52,7 +55,7 @@ impl Supervisor {
             } else if giving_up {
                 format!("{reason} (gave up after {failed_starts} attempts)")
             } else {
-                format!("{reason}; restarting in {:.1}s", delay.as_secs_f64())
+                format!("{reason}{RESTARTING}{:.1}s", delay.as_secs_f64())
             };
             self.shared
                 .set_state(&self.name, ServerState::Failed { reason });

@@ -24,6 +24,9 @@ pub struct SessionRow {
     pub status: String,
     /// Every message of the session, active or archived.
     pub message_count: u64,
+    /// The start of its last message with text (the person's or the model's), for pickers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preview: Option<String>,
 }
 
 #[derive(Debug, Clone)]

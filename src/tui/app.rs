@@ -78,6 +78,8 @@ impl<W: Write> App<W> {
         state.models = loaded.config.models.keys().cloned().collect();
         state.model_info = model_info(&loaded.config);
         state.status.approval_mode = loaded.config.approval;
+        state.status.attached = host.served();
+        state.sandbox = loaded.config.sandbox.config();
         Self {
             state,
             screen,
@@ -146,6 +148,8 @@ impl<W: Write> App<W> {
                     }
                     Effect::OpenPicker => self.open_picker(PickerCancel::Close).await,
                     Effect::Resume(id) => self.resume(id).await,
+                    Effect::RenameSession { id, title } => self.rename_session(id, title).await,
+                    Effect::ListSessions => self.list_sessions().await,
                     Effect::SearchMemory(query) => self.search_memory(query).await,
                     Effect::ListCapabilities => self.list_capabilities().await,
                     Effect::ListSkills => self.list_skills().await,

@@ -36,10 +36,14 @@ impl AppState {
         let ctrl_c = ctrl && key.code == KeyCode::Char('c');
         if let Some(picker) = self.picker.as_mut().filter(|_| !ctrl_c) {
             let outcome = picker.handle_key(key);
-            if outcome != PickerOutcome::Handled {
+            if !matches!(
+                outcome,
+                PickerOutcome::Handled | PickerOutcome::Rename { .. }
+            ) {
                 self.picker = None;
             }
             return match outcome {
+                PickerOutcome::Rename { id, title } => vec![Effect::RenameSession { id, title }],
                 PickerOutcome::Open(id) if id == self.status.session_id => {
                     self.notice(NoticeLevel::Info, "Already in this session");
                     Vec::new()

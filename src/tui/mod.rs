@@ -101,10 +101,8 @@ pub fn exit_line(session_id: &str) -> String {
 }
 
 /// What `mnemo attach` says as it leaves a served session with messages: the daemon keeps
-/// it (and its lease), so attaching again is the way back; resuming works once serve stopped.
+/// it (and its lease), so attaching again is the way back.
 pub fn detach_line(session_id: &str) -> String {
     let short: String = session_id.chars().take(8).collect();
-    format!(
-        "Session {short} goes on in mnemo serve · mnemo attach {short}          (mnemo --resume {short} once serve has stopped)"
-    )
+    format!("Detached; session {short} goes on in mnemo serve · mnemo attach {short}")
 }

@@ -22,6 +22,8 @@ pub enum KeyNote {
     Available(String),
     Missing(String),
     NotNeeded,
+    /// The running model, which is not in the config (a command-line or `scripted:` model).
+    InUse,
 }
 
 impl KeyNote {
@@ -30,6 +32,7 @@ impl KeyNote {
             KeyNote::Available(var) => format!("key in {var}"),
             KeyNote::Missing(var) => format!("no key: set {var}"),
             KeyNote::NotNeeded => "no key needed".to_string(),
+            KeyNote::InUse => "in use".to_string(),
         }
     }
 }
@@ -55,7 +58,17 @@ pub struct ModelPicker {
 }
 
 impl ModelPicker {
-    pub fn new(models: Vec<ModelInfo>, current: String) -> Self {
+    /// The picker of `models`; a `current` model that is not among them (chosen on the
+    /// command line) is listed first, so the list always shows what runs now.
+    pub fn new(mut models: Vec<ModelInfo>, current: String) -> Self {
+        if !current.is_empty() && !models.iter().any(|m| m.name == current) {
+            let running = ModelInfo {
+                name: current.clone(),
+                detail: "not in the config".to_string(),
+                key: KeyNote::InUse,
+            };
+            models.insert(0, running);
+        }
         let selected = models.iter().position(|m| m.name == current).unwrap_or(0);
         Self {
             visible: (0..models.len()).collect(),
@@ -205,6 +218,22 @@ mod tests {
         assert_eq!(
             picker.handle_key(enter),
             ModelOutcome::Switch("ollama".into())
+        );
+    }
+
+    #[test]
+    fn a_model_given_on_the_command_line_is_listed_as_current() {
+        let models = vec![info("gpt", KeyNote::Missing("OPENAI_API_KEY".into()))];
+        let mut picker = ModelPicker::new(models, "scripted:/tmp/s.json".into());
+        let text: Vec<String> = picker.lines().iter().map(|l| l.to_string()).collect();
+        let first = text.get(2).map(String::as_str).unwrap_or_default();
+        assert!(first.starts_with("› scripted:/tmp/s.json"), "{text:#?}");
+        assert!(first.contains("in use"), "{text:#?}");
+        assert!(first.ends_with("(current)"), "{text:#?}");
+        let enter = KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE);
+        assert_eq!(
+            picker.handle_key(enter),
+            ModelOutcome::Switch("scripted:/tmp/s.json".into())
         );
     }
 }

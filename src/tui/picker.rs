@@ -1,10 +1,11 @@
 //! The session picker: this directory's stored sessions, newest first, each with its title
-//! (and current topic), when it was last used and how many messages it holds. Typing filters
-//! the list; Enter opens the chosen one; Esc closes the picker (or, when mnemo was started
-//! with `--resume` and no id, starts a new session). What was typed is never lost: when
-//! nothing matches, Enter hands it back to the composer. It shows in the live area.
+//! (and current topic), when it was last used and how many messages it holds, and the chosen
+//! one's last message under the list. Typing filters the list; Enter opens the chosen one;
+//! Ctrl+R renames it; Esc closes the picker (or, when mnemo was started with `--resume` and no
+//! id, starts a new session). What was typed is never lost: when nothing matches, Enter hands
+//! it back to the composer. It shows in the live area.
 
-use crossterm::event::{KeyCode, KeyEvent};
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 
@@ -17,6 +18,8 @@ pub const VISIBLE_ROWS: usize = 10;
 /// Columns of the "when" and message count columns.
 const WHEN_WIDTH: usize = 13;
 const COUNT_WIDTH: usize = 15;
+/// The longest title a rename takes, in characters.
+const TITLE_CHARS: usize = 200;
 
 /// What Esc does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,6 +33,11 @@ pub enum PickerCancel {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PickerOutcome {
     Open(String),
+    /// Give session `id` the title `title`; the picker stays open.
+    Rename {
+        id: String,
+        title: String,
+    },
     Cancel(PickerCancel),
     /// Enter when nothing matches what was typed: the text was meant for the composer.
     Typed(String),
@@ -49,6 +57,8 @@ pub struct SessionPicker {
     /// The session running now, marked in the list.
     current: Option<String>,
     on_cancel: PickerCancel,
+    /// The new title being typed for the chosen session (Ctrl+R), until Enter or Esc.
+    renaming: Option<String>,
 }
 
 impl SessionPicker {
@@ -67,7 +77,49 @@ impl SessionPicker {
             now_ms,
             current,
             on_cancel,
+            renaming: None,
         }
+    }
+
+    /// The session `row` was renamed: the list shows its new title.
+    pub fn renamed(&mut self, row: SessionRow) {
+        if let Some(shown) = self.rows.iter_mut().find(|r| r.id == row.id) {
+            *shown = row;
+        }
+    }
+
+    /// The chosen session's row.
+    fn chosen(&self) -> Option<&SessionRow> {
+        self.visible
+            .get(self.selected)
+            .map(|&index| &self.rows[index])
+    }
+
+    /// A key while a new title is typed: Enter renames, Esc goes back to the list.
+    fn rename_key(&self, key: KeyEvent, title: &mut String) -> Option<PickerOutcome> {
+        let plain = !key
+            .modifiers
+            .intersects(KeyModifiers::CONTROL | KeyModifiers::ALT);
+        match key.code {
+            KeyCode::Esc => return Some(PickerOutcome::Handled),
+            KeyCode::Enter => {
+                let title = title.trim().to_string();
+                let Some(row) = self.chosen() else {
+                    return Some(PickerOutcome::Handled);
+                };
+                if title.is_empty() || title == row.title {
+                    return Some(PickerOutcome::Handled);
+                }
+                let id = row.id.clone();
+                return Some(PickerOutcome::Rename { id, title });
+            }
+            KeyCode::Backspace => {
+                title.pop();
+            }
+            KeyCode::Char(c) if plain && title.chars().count() < TITLE_CHARS => title.push(c),
+            _ => {}
+        }
+        None
     }
 
     /// What was typed into the filter.
@@ -76,8 +128,21 @@ impl SessionPicker {
     }
 
     pub fn handle_key(&mut self, key: KeyEvent) -> PickerOutcome {
+        if let Some(mut title) = self.renaming.take() {
+            return match self.rename_key(key, &mut title) {
+                Some(outcome) => outcome,
+                None => {
+                    self.renaming = Some(title);
+                    PickerOutcome::Handled
+                }
+            };
+        }
         let last = self.visible.len().saturating_sub(1);
+        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
         match key.code {
+            KeyCode::Char('r') if ctrl => {
+                self.renaming = self.chosen().map(|row| row.title.clone());
+            }
             KeyCode::Up => self.selected = self.selected.saturating_sub(1),
             KeyCode::Down => self.selected = (self.selected + 1).min(last),
             KeyCode::PageUp => self.selected = self.selected.saturating_sub(VISIBLE_ROWS),
@@ -85,8 +150,8 @@ impl SessionPicker {
             KeyCode::Home => self.selected = 0,
             KeyCode::End => self.selected = last,
             KeyCode::Enter => {
-                return match self.visible.get(self.selected) {
-                    Some(&index) => PickerOutcome::Open(self.rows[index].id.clone()),
+                return match self.chosen() {
+                    Some(row) => PickerOutcome::Open(row.id.clone()),
                     None => PickerOutcome::Typed(self.filter.query().to_string()),
                 };
             }
@@ -149,12 +214,28 @@ impl SessionPicker {
         {
             lines.push(self.row_line(&self.rows[index], slot == self.selected, width));
         }
+        if let Some(title) = &self.renaming {
+            lines.push(Line::from(vec![
+                Span::styled("  new title: ", dim),
+                Span::raw(format!("{title}▏")),
+            ]));
+            lines.push(Line::styled("Enter rename · Esc keep the title", dim));
+            return lines;
+        }
+        if let Some(preview) = self.chosen().and_then(|row| row.preview.as_deref()) {
+            let line = preview
+                .lines()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or_default();
+            let text = fit(line.trim(), width.saturating_sub(4).max(8));
+            lines.push(Line::styled(format!("  ↳ {text}"), dim));
+        }
         let esc = match self.on_cancel {
             PickerCancel::NewSession => "new session",
             PickerCancel::Close => "close",
         };
         lines.push(Line::styled(
-            format!("type to filter · ↑↓ choose · Enter open · Esc {esc}"),
+            format!("type to filter · ↑↓ choose · Enter open · Ctrl+R rename · Esc {esc}"),
             dim,
         ));
         lines
@@ -222,6 +303,7 @@ fn fit(text: &str, width: usize) -> String {
         used += w;
     }
     if width > 0 {
+        out.truncate(out.trim_end().len());
         out.push('…');
     }
     out
@@ -264,6 +346,7 @@ mod tests {
             model: "m".into(),
             status: "active".into(),
             message_count: 2,
+            preview: Some(format!("the last words of {id}\nand a second line")),
         }
     }
 
@@ -291,9 +374,9 @@ mod tests {
             picker.handle_key(key(KeyCode::Esc)),
             PickerOutcome::Cancel(PickerCancel::Close)
         );
-        // Header, ten rows, hint: the selection stays in view.
+        // Header, ten rows, the chosen one's preview, hint: the selection stays in view.
         let lines = picker.lines(80);
-        assert_eq!(lines.len(), 2 + VISIBLE_ROWS + 1);
+        assert_eq!(lines.len(), 2 + VISIBLE_ROWS + 2);
         assert!(lines[VISIBLE_ROWS + 1].to_string().starts_with("› s14"));
     }
 
@@ -318,6 +401,59 @@ mod tests {
         assert_eq!(
             picker.handle_key(key(KeyCode::Enter)),
             PickerOutcome::Typed("parser now".into())
+        );
+    }
+
+    #[test]
+    fn the_chosen_sessions_last_message_shows_under_the_list_on_one_line() {
+        let rows = (0..3).map(|n| row(&format!("s{n}"))).collect();
+        let mut picker = SessionPicker::new(rows, 0, None, PickerCancel::Close);
+        picker.handle_key(key(KeyCode::Down));
+        let preview = |width| {
+            let lines = picker.lines(width);
+            let line = lines
+                .iter()
+                .map(|l| l.to_string())
+                .find(|l| l.starts_with("  ↳ "));
+            line.unwrap_or_default()
+        };
+        assert_eq!(preview(80), "  ↳ the last words of s1");
+        assert_eq!(preview(20), "  ↳ the last words…");
+        assert!(str_width(&preview(20)) <= 20);
+    }
+
+    #[test]
+    fn ctrl_r_renames_the_chosen_session_and_esc_keeps_its_title() {
+        let rows = (0..3).map(|n| row(&format!("s{n}"))).collect();
+        let mut picker = SessionPicker::new(rows, 0, None, PickerCancel::Close);
+        picker.handle_key(key(KeyCode::Down));
+        let ctrl_r = KeyEvent::new(KeyCode::Char('r'), KeyModifiers::CONTROL);
+        picker.handle_key(ctrl_r);
+        for _ in 0..2 {
+            picker.handle_key(key(KeyCode::Backspace));
+        }
+        for c in "parser fix".chars() {
+            picker.handle_key(key(KeyCode::Char(c)));
+        }
+        let lines: Vec<String> = picker.lines(80).iter().map(|l| l.to_string()).collect();
+        assert!(
+            lines.iter().any(|l| l.contains("new title: parser fix")),
+            "{lines:?}"
+        );
+        assert_eq!(
+            picker.handle_key(key(KeyCode::Enter)),
+            PickerOutcome::Rename {
+                id: "s1".into(),
+                title: "parser fix".into()
+            }
+        );
+        // Back in the list, typing filters again; a rename left with Esc changes nothing.
+        picker.handle_key(ctrl_r);
+        picker.handle_key(key(KeyCode::Char('x')));
+        assert_eq!(picker.handle_key(key(KeyCode::Esc)), PickerOutcome::Handled);
+        assert_eq!(
+            picker.handle_key(key(KeyCode::Enter)),
+            PickerOutcome::Open("s1".into())
         );
     }
 

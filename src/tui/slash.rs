@@ -73,8 +73,8 @@ impl SlashCommand {
             SlashCommand::Model => "switch the model",
             SlashCommand::Compact => "summarise the conversation to free context",
             SlashCommand::Clear => "clear the screen and start a new session",
-            SlashCommand::Sessions => "list past sessions",
-            SlashCommand::Resume => "resume a past session",
+            SlashCommand::Sessions => "recent sessions of every directory",
+            SlashCommand::Resume => "pick a session of this directory",
             SlashCommand::Memory => "search the memory archive",
             SlashCommand::Capabilities => "tools the agent made: offered now, stored",
             SlashCommand::Skills => "skills: origin, uses, state",
@@ -138,7 +138,8 @@ pub fn execute(command: SlashCommand, args: &str, state: &mut AppState) -> Vec<E
         SlashCommand::Schedule => vec![Effect::ListSchedules],
         SlashCommand::Mcp => vec![Effect::Send(Op::ListMcpServers)],
         SlashCommand::Quit => vec![Effect::Quit],
-        SlashCommand::Sessions | SlashCommand::Resume => {
+        SlashCommand::Sessions => vec![Effect::ListSessions],
+        SlashCommand::Resume => {
             if refuse_while_busy(state, "switching sessions") {
                 return Vec::new();
             }
@@ -396,6 +397,10 @@ mod tests {
         state.status.activity = Activity::Idle;
         assert_eq!(
             execute(SlashCommand::Sessions, "", &mut state),
+            [Effect::ListSessions]
+        );
+        assert_eq!(
+            execute(SlashCommand::Resume, "", &mut state),
             [Effect::OpenPicker]
         );
         assert_eq!(

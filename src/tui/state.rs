@@ -22,6 +22,7 @@ use super::tool_pane::{RunningTool, ToolCell};
 use crate::protocol::{
     AgentActivity, AgentStatus, Event, Op, ToolStatus, TurnStatus, UserMessageKind,
 };
+use crate::sandbox::SandboxConfig;
 
 /// How long a first Ctrl+C waits for the second one.
 pub const QUIT_WINDOW: Duration = Duration::from_secs(2);
@@ -42,6 +43,13 @@ pub enum Effect {
     OpenPicker,
     /// Shut the agent down and continue the stored session with this id.
     Resume(String),
+    /// Give stored session `id` the title `title` (from the picker, which stays open).
+    RenameSession {
+        id: String,
+        title: String,
+    },
+    /// `/sessions`: the recent sessions of every directory.
+    ListSessions,
     /// Search the memory archive and show the hits.
     SearchMemory(String),
     /// `/capabilities`: the tools offered now and the capability store.
@@ -93,6 +101,8 @@ pub struct AppState {
     pub(super) width: u16,
     /// The capability tools the session offers now, in the order they entered.
     pub offered_tools: Vec<String>,
+    /// The sandbox the configuration asks for, before the approval mode changes it.
+    pub sandbox: SandboxConfig,
     dirty: bool,
 }
 
@@ -126,6 +136,7 @@ impl AppState {
             outbox: Vec::new(),
             width: 80,
             offered_tools: Vec::new(),
+            sandbox: SandboxConfig::default(),
             dirty: true,
         }
     }
@@ -198,6 +209,20 @@ impl AppState {
 
     pub fn mark_dirty(&mut self) {
         self.dirty = true;
+    }
+
+    /// What a session's first screen says: the version, the model and workspace, what the
+    /// agent may do (approval, sandbox, network) and the keys to start with.
+    pub(super) fn welcome(&self, model: &str, workspace: &str) -> String {
+        let version = env!("CARGO_PKG_VERSION");
+        let mode = self.status.approval_mode;
+        let rules = crate::sandbox::approval::effective(mode, &self.sandbox, None);
+        let network = if rules.network_allowed() { "on" } else { "off" };
+        format!(
+            "mnemo {version} · {model} · {workspace}\n{mode} · {} · network {network}\n\
+             Enter send · Tab queue · Esc interrupt · / commands",
+            rules.policy
+        )
     }
 
     pub fn is_busy(&self) -> bool {

@@ -18,7 +18,7 @@ impl AppState {
                 workspace,
             } => {
                 self.status.activity = Activity::Idle;
-                let text = format!("mnemo · {model} · {workspace} · /help for keys and commands");
+                let text = self.welcome(&model, &workspace);
                 self.status.session_id = session_id;
                 self.status.model = model;
                 self.status.workspace = workspace;

@@ -76,6 +76,8 @@ pub struct Status {
     pub context_percent: f32,
     /// Shown when it is not the default (auto).
     pub approval_mode: ApprovalMode,
+    /// The session runs in `mnemo serve` and this screen is attached to it.
+    pub attached: bool,
     /// The last turns' usage and cost, oldest first (`/cost`), at most `TURNS_KEPT`.
     pub turns: std::collections::VecDeque<TurnCost>,
 }
@@ -103,6 +105,7 @@ impl Default for Status {
             cost_usd: 0.0,
             context_percent: 0.0,
             approval_mode: ApprovalMode::default(),
+            attached: false,
             turns: std::collections::VecDeque::new(),
         }
     }
@@ -142,6 +145,10 @@ impl Status {
         if !self.session_id.is_empty() {
             let short: String = self.session_id.chars().take(8).collect();
             pieces.push((1, vec![Span::styled(short, dim)]));
+        }
+        if self.attached {
+            let style = Style::default().fg(Color::Magenta);
+            pieces.push((5, vec![Span::styled("attached", style)]));
         }
         if self.approval_mode != ApprovalMode::default() {
             let colour = match self.approval_mode {

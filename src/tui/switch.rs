@@ -30,6 +30,8 @@ use crate::tools::memory::format_hits;
 const PICKER_LIMIT: usize = 200;
 /// Archive hits `/memory` shows.
 const MEMORY_HITS: usize = 10;
+/// Sessions `/sessions` lists.
+const LISTED_SESSIONS: usize = 20;
 
 /// The cells of a whole stored session, read in the background.
 pub(super) type HistoryRead = Result<Result<Vec<Cell>, LaunchError>, oneshot::error::RecvError>;
@@ -179,6 +181,44 @@ impl<W: Write> App<W> {
                 self.state.notice(NoticeLevel::Error, &text);
             }
         }
+    }
+
+    /// Ctrl+R in the picker: the store keeps the new title and the picker shows it.
+    pub(super) async fn rename_session(&mut self, id: String, title: String) {
+        match self.host.rename(id, title).await {
+            Ok(row) => {
+                let short: String = row.id.chars().take(8).collect();
+                let text = format!("Session {short} is now titled “{}”", row.title);
+                self.state.notice(NoticeLevel::Info, &text);
+                if let Some(picker) = self.state.picker.as_mut() {
+                    picker.renamed(row);
+                }
+                self.state.mark_dirty();
+            }
+            Err(error) => {
+                let text = format!("Cannot rename the session: {error}");
+                self.state.notice(NoticeLevel::Error, &text);
+            }
+        }
+    }
+
+    /// `/sessions`: the recent sessions of every directory, this one's marked; `/resume`
+    /// picks among this directory's.
+    pub(super) async fn list_sessions(&mut self) {
+        let rows = self.host.stored_sessions(None, LISTED_SESSIONS).await;
+        let here = self.loaded.workspace_str();
+        let now_ms = chrono::Utc::now().timestamp_millis();
+        let text = match rows {
+            Ok(rows) => {
+                let rows: Vec<_> = rows.into_iter().filter(|r| r.message_count > 0).collect();
+                match rows.is_empty() {
+                    true => "No stored sessions yet".to_string(),
+                    false => sessions_text(&rows, &here, now_ms),
+                }
+            }
+            Err(error) => format!("Cannot list the sessions: {error}"),
+        };
+        self.state.notice(NoticeLevel::Info, &text);
     }
 
     /// An event of the running session. After `/model` took effect, a session started
@@ -350,7 +390,9 @@ impl<W: Write> App<W> {
             true => {
                 let short: String = id.chars().take(8).collect();
                 format!(
-                    "Session {short} is running in mnemo serve: `mnemo attach {short}` continues                      it there (or resume it once serve has stopped)"
+                    "Session {short} is busy in mnemo serve. `mnemo attach {short}` continues \
+                     it there, `mnemo sessions export {short}` prints it, `mnemo sessions fork \
+                     {short}` copies it into a new session"
                 )
             }
             false => busy.to_string(),
@@ -370,4 +412,29 @@ impl<W: Write> App<W> {
         self.state.notice(NoticeLevel::Error, &text);
         self.start_new().await;
     }
+}
+
+/// The `/sessions` listing: id, age, size, title and, for other directories, where.
+fn sessions_text(rows: &[crate::memory::types::SessionRow], here: &str, now_ms: i64) -> String {
+    let mut text = String::from(
+        "Recent sessions of every directory (/resume picks one of this directory's; \
+         mnemo -C DIR --resume ID another's):",
+    );
+    for row in rows {
+        let short: String = row.id.chars().take(8).collect();
+        let title = match row.title.trim() {
+            "" => "(untitled)",
+            title => title,
+        };
+        let place = match row.cwd == here {
+            true => "here".to_string(),
+            false => row.cwd.clone(),
+        };
+        text.push_str(&format!(
+            "\n  {short}  {:>10}  {:>5} msgs  {title} · {place}",
+            super::picker::ago(now_ms, row.updated_at),
+            row.message_count
+        ));
+    }
+    text
 }
