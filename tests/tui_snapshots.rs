@@ -10,6 +10,7 @@ use mnemo::llm::Usage;
 use mnemo::protocol::{CompactionKind, Event, Op, ToolStatus, TurnStatus, UserMessageKind};
 use mnemo::tui::first_run::FirstRun;
 use mnemo::tui::pager_view;
+use mnemo::tui::setup::Offer;
 use mnemo::tui::state::Effect;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -238,6 +239,21 @@ fn first_run_panel() {
             var: "ANTHROPIC_API_KEY".into(),
         }));
     insta::assert_snapshot!(harness.screen(80, 18));
+}
+
+#[test]
+fn first_run_panel_offers_keyed_models_and_a_local_server() {
+    let mut harness = Harness::new();
+    let panel = FirstRun::from_error(&LaunchError::MissingKey {
+        model: "gpt".into(),
+        var: "OPENAI_API_KEY".into(),
+    })
+    .with_offers(vec![Offer {
+        name: "claude-sonnet".into(),
+        var: "ANTHROPIC_API_KEY".into(),
+    }]);
+    harness.state.set_offline(panel);
+    insta::assert_snapshot!(harness.screen(80, 20));
 }
 
 #[test]

@@ -210,6 +210,15 @@ impl AppState {
             Parsed::NotCommand => {}
         }
         match self.status.activity {
+            Activity::Offline
+                if self
+                    .first_run
+                    .as_mut()
+                    .and_then(|p| p.setup_mut())
+                    .is_some() =>
+            {
+                return self.answer_setup(&text);
+            }
             Activity::Offline => {
                 let note = "No model is ready: configure one as the panel shows, then start \
                             again; your message is back in the box";
