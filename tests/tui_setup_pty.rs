@@ -76,3 +76,27 @@ async fn a_first_run_sets_up_a_local_server_and_goes_on_with_it() -> TestResult 
     assert_eq!(requests[1].json()?["model"], "test-model");
     Ok(())
 }
+
+#[test]
+fn a_local_server_that_is_down_is_said_once_at_once() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port();
+    let url = format!("http://127.0.0.1:{closed}/v1");
+    let args = ["--provider", "openai", "--base-url", &url, "--model", "m"];
+    let mut term = Terminal::spawn_with(&args, dir.path(), &NO_KEYS)?;
+    term.wait_for("● idle")?;
+    let sent = std::time::Instant::now();
+    term.send("hello\r")?;
+    let said = format!("the server at 127.0.0.1:{closed} does not answer (connection refused)");
+    term.wait_for(&said)?;
+    term.wait_for("● idle")?;
+    assert!(sent.elapsed() < std::time::Duration::from_secs(4));
+    let screen = term.all_rows().join("\n");
+    assert_eq!(screen.matches(&said).count(), 1, "{screen}");
+    assert!(screen.contains("start it, or choose another"), "{screen}");
+    assert!(!screen.contains("every model failed"), "{screen}");
+    assert!(!screen.contains("attempt 2"), "{screen}");
+    term.quit()
+}

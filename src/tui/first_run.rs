@@ -48,6 +48,11 @@ impl FirstRun {
         self
     }
 
+    /// Whether the panel asks the set-up questions (what is typed answers them).
+    pub fn sets_up(&self) -> bool {
+        self.setup.is_some()
+    }
+
     /// The set-up steps, when the panel offers them.
     pub fn setup_mut(&mut self) -> Option<&mut Setup> {
         self.setup.as_mut()
@@ -169,7 +174,7 @@ fn setup_lines(setup: &Setup, lines: &mut Vec<Line<'static>>) {
         Step::Url { note: why } => {
             lines.push(Line::styled("A local OpenAI-compatible server", bold));
             lines.push(Line::raw(format!(
-                "Type its URL and press Enter (Ollama: {OLLAMA_URL})"
+                "Type its URL and press Enter (Ollama: {OLLAMA_URL}); Esc goes back"
             )));
             note(lines, why);
         }
@@ -184,7 +189,7 @@ fn setup_lines(setup: &Setup, lines: &mut Vec<Line<'static>>) {
                 Style::default().fg(Color::Green),
             ));
             lines.push(Line::raw(
-                "Type the name of the model to use and press Enter",
+                "Type the name of the model to use and press Enter; Esc goes back",
             ));
             if !models.is_empty() {
                 lines.push(Line::raw(format!("  it serves: {}", models.join(", "))));

@@ -153,6 +153,15 @@ impl Setup {
         }
     }
 
+    /// Esc: from the server's questions back to the choice; whether it went back.
+    pub fn back(&mut self) -> bool {
+        let asking = matches!(self.step, Step::Url { .. } | Step::Model { .. });
+        if asking {
+            self.step = Step::Choose { note: None };
+        }
+        asking
+    }
+
     /// The choice could not be saved or used: back to the start, saying why.
     pub fn failed(&mut self, why: String) {
         self.step = Step::Choose { note: Some(why) };
@@ -193,6 +202,13 @@ mod tests {
         let mut setup = Setup::new(offers());
         assert_eq!(setup.answer("7"), SetupAction::Ask(None));
         assert!(matches!(setup.step, Step::Choose { note: Some(_) }));
+        assert_eq!(
+            setup.answer("2"),
+            SetupAction::Ask(Some(DEFAULT_URL.into()))
+        );
+        assert!(setup.back(), "Esc goes back to the choice");
+        assert!(matches!(setup.step, Step::Choose { note: None }));
+        assert!(!setup.back());
         assert_eq!(
             setup.answer("2"),
             SetupAction::Ask(Some(DEFAULT_URL.into()))
