@@ -100,3 +100,30 @@ fn a_local_server_that_is_down_is_said_once_at_once() -> TestResult {
     assert!(!screen.contains("attempt 2"), "{screen}");
     term.quit()
 }
+
+#[test]
+fn a_model_whose_key_is_set_is_offered_and_becomes_the_default() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let config = dir.path().join("config");
+    std::fs::create_dir_all(&config)?;
+    let before = "# mine\ndefault_model = \"keyed\"\n[models.keyed]\nprovider = \"openai\"\n\
+                  model = \"m\"\nbase_url = \"https://api.example.com/v1\"\n\
+                  api_key_env = \"MNEMO_TEST_NO_SUCH_KEY\"\n";
+    std::fs::write(config.join("config.toml"), before)?;
+    let mut env = NO_KEYS.to_vec();
+    env.push(("OPENAI_API_KEY", "sk-test-not-real"));
+    let mut term = Terminal::spawn_with(&[], dir.path(), &env)?;
+    term.wait_for("export MNEMO_TEST_NO_SUCH_KEY=")?;
+    term.wait_for("1  gpt · its key is in OPENAI_API_KEY")?;
+    term.wait_for("3  a local server")?;
+    term.send("1\r")?;
+    term.wait_for("Saved default_model = \"gpt\"")?;
+    term.wait_for("● idle")?;
+    term.quit()?;
+    let written = std::fs::read_to_string(config.join("config.toml"))?;
+    assert!(written.starts_with("# mine\n"), "{written}");
+    assert!(written.contains("default_model = \"gpt\""), "{written}");
+    assert!(written.contains("[models.keyed]"), "{written}");
+    assert!(!written.contains("sk-test-not-real"), "{written}");
+    Ok(())
+}
