@@ -157,10 +157,6 @@ impl ResolvedModel {
 
     /// Whether a missing key is fatal: local servers (localhost) usually need none.
     pub fn is_local(&self) -> bool {
-        let host = crate::llm::http::host_of(&self.base_url);
-        matches!(
-            host.as_deref(),
-            Some("localhost" | "127.0.0.1" | "[::1]" | "0.0.0.0")
-        )
+        crate::llm::reach::is_loopback(&self.base_url)
     }
 }
