@@ -37,6 +37,8 @@ pub struct RunReport {
     pub message: Option<String>,
     /// The signal that stopped the run, if one did: it decides the exit status.
     pub stopped_by: Option<Stop>,
+    /// Whether `message` was already printed as the turn's error (it is then not said twice).
+    pub shown: bool,
 }
 
 impl RunReport {
@@ -80,6 +82,8 @@ pub async fn run_prompt(
     let mut stopped_by: Option<Stop> = None;
     // After a signal the turn has this long to stop; a turn stuck in a step is left behind.
     let mut give_up: Option<tokio::time::Instant> = None;
+    // The last error printed, so that the turn's ending does not repeat it.
+    let mut last_error: Option<String> = None;
     let report = loop {
         let event = tokio::select! {
             event = handle.events.recv() => event.map(|numbered| numbered.event),
@@ -92,6 +96,7 @@ pub async fn run_prompt(
                         STOP_GRACE.as_secs()
                     )),
                     stopped_by,
+                    shown: false,
                 };
             }
             stop = signals.recv() => {
@@ -104,6 +109,7 @@ pub async fn run_prompt(
                         status: TurnStatus::Interrupted,
                         message: Some(format!("stopped by {}", stop.name())),
                         stopped_by,
+                        shown: false,
                     };
                 }
                 continue;
@@ -117,8 +123,14 @@ pub async fn run_prompt(
                 status: TurnStatus::Failed,
                 message: Some(format!("the agent task ended unexpectedly{record}")),
                 stopped_by,
+                shown: false,
             };
         };
+        if let Event::Error { message } = &event
+            && mode == OutputMode::Text
+        {
+            last_error = Some(message.clone());
+        }
         if mode == OutputMode::Json {
             serde_json::to_writer(&mut *out, &event)?;
             out.write_all(b"\n")?;
@@ -135,10 +147,12 @@ pub async fn run_prompt(
                 status, message, ..
             } => {
                 let message = message.or(stopped_by.map(|s| format!("stopped by {}", s.name())));
+                let shown = message.is_some() && message == last_error;
                 break RunReport {
                     status,
                     message,
                     stopped_by,
+                    shown,
                 };
             }
             Event::SessionStarted { .. }

@@ -144,9 +144,7 @@ fn real_main(cli: Cli) -> anyhow::Result<ExitCode> {
     let mut out = Out(std::io::stdout().lock());
     match cli.command {
         Some(Command::Config) => {
-            let env = |name: &str| std::env::var(name).ok();
-            let shown = mnemo::config::show::render(&loaded.config, &loaded.sources, &env);
-            write!(out, "{shown}")?;
+            block_on(commands::config::config(&loaded, &overrides, &mut out))??;
             out.flush()?;
             Ok(ExitCode::SUCCESS)
         }
@@ -303,7 +301,7 @@ fn real_main(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Doctor) => {
-            let healthy = block_on(commands::doctor::doctor(&loaded, &mut out))??;
+            let healthy = block_on(commands::doctor::doctor(&loaded, &overrides, &mut out))??;
             Ok(if healthy {
                 ExitCode::SUCCESS
             } else {
@@ -406,12 +404,12 @@ fn real_main(cli: Cli) -> anyhow::Result<ExitCode> {
                 host.stop(&id, std::time::Duration::from_secs(10)).await;
                 anyhow::Ok(report)
             })??;
-            if let Some(reason) = &report.message
-                && report.exit_code() != 0
-            {
-                eprintln!("mnemo: {reason}");
-            } else if report.exit_code() != 0 {
-                eprintln!("mnemo: turn ended: {:?}", report.status);
+            match &report.message {
+                _ if report.exit_code() == 0 => {}
+                // Printed already as the turn's error.
+                Some(_) if report.shown => {}
+                Some(reason) => eprintln!("mnemo: {reason}"),
+                None => eprintln!("mnemo: turn ended: {:?}", report.status),
             }
             Ok(ExitCode::from(report.exit_code() as u8))
         }

@@ -123,13 +123,18 @@ async fn a_tool_that_panics_leaves_a_record_and_the_session_goes_on() -> TestRes
     Ok(())
 }
 
-#[test]
-fn doctor_checks_the_set_up_and_lists_crash_records() -> TestResult {
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn doctor_checks_the_set_up_and_lists_crash_records() -> TestResult {
     let ws = Workspace::new();
+    // The doctor asks the chosen model's server whether it answers: one runs here.
+    let ollama = TestServer::start(vec![Reply::json(200, r#"{"data":[]}"#)]).await?;
     std::fs::create_dir_all(ws.path().join(".cfg"))?;
     std::fs::write(
         ws.path().join(".cfg/config.toml"),
-        "default_model = \"ollama\"\n",
+        format!(
+            "default_model = \"ollama\"\n[models.ollama]\nbase_url = \"{}/v1\"\n",
+            ollama.base_url
+        ),
     )?;
     let crashes = ws.path().join(".data/crashes");
     std::fs::create_dir_all(&crashes)?;

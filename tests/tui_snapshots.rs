@@ -7,9 +7,11 @@ mod tui_support;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use mnemo::host::LaunchError;
 use mnemo::llm::Usage;
+use mnemo::llm::reach::{Answer, Probe};
 use mnemo::protocol::{CompactionKind, Event, Op, ToolStatus, TurnStatus, UserMessageKind};
 use mnemo::tui::first_run::FirstRun;
 use mnemo::tui::pager_view;
+use mnemo::tui::setup::Offer;
 use mnemo::tui::state::Effect;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -252,6 +254,45 @@ fn first_run_panel() {
             var: "ANTHROPIC_API_KEY".into(),
         }));
     insta::assert_snapshot!(harness.screen(80, 18));
+}
+
+#[test]
+fn first_run_panel_offers_keyed_models_and_a_local_server() {
+    let mut harness = Harness::new();
+    let panel = FirstRun::from_error(&LaunchError::MissingKey {
+        model: "gpt".into(),
+        var: "OPENAI_API_KEY".into(),
+    })
+    .with_offers(vec![Offer {
+        name: "claude-sonnet".into(),
+        var: "ANTHROPIC_API_KEY".into(),
+    }]);
+    harness.state.set_offline(panel);
+    insta::assert_snapshot!(harness.screen(80, 20));
+}
+
+#[test]
+fn first_run_panel_asks_the_model_of_a_server_that_answers() {
+    let mut harness = Harness::new();
+    let mut panel = FirstRun::from_error(&LaunchError::MissingKey {
+        model: "claude-sonnet".into(),
+        var: "ANTHROPIC_API_KEY".into(),
+    });
+    let url = "http://127.0.0.1:8080/v1";
+    let answered = Probe {
+        server: "127.0.0.1:8080".into(),
+        answer: Answer::Answers {
+            status: 200,
+            models: vec!["qwen3-coder".into(), "llama-3.3".into()],
+        },
+    };
+    if let Some(setup) = panel.setup_mut() {
+        setup.answer("1");
+        setup.answer(url);
+        setup.checked(url, &answered);
+    }
+    harness.state.set_offline(panel);
+    insta::assert_snapshot!(harness.screen(80, 12));
 }
 
 #[test]

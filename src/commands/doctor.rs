@@ -1,19 +1,26 @@
-//! `mnemo doctor`: checks the set-up a session needs (a working sandbox and its limits, keys
-//! for the configured models, a writable data directory, a sound database, the workspace's
-//! trust) and lists the latest crash records. Each line says what is wrong and what to do.
+//! `mnemo doctor`: checks the set-up a session needs (a working sandbox and its limits, the
+//! chosen model's key and whether its server answers, keys for the other configured models,
+//! a writable data directory, a sound database, the workspace's trust) and lists the latest
+//! crash records. Each line says what is wrong and what to do.
 
 use std::io::Write;
 
 use super::CommandError;
 use crate::config::trust::Trust;
-use crate::config::{KeyStatus, select};
+use crate::config::{CliOverrides, KeyStatus, select};
 use crate::host::Loaded;
+use crate::llm::reach;
 
 /// How many crash records are listed.
 const RECENT_CRASHES: usize = 5;
 
-/// Prints the checks; `Ok(true)` when nothing needs fixing.
-pub async fn doctor(loaded: &Loaded, out: &mut impl Write) -> Result<bool, CommandError> {
+/// Prints the checks; `Ok(true)` when nothing needs fixing. The model checked is the one a
+/// session would use: `cli` (`--model`, `--provider`, `--base-url`) over the config.
+pub async fn doctor(
+    loaded: &Loaded,
+    cli: &CliOverrides,
+    out: &mut impl Write,
+) -> Result<bool, CommandError> {
     let mut healthy = true;
     let mut check = |out: &mut dyn Write, ok: bool, text: String| -> std::io::Result<()> {
         healthy &= ok;
@@ -39,30 +46,63 @@ pub async fn doctor(loaded: &Loaded, out: &mut impl Write) -> Result<bool, Comma
 
     let env = |name: &str| std::env::var(name).ok();
     let config = &loaded.config;
+    let chosen = match select::resolve_model(config, cli) {
+        Ok(model) => Some(model),
+        Err(error) => {
+            check(
+                out,
+                false,
+                format!("the chosen model cannot be used: {error}"),
+            )?;
+            None
+        }
+    };
+    if let Some(model) = &chosen {
+        let name = &model.name;
+        let which = match cli.chooses_model() {
+            true => format!("the model {name} (from the command line)"),
+            false => format!("the default model {name}"),
+        };
+        let usable = match model.key_status(&env) {
+            KeyStatus::Missing(var) if !model.is_local() => {
+                let text = format!("{which} has no key: set {var} (or choose another model)");
+                check(out, false, text)?;
+                false
+            }
+            KeyStatus::Available(var) => {
+                check(out, true, format!("{which} has its key in {var}"))?;
+                true
+            }
+            KeyStatus::Missing(_) | KeyStatus::NotNeeded => {
+                check(out, true, format!("{which} needs no key"))?;
+                true
+            }
+        };
+        // One request, bounded: a server that is not running is said before a session
+        // finds out.
+        if usable && let Some(url) = model.probe_url() {
+            let found = reach::probe(&url, reach::PROBE_TIMEOUT).await;
+            match found.answers() {
+                true => check(out, true, found.to_string())?,
+                false => check(
+                    out,
+                    false,
+                    format!("{found}: start it, or choose another model (mnemo config)"),
+                )?,
+            }
+        }
+    }
     for name in config.models.keys() {
+        if chosen.as_ref().is_some_and(|model| model.name == *name) {
+            continue;
+        }
         let Ok(model) = select::named(config, name) else {
             continue;
         };
-        let is_default = *name == config.default_model;
-        let status = model.key_status(&env);
-        match (status, is_default) {
-            (KeyStatus::Missing(var), true) if !model.is_local() => check(
-                out,
-                false,
-                format!(
-                    "the default model {name} has no key: set {var} (or choose another \
-                         model)"
-                ),
-            )?,
-            (KeyStatus::Available(var), true) => check(
-                out,
-                true,
-                format!("the default model {name} has its key in {var}"),
-            )?,
-            (_, true) => check(out, true, format!("the default model {name} needs no key"))?,
-            (KeyStatus::Available(var), false) => writeln!(out, "  {name}: key in {var}")?,
-            (KeyStatus::Missing(var), false) => writeln!(out, "  {name}: no key ({var} unset)")?,
-            (KeyStatus::NotNeeded, false) => writeln!(out, "  {name}: no key needed")?,
+        match model.key_status(&env) {
+            KeyStatus::Available(var) => writeln!(out, "  {name}: key in {var}")?,
+            KeyStatus::Missing(var) => writeln!(out, "  {name}: no key ({var} unset)")?,
+            KeyStatus::NotNeeded => writeln!(out, "  {name}: no key needed")?,
         }
     }
 

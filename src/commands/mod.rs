@@ -1,9 +1,10 @@
 //! The non-interactive subcommands (`mnemo sessions …`, `mnemo memory …`,
 //! `mnemo capabilities …`, `mnemo skills …`, `mnemo schedule …`, `mnemo trust`,
-//! `mnemo doctor`). Each writes its answer to a writer so that it can be tested without a
-//! process.
+//! `mnemo doctor`, `mnemo config`). Each writes its answer to a writer so that it can be
+//! tested without a process.
 
 pub mod capabilities;
+pub mod config;
 pub mod doctor;
 pub mod dream;
 pub mod mcp;

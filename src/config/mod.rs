@@ -10,6 +10,7 @@ pub mod select;
 pub mod show;
 pub mod telegram;
 pub mod trust;
+pub mod user_file;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

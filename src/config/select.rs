@@ -144,12 +144,19 @@ impl ResolvedModel {
         }
     }
 
+    /// The model list of the model's server, which a probe asks for: it answers without a
+    /// key on local servers and costs nothing anywhere. `None` for scripted models.
+    pub fn probe_url(&self) -> Option<String> {
+        let base = self.base_url.trim_end_matches('/');
+        match self.provider {
+            ProviderKind::OpenAi => Some(format!("{base}/models")),
+            ProviderKind::Anthropic => Some(format!("{base}/v1/models")),
+            ProviderKind::Scripted => None,
+        }
+    }
+
     /// Whether a missing key is fatal: local servers (localhost) usually need none.
     pub fn is_local(&self) -> bool {
-        let host = crate::llm::http::host_of(&self.base_url);
-        matches!(
-            host.as_deref(),
-            Some("localhost" | "127.0.0.1" | "[::1]" | "0.0.0.0")
-        )
+        crate::llm::reach::is_loopback(&self.base_url)
     }
 }

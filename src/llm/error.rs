@@ -29,6 +29,13 @@ pub enum ProviderError {
     Timeout(String),
     #[error("connection failed: {0}")]
     Connection(String),
+    /// A server on this machine that nothing answers for: it is not running, and retrying
+    /// does not start it.
+    #[error(
+        "the server at {server} does not answer ({reason}) — start it, or choose another \
+         model (mnemo config)"
+    )]
+    NotAnswering { server: String, reason: String },
     #[error("malformed response stream: {0}")]
     Protocol(String),
     #[error("cancelled")]

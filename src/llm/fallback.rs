@@ -84,6 +84,9 @@ pub enum ChainError {
     ContextTooLong { model: String, message: String },
     #[error("every model failed: {}", .causes.join("; "))]
     Exhausted { causes: Vec<String> },
+    /// The only model tried is served on this machine, and nothing answers there.
+    #[error("{0}")]
+    NotAnswering(String),
 }
 
 /// Until when each model rests after a failure, by model name. Chains built from one
@@ -150,6 +153,7 @@ impl FallbackChain {
             current: None,
             tried: false,
             causes: Vec::new(),
+            not_answering: None,
         }
     }
 }
@@ -179,6 +183,8 @@ pub struct ChainRun<'a> {
     /// Whether any model was tried; when all of them rest, the first is tried anyway.
     tried: bool,
     causes: Vec<String>,
+    /// The words of the last local server that did not answer.
+    not_answering: Option<String>,
 }
 
 impl ChainRun<'_> {
@@ -253,14 +259,21 @@ impl ChainRun<'_> {
         {
             self.chain.cool_down(&model.name, &err);
         }
+        if matches!(err, ProviderError::NotAnswering { .. }) {
+            self.not_answering = Some(err.to_string());
+        }
         self.causes.push(format!("{}: {err}", model.name));
         Decision::NextModel
     }
 
     /// Why every model failed.
     pub fn exhausted(self) -> ChainError {
-        ChainError::Exhausted {
-            causes: self.causes,
+        match (self.causes.len(), self.not_answering) {
+            // One model, on this machine, not running: that alone is the news.
+            (1, Some(words)) => ChainError::NotAnswering(words),
+            _ => ChainError::Exhausted {
+                causes: self.causes,
+            },
         }
     }
 }

@@ -228,3 +228,31 @@ async fn chains_built_from_the_same_cooldowns_skip_a_model_that_failed_in_either
     let (_, tried, _) = run_script(&own, vec![Ok("a works")]).await;
     assert_eq!(tried, ["a"]);
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_local_server_that_is_down_is_not_retried_and_said_alone() {
+    let down = || ProviderError::NotAnswering {
+        server: "127.0.0.1:8080".into(),
+        reason: "connection refused".into(),
+    };
+    let chain = FallbackChain::new(vec![model("local")], RetryPolicy::default());
+    let started = Instant::now();
+    let (result, tried, notices) = run_script(&chain, vec![Err(down())]).await;
+    assert_eq!(tried, ["local"]);
+    assert!(notices.is_empty(), "{notices:?}");
+    assert_eq!(started.elapsed(), Duration::ZERO);
+    assert_eq!(
+        result.err().map(|e| e.to_string()).as_deref(),
+        Some(down().to_string().as_str())
+    );
+    // Not rested: the next message tries it again, once the person started it.
+    let (result, tried, _) = run_script(&chain, vec![Ok("up")]).await;
+    assert_eq!(result.ok(), Some(("up", "local".to_string())));
+    assert_eq!(tried, ["local"]);
+
+    // With a fallback, the next model takes over as for any other failure.
+    let chain = FallbackChain::new(vec![model("local"), model("b")], RetryPolicy::default());
+    let (result, tried, _) = run_script(&chain, vec![Err(down()), Ok("done")]).await;
+    assert_eq!(result.ok(), Some(("done", "b".to_string())));
+    assert_eq!(tried, ["local", "b"]);
+}

@@ -151,6 +151,18 @@ fn seconds(wait: Duration) -> String {
 }
 
 fn transport_error(err: reqwest::Error) -> ProviderError {
+    let local = err
+        .url()
+        .filter(|url| super::reach::is_loopback(url.as_str()));
+    if let Some(url) = local
+        && err.is_connect()
+        && let Some(reason) = super::reach::no_answer_reason(&err)
+    {
+        return ProviderError::NotAnswering {
+            server: super::reach::server_of(url.as_str()).unwrap_or_default(),
+            reason,
+        };
+    }
     if err.is_timeout() {
         ProviderError::Timeout(err.to_string())
     } else {

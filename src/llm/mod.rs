@@ -7,6 +7,7 @@ pub mod fallback;
 pub mod http;
 pub mod openai;
 mod price;
+pub mod reach;
 pub mod scripted;
 pub mod sse;
 pub mod tokens;

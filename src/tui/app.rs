@@ -53,6 +53,8 @@ pub struct App<W: Write> {
     pub(super) cli: CliOverrides,
     /// The whole history of a resumed session, being read for the pager.
     pub(super) full_history: Option<FullHistory>,
+    /// The session the set-up panel stands in for, started once a model is chosen.
+    pub(super) offline_choice: Option<crate::host::SessionChoice>,
     /// Scrollback lines that arrived while the pager covered the screen.
     held: Vec<Line<'static>>,
     /// When the terminal last changed size, until the next frame.
@@ -89,6 +91,7 @@ impl<W: Write> App<W> {
             loaded,
             cli,
             full_history: None,
+            offline_choice: None,
             held: Vec::new(),
             resized_at: None,
         }
@@ -154,6 +157,8 @@ impl<W: Write> App<W> {
                     Effect::ListCapabilities => self.list_capabilities().await,
                     Effect::ListSkills => self.list_skills().await,
                     Effect::ListSchedules => self.list_schedules().await,
+                    Effect::CheckServer(url) => self.check_server(url).await,
+                    Effect::UseModel { name, served } => self.use_model(name, served).await,
                 }
             }
             draw_pending |= self.state.take_dirty();
@@ -264,7 +269,7 @@ impl<W: Write> App<W> {
 
     /// One frame: scrollback lines first, then the live area (or the pager), all inside one
     /// synchronized update.
-    fn draw(&mut self, now: Instant) -> io::Result<()> {
+    pub(super) fn draw(&mut self, now: Instant) -> io::Result<()> {
         self.screen.begin_frame()?;
         let want_pager = self.state.pager.is_some();
         if want_pager && !self.screen.in_pager() {
@@ -322,7 +327,7 @@ async fn next_history(pending: &mut Option<FullHistory>) -> HistoryRead {
 }
 
 /// The configured models with where their key comes from, for the model picker.
-fn model_info(config: &crate::config::Config) -> Vec<ModelInfo> {
+pub(super) fn model_info(config: &crate::config::Config) -> Vec<ModelInfo> {
     let env = |name: &str| std::env::var(name).ok();
     config
         .models

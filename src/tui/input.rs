@@ -12,6 +12,7 @@ use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseEvent
 use super::approval::Answer;
 use super::cells::NoticeLevel;
 use super::composer::ComposerOutcome;
+use super::first_run::FirstRun;
 use super::model_picker::ModelOutcome;
 use super::pager::{Pager, PagerOutcome};
 use super::picker::{PickerCancel, PickerOutcome};
@@ -96,6 +97,11 @@ impl AppState {
                 }
                 if self.is_busy() {
                     return self.interrupt();
+                }
+                let setup = self.first_run.as_mut().and_then(FirstRun::setup_mut);
+                if setup.is_some_and(|setup| setup.back()) {
+                    self.composer.clear();
+                    return Vec::new();
                 }
                 if !self.agents.is_empty() {
                     self.notice(NoticeLevel::Warning, "Cancelling the background sub-agents");
@@ -214,6 +220,9 @@ impl AppState {
             Parsed::NotCommand => {}
         }
         match self.status.activity {
+            Activity::Offline if self.first_run.as_ref().is_some_and(FirstRun::sets_up) => {
+                return self.answer_setup(&text);
+            }
             Activity::Offline => {
                 let note = "No model is ready: configure one as the panel shows, then start \
                             again; your message is back in the box";

@@ -28,6 +28,8 @@ pub mod pager_view;
 pub mod paste;
 pub mod picker;
 mod reply;
+pub mod setup;
+mod setup_apply;
 pub mod slash;
 pub mod start_questions;
 pub mod state;

@@ -58,6 +58,14 @@ pub enum Effect {
     ListSkills,
     /// `/schedule`: the schedules and heartbeats `mnemo serve` runs.
     ListSchedules,
+    /// The set-up panel: check that a server answers at this base URL.
+    CheckServer(String),
+    /// The set-up panel: make this model the default (writing its entry when `served`) and
+    /// start a session with it.
+    UseModel {
+        name: String,
+        served: Option<crate::config::user_file::ServedModel>,
+    },
 }
 
 /// Text the user sent that the agent has not applied yet.

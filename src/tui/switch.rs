@@ -13,7 +13,6 @@ use tokio::sync::oneshot;
 use super::TuiStart;
 use super::app::App;
 use super::cells::{Cell, NoticeLevel};
-use super::first_run::FirstRun;
 use super::history::{self, Restored};
 use super::picker::{PickerCancel, SessionPicker};
 use crate::config::CliOverrides;
@@ -76,7 +75,13 @@ impl<W: Write> App<W> {
     }
 
     async fn start_new(&mut self) {
-        if let Err(error) = self.prepare(SessionChoice::New, self.cli.clone()).await {
+        self.open_session(SessionChoice::New).await;
+    }
+
+    /// Prepares the chosen session; the set-up panel stands in for it when that fails.
+    pub(super) async fn open_session(&mut self, choice: SessionChoice) {
+        if let Err(error) = self.prepare(choice.clone(), self.cli.clone()).await {
+            self.offline_choice = Some(choice);
             self.not_prepared(&error).await;
         }
     }
@@ -114,10 +119,8 @@ impl<W: Write> App<W> {
         let shown = restored.cells.len();
         let earlier = restored.earlier;
         self.state.show_history(&row.title, restored);
-        let choice = SessionChoice::Resume(row.id.clone());
-        if let Err(error) = self.prepare(choice, self.cli.clone()).await {
-            self.not_prepared(&error).await;
-        }
+        self.open_session(SessionChoice::Resume(row.id.clone()))
+            .await;
         if earlier > 0 {
             self.read_full_history(row.id, shown);
         }
@@ -382,7 +385,8 @@ impl<W: Write> App<W> {
     /// opens the set-up panel.
     async fn not_prepared(&mut self, error: &LaunchError) {
         let LaunchError::Session(busy @ StoreError::SessionBusy { id, pid, .. }) = error else {
-            self.state.set_offline(FirstRun::from_error(error));
+            let panel = self.first_run_panel(error);
+            self.state.set_offline(panel);
             return;
         };
         let serving = matches!(self.host.daemon().await, Ok(Some(daemon)) if daemon == *pid);
