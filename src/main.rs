@@ -260,7 +260,9 @@ fn real_main(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Telegram { action }) => answer(match action {
-            TelegramAction::Pair { code } => commands::telegram::pair(&loaded, &code, &mut out),
+            TelegramAction::Pair { code } => {
+                block_on(commands::telegram::pair(&loaded, &code, &mut out))?
+            }
             TelegramAction::List => commands::telegram::list(&loaded, &mut out),
             TelegramAction::Unpair { chat } => commands::telegram::unpair(&loaded, chat, &mut out),
         }),
