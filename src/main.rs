@@ -123,11 +123,15 @@ fn real_main(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Sessions {
             all,
             tree,
+            runs,
             limit,
             action,
         }) => {
             match action {
-                None => commands::sessions::list(&loaded, all, tree, limit, &mut out)?,
+                None => {
+                    let shown = commands::sessions::Shown { all, tree, runs };
+                    commands::sessions::list(&loaded, shown, limit, &mut out)?
+                }
                 Some(SessionAction::Rm { id }) => {
                     commands::sessions::remove(&loaded, &id, &mut out)?
                 }

@@ -83,7 +83,7 @@ impl HostApi for LocalHost {
         workspace: Option<String>,
         limit: usize,
     ) -> HostResult<'_, Vec<SessionRow>> {
-        Box::pin(self.with_store(move |db| db.list_sessions(workspace.as_deref(), limit)))
+        Box::pin(self.with_store(move |db| db.people_sessions(workspace.as_deref(), limit)))
     }
 
     fn stored_session(&self, id: String) -> HostResult<'_, SessionRow> {

@@ -288,20 +288,47 @@ impl Db {
         Ok(claimed == 1)
     }
 
-    /// Records how `job`'s run ended and that it no longer runs.
+    /// Records how `job`'s run ended and that it no longer runs; the run's session (if it was
+    /// stored) is marked as one of the job's runs.
     pub fn job_finished(
         &mut self,
         job: &str,
         status: &str,
         session: Option<&str>,
     ) -> Result<(), StoreError> {
-        self.conn
-            .prepare_cached(
-                "UPDATE job_runs SET last_status = ?2, last_session = ?3, running_since = NULL,
-                 running_pid = NULL WHERE job = ?1",
-            )?
-            .execute(params![job, status, session])?;
+        let tx = self.conn.transaction()?;
+        tx.prepare_cached(
+            "UPDATE job_runs SET last_status = ?2, last_session = ?3, running_since = NULL,
+             running_pid = NULL WHERE job = ?1",
+        )?
+        .execute(params![job, status, session])?;
+        tx.prepare_cached(
+            "INSERT OR IGNORE INTO job_run_sessions(session_id, job, ended_at)
+             SELECT id, ?2, ?3 FROM sessions WHERE id = ?1",
+        )?
+        .execute(params![session, job, super::db::now_ms()])?;
+        tx.commit()?;
         Ok(())
+    }
+
+    /// Deletes the stored runs of `job` but the newest `keep`, with their messages and
+    /// everything indexed from them; how many went.
+    pub fn prune_job_runs(&mut self, job: &str, keep: usize) -> Result<usize, StoreError> {
+        let old: Vec<String> = self
+            .conn
+            .prepare_cached(
+                "SELECT session_id FROM job_run_sessions WHERE job = ?1
+                 ORDER BY id DESC LIMIT -1 OFFSET ?2",
+            )?
+            .query_map(
+                params![job, i64::try_from(keep).unwrap_or(i64::MAX)],
+                |row| row.get(0),
+            )?
+            .collect::<Result<_, _>>()?;
+        for id in &old {
+            self.delete_session(id)?;
+        }
+        Ok(old.len())
     }
 }
 
@@ -359,6 +386,48 @@ mod tests {
             Err(StoreError::NotFound { .. })
         ));
         assert_eq!(db.schedule(cron.id)?.prompt, "check the build");
+        Ok(())
+    }
+
+    #[test]
+    fn a_job_keeps_its_newest_runs_and_the_older_ones_go_with_their_messages() -> TestResult {
+        use crate::memory::test_support::{new_entry, new_session};
+        let mut db = Db::open_in_memory()?;
+        let said = crate::llm::Message::user_text("check the disk");
+        db.create_session(new_session("mine", "/w"))?;
+        db.append_messages("mine", &[(1, &said, 3)])?;
+        for run in 1..=5 {
+            let id = format!("run{run}");
+            db.create_session(new_session(&id, "/w"))?;
+            db.append_messages(&id, &[(1, &said, 3), (2, &said, 3)])?;
+            db.archive_messages(new_entry(&id, "disk", "disk at 91 percent", (1, 2)))?;
+            db.job_finished("heartbeat:disk", "reported", Some(&id))?;
+        }
+        let count = |db: &Db, sql: &str| -> Result<i64, rusqlite::Error> {
+            db.conn.query_row(sql, [], |row| row.get(0))
+        };
+        assert_eq!(count(&db, "SELECT count(*) FROM messages")?, 11);
+        let people: Vec<String> = db
+            .people_sessions(None, 50)?
+            .into_iter()
+            .map(|s| s.id)
+            .collect();
+        assert_eq!(people, ["mine"], "runs stay out of people's lists");
+        assert_eq!(db.list_sessions(None, 50)?.len(), 6);
+
+        assert_eq!(db.prune_job_runs("heartbeat:disk", 2)?, 3);
+        let mut left: Vec<String> = db
+            .list_sessions(None, 50)?
+            .into_iter()
+            .map(|s| s.id)
+            .collect();
+        left.sort();
+        assert_eq!(left, ["mine", "run4", "run5"]);
+        assert_eq!(count(&db, "SELECT count(*) FROM messages")?, 5);
+        let indexed = "SELECT count(*) FROM archive_fts WHERE archive_fts MATCH 'percent'";
+        assert_eq!(count(&db, indexed)?, 2);
+        assert_eq!(db.prune_job_runs("heartbeat:disk", 2)?, 0);
+        assert_eq!(db.prune_job_runs("heartbeat:other", 1)?, 0);
         Ok(())
     }
 

@@ -437,6 +437,19 @@ ALTER TABLE schedules ADD COLUMN trusted INTEGER NOT NULL DEFAULT 0;
 CREATE INDEX schedules_workspace ON schedules(workspace);
 ";
 
+/// The sessions heartbeat and schedule runs were stored in, per job, so that only the newest
+/// few are kept and people's own session lists leave them out. A deleted session takes its
+/// row along.
+const JOB_RUN_SESSIONS: &str = "
+CREATE TABLE job_run_sessions (
+    id         INTEGER PRIMARY KEY,
+    session_id TEXT NOT NULL UNIQUE REFERENCES sessions(id) ON DELETE CASCADE,
+    job        TEXT NOT NULL,
+    ended_at   INTEGER NOT NULL
+);
+CREATE INDEX job_run_sessions_by_job ON job_run_sessions(job, id);
+";
+
 /// Migration `i` brings the schema from version `i` to `i + 1`.
 const MIGRATIONS: &[&str] = &[
     V1,
@@ -453,6 +466,7 @@ const MIGRATIONS: &[&str] = &[
     SESSION_EVENTS,
     SCHEDULE_RIGHTS,
     SESSION_EVENT_RUNS,
+    JOB_RUN_SESSIONS,
 ];
 
 /// The schema version this build writes.

@@ -177,7 +177,9 @@ fn scheduler(
 ) -> Scheduler<Settling, StoreBook> {
     let dirs = daemon.loaded.dirs.clone();
     let workspaces = vec![daemon.loaded.workspace.clone()];
-    let book = StoreBook::new(store, dirs.clone(), workspaces, log.clone());
+    let keep_runs = daemon.loaded.config.schedules.keep_runs;
+    let book = StoreBook::new(store, dirs.clone(), workspaces, log.clone())
+        .keeping_runs(usize::try_from(keep_runs).unwrap_or(usize::MAX));
     let runner = HeadlessRunner::new(dirs, cli, daemon.host.clone()).sharing(daemon.loaded.clone());
     let max_running = daemon.loaded.config.schedules.max_running;
     Scheduler::new(Settling(runner), book, log)
