@@ -91,7 +91,7 @@ pub struct Scheduler<R, B> {
 }
 
 /// What a finished run task hands back.
-type Finished = (Job, &'static str, Option<String>);
+type Finished = (Job, String, Option<String>);
 
 impl<R: JobRunner, B: JobBook> Scheduler<R, B> {
     /// A scheduler on the system clock whose reports go to `log` (the log channel).
@@ -230,11 +230,11 @@ impl<R: JobRunner, B: JobBook> Scheduler<R, B> {
                     stamp(self.clock.now()),
                     job.label
                 ));
-                (job, "failed", None)
+                (job, format!("failed: {error}"), None)
             }
         };
         running.remove(&job.key);
-        self.book.finished(&job, status, session.as_deref()).await;
+        self.book.finished(&job, &status, session.as_deref()).await;
     }
 
     /// One run: the runner, then the report delivered (unless there is nothing to report)
@@ -254,7 +254,7 @@ impl<R: JobRunner, B: JobBook> Scheduler<R, B> {
             });
             let (status, line) = match &outcome {
                 RunOutcome::Replied { text, .. } if is_quiet(text) => {
-                    ("quiet", format!("nothing to report{short}"))
+                    ("quiet".into(), format!("nothing to report{short}"))
                 }
                 RunOutcome::Replied { session_id, text } => {
                     let report = Report {
@@ -269,10 +269,15 @@ impl<R: JobRunner, B: JobBook> Scheduler<R, B> {
                             log.line(&format!("{}: {e}", job.label));
                         }
                     }
-                    ("reported", format!("reported{short}"))
+                    ("reported".into(), format!("reported{short}"))
                 }
-                RunOutcome::Failed { error, .. } => ("failed", format!("failed{short}: {error}")),
-                RunOutcome::Interrupted { .. } => ("interrupted", format!("interrupted{short}")),
+                RunOutcome::Failed { error, .. } => (
+                    format!("failed: {}", one_line(error, REASON_CHARS)),
+                    format!("failed{short}: {error}"),
+                ),
+                RunOutcome::Interrupted { .. } => {
+                    ("interrupted".into(), format!("interrupted{short}"))
+                }
             };
             log.line(&format!("{} {}: {line}", stamp(clock.now()), job.label));
             (job, status, session)
@@ -298,6 +303,18 @@ fn process_alive(pid: u32) -> bool {
     // SAFETY: signal 0 sends nothing; it only asks whether the process exists.
     let found = unsafe { libc::kill(pid, 0) } == 0;
     found || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
+/// The longest reason a failed run's record keeps.
+const REASON_CHARS: usize = 160;
+
+/// `text` on one line, cut to `max` characters.
+fn one_line(text: &str, max: usize) -> String {
+    let line = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    match line.chars().count() > max {
+        true => format!("{}…", line.chars().take(max).collect::<String>()),
+        false => line,
+    }
 }
 
 fn stamp(at: DateTime<Utc>) -> String {
