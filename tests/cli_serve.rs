@@ -252,3 +252,53 @@ fn a_telegram_channel_without_its_token_is_reported_and_the_daemon_keeps_running
     })?;
     stops_within_a_second(&mut daemon)
 }
+
+#[test]
+fn serve_says_on_start_what_it_serves_where_it_logs_and_how_to_stop() -> TestResult {
+    use std::io::BufRead;
+    let ws = Workspace::new();
+    let beats = ws.path().join(".cfg/heartbeat");
+    std::fs::create_dir_all(&beats)?;
+    std::fs::write(
+        beats.join("disk.md"),
+        format!(
+            "---\nevery: 1h\nworkspace: {}\n---\nCheck the disk.\n",
+            ws.path().display()
+        ),
+    )?;
+    let mut daemon = ws.command(&["serve"]).env_remove("INVOCATION_ID").spawn()?;
+    let stderr = daemon.stderr.take().ok_or("no stderr")?;
+    let (lines, said) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if lines.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut start = Vec::new();
+    while !start
+        .last()
+        .is_some_and(|l: &String| l.starts_with("  stop"))
+    {
+        start.push(said.recv_timeout(Duration::from_secs(20))?);
+    }
+    stops_within_a_second(&mut daemon)?;
+    let start = start.join("\n");
+    let data = ws.path().join(".data");
+    for expected in [
+        format!("(pid {})", daemon.id()),
+        format!("  data      {}", data.display()),
+        "  runs      1 heartbeat and 0 schedules in 1 workspace".into(),
+        format!("  gateway   socket {}", data.join("gateway.sock").display()),
+        "  telegram  off ([telegram] enabled = true turns it on)".into(),
+        format!("  log       {}", data.join("serve.log").display()),
+        format!("  stop      Ctrl+C, or kill {}", daemon.id()),
+    ] {
+        assert!(start.contains(&expected), "{expected}\n{start}");
+    }
+    Ok(())
+}

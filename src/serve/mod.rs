@@ -3,6 +3,7 @@
 //! without vectors; between deadlines it sleeps. SIGTERM (or Ctrl+C) stops it: running turns
 //! are interrupted (every completed message is already stored) and it exits.
 
+pub mod banner;
 pub mod dreamer;
 pub mod idle;
 pub mod log;
@@ -11,6 +12,7 @@ pub mod notice;
 pub mod runner;
 pub mod searcher;
 
+use std::io::Write;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -132,6 +134,10 @@ pub async fn serve(loaded: Loaded, options: ServeOptions) -> Result<Stop, ServeE
     daemon
         .log
         .line(&format!("gateway listening on {:?}{tls}", listening.listen));
+    let what = serving(&daemon, &data, &listening, telegram.is_some()).await;
+    daemon.log.line(&what);
+    // The person who started it reads this in the terminal (or in journalctl).
+    let _ = writeln!(std::io::stderr(), "{what}");
     let backfill = tokio::spawn(backfill(daemon.clone()));
     let jobs = tokio::spawn(scheduler.run(daemon.cancel.clone()));
     let night = tokio::spawn(nightly::run(daemon.clone(), options.cli.clone()));
@@ -231,6 +237,49 @@ async fn telegram(
             None
         }
     }
+}
+
+/// The start lines: what the daemon serves, where it logs, how to stop it.
+async fn serving(
+    daemon: &Daemon,
+    data: &std::path::Path,
+    listening: &crate::gateway::GatewayOptions,
+    telegram: bool,
+) -> String {
+    let (dirs, workspace) = (daemon.loaded.dirs.clone(), daemon.loaded.workspace.clone());
+    let found = tokio::task::spawn_blocking(move || {
+        crate::jobs::heartbeat::load(&dirs, std::slice::from_ref(&workspace))
+    })
+    .await
+    .unwrap_or_default();
+    let schedules = match daemon.loaded.store() {
+        Ok(store) => store
+            .call(|db| db.list_schedules())
+            .await
+            .unwrap_or_default(),
+        Err(_) => Vec::new(),
+    };
+    let beats: Vec<_> = found.found.iter().filter(|b| b.enabled).collect();
+    let mut workspaces: Vec<String> = beats
+        .iter()
+        .map(|b| b.workspace.display().to_string())
+        .chain(schedules.iter().map(|s| s.workspace.clone()))
+        .collect();
+    workspaces.sort();
+    workspaces.dedup();
+    banner::banner(&banner::Serving {
+        pid: std::process::id(),
+        data_dir: data,
+        log: daemon.log.path(),
+        heartbeats: beats.len(),
+        schedules: schedules.len(),
+        workspaces: workspaces.len(),
+        listen: &listening.listen,
+        tls: listening.tls.is_some(),
+        telegram,
+        telegram_enabled: daemon.loaded.config.telegram.enabled,
+        systemd: std::env::var_os("INVOCATION_ID").is_some(),
+    })
 }
 
 /// Why the daemon woke from its signals.
