@@ -302,3 +302,50 @@ fn serve_says_on_start_what_it_serves_where_it_logs_and_how_to_stop() -> TestRes
     }
     Ok(())
 }
+
+#[test]
+fn a_schedules_result_waits_for_the_session_that_made_it_and_is_shown_once() -> TestResult {
+    let ws = Workspace::new();
+    let model = ws.script(serde_json::json!({"turns": [
+        {"when": "remind me", "tool_calls": [{"name": "schedule_create",
+            "arguments": {"when": "in 1s", "prompt": "time to stretch"}}]},
+        {"when": "remind me", "text": "I will remind you."},
+        {"when": "time to stretch", "text": "Stretch now."},
+        {"when": "and now", "text": "Here."}
+    ]}));
+    let mut daemon = ws.command(&["--model", &model, "serve"]).spawn()?;
+    wait_for("the gateway socket", || {
+        ws.path().join(".data/gateway.sock").exists()
+    })?;
+    let made = ws.mnemo(&["--model", &model, "run", "remind me"], None);
+    assert!(made.status.success(), "{}", text(&made.stderr));
+    // A one-shot schedule is gone once its run ended and was told.
+    let db = ws.path().join(".data/mnemo.db");
+    wait_for("the reminder's run", || {
+        mnemo::memory::Db::open(&db)
+            .and_then(|db| db.list_schedules())
+            .is_ok_and(|left| left.is_empty())
+    })?;
+    stops_within_a_second(&mut daemon)?;
+
+    let sessions = text(&ws.mnemo(&["sessions"], None).stdout);
+    let id = sessions
+        .split_whitespace()
+        .find(|w| w.len() >= 8 && w.chars().all(|c| c.is_ascii_hexdigit() || c == '-'))
+        .ok_or(format!("no session in {sessions}"))?
+        .to_string();
+    let resumed = ws.mnemo(
+        &["--model", &model, "--resume", &id, "run", "and now?"],
+        None,
+    );
+    assert!(resumed.status.success(), "{}", text(&resumed.stderr));
+    let said = text(&resumed.stderr);
+    assert!(said.contains("note: schedule #1: Stretch now."), "{said}");
+    let again = ws.mnemo(
+        &["--model", &model, "--resume", &id, "run", "and now?"],
+        None,
+    );
+    let said = text(&again.stderr);
+    assert!(!said.contains("Stretch now."), "shown once: {said}");
+    Ok(())
+}

@@ -29,6 +29,12 @@ pub trait JobRunner: Send + Sync + 'static {
     fn run(&self, job: Job, cancel: CancellationToken) -> BoxFuture<'static, RunOutcome>;
 }
 
+/// Hears how each run ended, besides the log and the channels: `mnemo serve` tells the
+/// session that made a schedule, and the desktop.
+pub trait RunNotices: Send + Sync + 'static {
+    fn ran<'a>(&'a self, job: &'a Job, outcome: &'a RunOutcome) -> BoxFuture<'a, ()>;
+}
+
 /// Where the scheduler reads the time.
 #[derive(Debug, Clone, Copy)]
 pub enum Clock {
@@ -88,6 +94,7 @@ pub struct Scheduler<R, B> {
     reload_every: Duration,
     /// Most schedule runs going at once; more wait until one ends.
     max_schedules_running: usize,
+    notices: Option<Arc<dyn RunNotices>>,
 }
 
 /// What a finished run task hands back.
@@ -105,7 +112,14 @@ impl<R: JobRunner, B: JobBook> Scheduler<R, B> {
             handle: SchedulerHandle::default(),
             reload_every: RELOAD_EVERY,
             max_schedules_running: usize::MAX,
+            notices: None,
         }
+    }
+
+    /// `notices` hears how every run ended.
+    pub fn with_notices(mut self, notices: Arc<dyn RunNotices>) -> Self {
+        self.notices = Some(notices);
+        self
     }
 
     /// At most `max` schedule runs at once (heartbeats, the person's own, are not counted).
@@ -246,6 +260,7 @@ impl<R: JobRunner, B: JobBook> Scheduler<R, B> {
             self.log.clone(),
             self.clock,
         );
+        let notices = self.notices.clone();
         Box::pin(async move {
             let outcome = runner.run(job.clone(), cancel).await;
             let session = outcome.session_id().map(str::to_string);
@@ -280,6 +295,9 @@ impl<R: JobRunner, B: JobBook> Scheduler<R, B> {
                 }
             };
             log.line(&format!("{} {}: {line}", stamp(clock.now()), job.label));
+            if let Some(notices) = notices {
+                notices.ran(&job, &outcome).await;
+            }
             (job, status, session)
         })
     }

@@ -88,6 +88,9 @@ pub struct JobRun {
     pub running: Option<(Millis, u32)>,
 }
 
+/// How many notices a session keeps waiting for a front end.
+pub const NOTICES_KEPT: i64 = 20;
+
 /// The key of a stored schedule's run record.
 pub fn schedule_job_key(id: i64) -> String {
     format!("schedule:{id}")
@@ -309,6 +312,48 @@ impl Db {
         .execute(params![session, job, super::db::now_ms()])?;
         tx.commit()?;
         Ok(())
+    }
+
+    /// Keeps `title` and `body` for session `session` until a front end of it shows them; a
+    /// session keeps its newest `NOTICES_KEPT`. Nothing is kept for a session not stored.
+    pub fn add_session_notice(
+        &mut self,
+        session: &str,
+        title: &str,
+        body: &str,
+    ) -> Result<(), StoreError> {
+        let tx = self.conn.transaction()?;
+        tx.prepare_cached(
+            "INSERT INTO session_notices(session_id, created_at, title, body)
+             SELECT id, ?2, ?3, ?4 FROM sessions WHERE id = ?1",
+        )?
+        .execute(params![session, super::db::now_ms(), title, body])?;
+        tx.prepare_cached(
+            "DELETE FROM session_notices WHERE session_id = ?1 AND id NOT IN
+             (SELECT id FROM session_notices WHERE session_id = ?1 ORDER BY id DESC LIMIT ?2)",
+        )?
+        .execute(params![session, NOTICES_KEPT])?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// The notices waiting for session `session`, oldest first, as (title, body); they are
+    /// gone from the store once taken.
+    pub fn take_session_notices(
+        &mut self,
+        session: &str,
+    ) -> Result<Vec<(String, String)>, StoreError> {
+        let tx = self.conn.transaction()?;
+        let taken = tx
+            .prepare_cached(
+                "SELECT title, body FROM session_notices WHERE session_id = ?1 ORDER BY id",
+            )?
+            .query_map([session], |row| Ok((row.get(0)?, row.get(1)?)))?
+            .collect::<Result<Vec<_>, _>>()?;
+        tx.prepare_cached("DELETE FROM session_notices WHERE session_id = ?1")?
+            .execute([session])?;
+        tx.commit()?;
+        Ok(taken)
     }
 
     /// Deletes the stored runs of `job` but the newest `keep`, with their messages and

@@ -438,8 +438,9 @@ CREATE INDEX schedules_workspace ON schedules(workspace);
 ";
 
 /// The sessions heartbeat and schedule runs were stored in, per job, so that only the newest
-/// few are kept and people's own session lists leave them out. A deleted session takes its
-/// row along.
+/// few are kept and people's own session lists leave them out; and the results of schedules
+/// waiting to be shown in the session that made them (once, when a front end is there). A
+/// deleted session takes its rows along.
 const JOB_RUN_SESSIONS: &str = "
 CREATE TABLE job_run_sessions (
     id         INTEGER PRIMARY KEY,
@@ -448,6 +449,15 @@ CREATE TABLE job_run_sessions (
     ended_at   INTEGER NOT NULL
 );
 CREATE INDEX job_run_sessions_by_job ON job_run_sessions(job, id);
+
+CREATE TABLE session_notices (
+    id         INTEGER PRIMARY KEY,
+    session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    created_at INTEGER NOT NULL,
+    title      TEXT NOT NULL,
+    body       TEXT NOT NULL
+);
+CREATE INDEX session_notices_by_session ON session_notices(session_id, id);
 ";
 
 /// Migration `i` brings the schema from version `i` to `i + 1`.

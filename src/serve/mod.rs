@@ -9,6 +9,7 @@ pub mod idle;
 pub mod log;
 pub mod nightly;
 pub mod notice;
+pub mod reminders;
 pub mod runner;
 pub mod searcher;
 
@@ -184,12 +185,17 @@ fn scheduler(
     let dirs = daemon.loaded.dirs.clone();
     let workspaces = vec![daemon.loaded.workspace.clone()];
     let keep_runs = daemon.loaded.config.schedules.keep_runs;
+    let reminders = reminders::Reminders {
+        store: store.clone(),
+        host: daemon.host.clone(),
+    };
     let book = StoreBook::new(store, dirs.clone(), workspaces, log.clone())
         .keeping_runs(usize::try_from(keep_runs).unwrap_or(usize::MAX));
     let runner = HeadlessRunner::new(dirs, cli, daemon.host.clone()).sharing(daemon.loaded.clone());
     let max_running = daemon.loaded.config.schedules.max_running;
     Scheduler::new(Settling(runner), book, log)
         .with_channels(channels)
+        .with_notices(Arc::new(reminders))
         .with_reload_every(NO_RELOAD)
         .with_max_schedules_running(usize::try_from(max_running).unwrap_or(usize::MAX))
 }

@@ -282,6 +282,11 @@ impl<W: Write> App<W> {
             let mut lines = std::mem::take(&mut self.held);
             lines.extend(self.state.take_scrollback());
             self.screen.insert_lines(&wrap_lines(&lines, size.width))?;
+            let terminal = super::notify::Terminal::from_env();
+            for (title, body) in std::mem::take(&mut self.state.desktop) {
+                self.screen
+                    .write_raw(&super::notify::desktop(terminal, &title, &body))?;
+            }
             let view = live_view(&self.state, size.width, size.height.saturating_sub(1), now);
             let state = &self.state;
             self.screen.draw_live(view.height(), |area, buf| {

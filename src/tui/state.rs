@@ -93,6 +93,8 @@ pub struct AppState {
     pub(super) width: u16,
     /// The capability tools the session offers now, in the order they entered.
     pub offered_tools: Vec<String>,
+    /// Reminders (title, body) for the terminal's desktop notification, not yet written.
+    pub(super) desktop: Vec<(String, String)>,
     dirty: bool,
 }
 
@@ -126,6 +128,7 @@ impl AppState {
             outbox: Vec::new(),
             width: 80,
             offered_tools: Vec::new(),
+            desktop: Vec::new(),
             dirty: true,
         }
     }

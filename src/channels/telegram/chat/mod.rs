@@ -255,6 +255,7 @@ impl Chat {
             | Event::Usage { .. }
             | Event::Compacted { .. }
             | Event::Notice { .. }
+            | Event::Reminder { .. }
             | Event::ToolsChanged { .. }
             | Event::McpServers { .. } => {}
         }
