@@ -157,6 +157,10 @@ impl HostApi for LocalHost {
         self.loaded.services.jobs_changed()
     }
 
+    fn show_notices<'a>(&'a self, id: &'a str) -> BoxFuture<'a, bool> {
+        Box::pin(self.sessions.hand_notices(id))
+    }
+
     fn schedules(&self, workspace: String) -> HostResult<'_, String> {
         Box::pin(async move {
             let (rows, runs) = self
