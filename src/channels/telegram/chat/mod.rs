@@ -255,9 +255,12 @@ impl Chat {
             | Event::Usage { .. }
             | Event::Compacted { .. }
             | Event::Notice { .. }
-            | Event::Reminder { .. }
             | Event::ToolsChanged { .. }
             | Event::McpServers { .. } => {}
+            Event::Reminder { title, body } => {
+                let markdown = format!("**{}**\n\n{body}", escape_markdown(&title));
+                self.say(&markdown).await;
+            }
         }
     }
 
