@@ -349,3 +349,32 @@ fn a_schedules_result_waits_for_the_session_that_made_it_and_is_shown_once() -> 
     assert!(!said.contains("Stretch now."), "shown once: {said}");
     Ok(())
 }
+
+#[test]
+fn schedule_list_keeps_a_failed_runs_reason() -> TestResult {
+    let ws = Workspace::new();
+    let beats = ws.path().join(".cfg/heartbeat");
+    std::fs::create_dir_all(&beats)?;
+    let missing = ws.path().join("no-such-script.json");
+    std::fs::write(
+        beats.join("disk.md"),
+        format!(
+            "---\nname: disk\nevery: 1s\nworkspace: {}\nmodel: scripted:{}\n---\nCheck the disk.\n",
+            ws.path().display(),
+            missing.display()
+        ),
+    )?;
+    let mut daemon = ws.command(&["serve"]).spawn()?;
+    let listed = || text(&ws.mnemo(&["schedule", "list"], None).stdout);
+    wait_for("a failed run in the list", || listed().contains("(failed"))?;
+    stops_within_a_second(&mut daemon)?;
+    let listed = listed();
+    let line = listed
+        .lines()
+        .find(|l| l.contains("disk ·"))
+        .ok_or(format!("no heartbeat line in {listed}"))?;
+    assert!(line.contains(" · last "), "{line}");
+    assert!(line.contains("(failed"), "{line}");
+    assert!(line.contains("no-such-script.json"), "the reason: {line}");
+    Ok(())
+}
