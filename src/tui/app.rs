@@ -295,10 +295,12 @@ impl<W: Write> App<W> {
             let mut lines = std::mem::take(&mut self.held);
             lines.extend(self.state.take_scrollback());
             self.screen.insert_lines(&wrap_lines(&lines, size.width))?;
-            let terminal = super::notify::Terminal::from_env();
-            for (title, body) in std::mem::take(&mut self.state.desktop) {
-                self.screen
-                    .write_raw(&super::notify::desktop(terminal, &title, &body))?;
+            let desktop = std::mem::take(&mut self.state.desktop);
+            if let Some(terminal) = super::notify::Terminal::from_env() {
+                for (title, body) in desktop {
+                    self.screen
+                        .write_raw(&super::notify::desktop(terminal, &title, &body))?;
+                }
             }
             let view = live_view(&self.state, size.width, size.height.saturating_sub(1), now);
             let state = &self.state;

@@ -1,7 +1,8 @@
 //! Desktop notifications from the terminal, for a schedule's result that arrives while the
 //! person looks elsewhere. Terminals that raise one for OSC 9 (`ESC ] 9 ; text BEL`: iTerm2,
 //! WezTerm, kitty, ghostty) get that; the others get OSC 777 (`ESC ] 777 ; notify ; title ;
-//! body BEL`: foot, rxvt, VTE terminals), which a terminal that does not know it ignores.
+//! body BEL`: foot, rxvt, VTE terminals), which a terminal that does not know it ignores. The
+//! Linux console, which would print it, gets neither.
 
 /// Which sequence the terminal understands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -11,8 +12,8 @@ pub enum Terminal {
 }
 
 impl Terminal {
-    /// From `TERM_PROGRAM`, `TERM` and kitty's own variable.
-    pub fn from_env() -> Terminal {
+    /// From `TERM_PROGRAM`, `TERM` and kitty's own variable; `None` for the Linux console.
+    pub fn from_env() -> Option<Terminal> {
         let var = |name| std::env::var(name).unwrap_or_default();
         Self::detect(
             &var("TERM_PROGRAM"),
@@ -21,16 +22,19 @@ impl Terminal {
         )
     }
 
-    pub fn detect(term_program: &str, term: &str, kitty: bool) -> Terminal {
+    pub fn detect(term_program: &str, term: &str, kitty: bool) -> Option<Terminal> {
+        if term == "linux" || term == "dumb" {
+            return None;
+        }
         let program = term_program.to_ascii_lowercase();
         let osc9 = ["iterm.app", "wezterm", "ghostty", "kitty"].contains(&program.as_str())
             || term.contains("kitty")
             || term.contains("ghostty")
             || kitty;
-        match osc9 {
+        Some(match osc9 {
             true => Terminal::Osc9,
             false => Terminal::Osc777,
-        }
+        })
     }
 }
 
@@ -65,10 +69,12 @@ mod tests {
             ("", "xterm-kitty", false),
             ("", "xterm-256color", true),
         ] {
-            assert_eq!(Terminal::detect(program, term, kitty), Terminal::Osc9);
+            assert_eq!(Terminal::detect(program, term, kitty), Some(Terminal::Osc9));
         }
-        assert_eq!(Terminal::detect("", "foot", false), Terminal::Osc777);
-        assert_eq!(Terminal::detect("vscode", "xterm", false), Terminal::Osc777);
+        let other = Some(Terminal::Osc777);
+        assert_eq!(Terminal::detect("", "foot", false), other);
+        assert_eq!(Terminal::detect("vscode", "xterm", false), other);
+        assert_eq!(Terminal::detect("", "linux", false), None);
     }
 
     #[test]
