@@ -357,8 +357,15 @@ impl Db {
     }
 
     /// Deletes the stored runs of `job` but the newest `keep`, with their messages and
-    /// everything indexed from them; how many went.
+    /// everything indexed from them; how many went. A run a person went on with after it
+    /// ended (a message since) is theirs now: kept, and listed with their sessions.
     pub fn prune_job_runs(&mut self, job: &str, keep: usize) -> Result<usize, StoreError> {
+        self.conn
+            .prepare_cached(
+                "DELETE FROM job_run_sessions WHERE job = ?1 AND ended_at <
+                 (SELECT s.updated_at FROM sessions s WHERE s.id = session_id)",
+            )?
+            .execute([job])?;
         let old: Vec<String> = self
             .conn
             .prepare_cached(
@@ -460,17 +467,28 @@ mod tests {
         assert_eq!(people, ["mine"], "runs stay out of people's lists");
         assert_eq!(db.list_sessions(None, 50)?.len(), 6);
 
-        assert_eq!(db.prune_job_runs("heartbeat:disk", 2)?, 3);
+        // Someone went on with the first run: it is theirs now.
+        db.conn.execute(
+            "UPDATE sessions SET updated_at = updated_at + 60000 WHERE id = 'run1'",
+            [],
+        )?;
+        assert_eq!(db.prune_job_runs("heartbeat:disk", 2)?, 2);
         let mut left: Vec<String> = db
             .list_sessions(None, 50)?
             .into_iter()
             .map(|s| s.id)
             .collect();
         left.sort();
-        assert_eq!(left, ["mine", "run4", "run5"]);
-        assert_eq!(count(&db, "SELECT count(*) FROM messages")?, 5);
+        assert_eq!(left, ["mine", "run1", "run4", "run5"]);
+        let people: Vec<String> = db
+            .people_sessions(None, 50)?
+            .into_iter()
+            .map(|s| s.id)
+            .collect();
+        assert_eq!(people, ["run1", "mine"]);
+        assert_eq!(count(&db, "SELECT count(*) FROM messages")?, 7);
         let indexed = "SELECT count(*) FROM archive_fts WHERE archive_fts MATCH 'percent'";
-        assert_eq!(count(&db, indexed)?, 2);
+        assert_eq!(count(&db, indexed)?, 3);
         assert_eq!(db.prune_job_runs("heartbeat:disk", 2)?, 0);
         assert_eq!(db.prune_job_runs("heartbeat:other", 1)?, 0);
         Ok(())
