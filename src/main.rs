@@ -252,6 +252,7 @@ fn real_main(cli: Cli) -> anyhow::Result<ExitCode> {
                     tls,
                     jobs_changed: None,
                     searcher: None,
+                    telegram_paired: None,
                 },
                 cli: overrides.clone(),
             };

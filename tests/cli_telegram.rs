@@ -176,3 +176,47 @@ fn after_pairing_the_bot_tells_the_chat() -> TestResult {
     assert!(told[0].contains("mnemo serve"), "{told:?}");
     Ok(())
 }
+
+#[test]
+fn a_terminal_without_the_token_has_the_daemon_tell_the_chat() -> TestResult {
+    const TOKEN: &str = "123:daemon-test";
+    let runtime = tokio::runtime::Runtime::new()?;
+    let server = runtime.block_on(BotServer::start(TOKEN))?;
+    let ws = Workspace::new();
+    std::fs::create_dir_all(ws.path().join(".cfg"))?;
+    ws.write(
+        ".cfg/config.toml",
+        &format!(
+            "[telegram]\nenabled = true\nbase_url = \"{}\"\npoll_timeout_secs = 1\n",
+            server.base_url()
+        ),
+    );
+    let mut daemon = ws
+        .command(&["serve"])
+        .env("TELEGRAM_BOT_TOKEN", TOKEN)
+        .spawn()?;
+    let log = ws.path().join(".data/serve.log");
+    cli_support::wait_for("the channel polling", || {
+        std::fs::read_to_string(&log).is_ok_and(|l| l.contains("polling for messages"))
+    })?;
+    code_sent(&ws, 4242, "ABCD2345", 0)?;
+    let out = ws
+        .command(&["telegram", "pair", "ABCD2345"])
+        .env_remove("TELEGRAM_BOT_TOKEN")
+        .output()?;
+    // SAFETY: stops the daemon this test started.
+    unsafe { libc::kill(daemon.id() as libc::pid_t, libc::SIGTERM) };
+    daemon.wait()?;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let said = text(&out.stdout);
+    assert!(
+        said.contains("The bot told the chat it is paired."),
+        "{said}"
+    );
+    let told: Vec<String> = server.messages(4242).into_iter().map(|m| m.text).collect();
+    assert!(
+        told.iter().any(|t| t.starts_with("Paired with mnemo on ")),
+        "{told:?}"
+    );
+    Ok(())
+}

@@ -53,20 +53,27 @@ pub async fn pair(loaded: &Loaded, code: &str, out: &mut impl Write) -> Result<(
     tell_the_chat(loaded, chat.chat_id, out).await
 }
 
-/// Sends the chat word that it is paired, when this terminal has the bot's token.
+/// Sends the chat word that it is paired: through a running daemon's channel (which has the
+/// bot's token), else with this terminal's token.
 async fn tell_the_chat(
     loaded: &Loaded,
     chat: i64,
     out: &mut impl Write,
 ) -> Result<(), CommandError> {
     let config = &loaded.config.telegram;
+    if let Some(data) = loaded.dirs.data.as_deref()
+        && crate::gateway::client::tell_telegram_paired(data, chat).await
+    {
+        return Ok(writeln!(out, "The bot told the chat it is paired.")?);
+    }
     let Some(token) = std::env::var(&config.bot_token_env)
         .ok()
         .filter(|t| !t.trim().is_empty())
     else {
         return Ok(writeln!(
             out,
-            "The chat was not told: ${} is not set in this terminal.",
+            "The chat was not told: mnemo serve does not run its Telegram channel and ${} is \
+             not set in this terminal.",
             config.bot_token_env
         )?);
     };

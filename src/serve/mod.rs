@@ -9,6 +9,7 @@ pub mod idle;
 pub mod log;
 pub mod nightly;
 pub mod notice;
+pub mod paired;
 pub mod reminders;
 pub mod runner;
 pub mod searcher;
@@ -108,11 +109,24 @@ pub async fn serve(loaded: Loaded, options: ServeOptions) -> Result<Stop, ServeE
         let out = TelegramDelivery::new(ctx.api.clone(), ctx.store.clone());
         channels = channels.with_telegram(Arc::new(out));
     }
-    let scheduler = scheduler(&daemon, store, options.cli.clone(), reports, channels);
+    let scheduler = scheduler(
+        &daemon,
+        store,
+        options.cli.clone(),
+        reports.clone(),
+        channels,
+    );
     let jobs_changed = scheduler.handle();
     notice.connect(jobs_changed.clone());
     let mut listening = options.gateway.clone();
     listening.jobs_changed = Some(jobs_changed.clone());
+    listening.telegram_paired = telegram.as_ref().map(|ctx| {
+        let told = paired::TellPaired {
+            api: ctx.api.clone(),
+            log: reports.clone(),
+        };
+        Arc::new(told) as Arc<dyn crate::gateway::PairedChats>
+    });
     listening.searcher = Some(searcher::Searcher::new(
         daemon.loaded.clone(),
         daemon.log.clone(),
