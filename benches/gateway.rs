@@ -59,6 +59,7 @@ async fn latency() -> BenchResult {
         tls: None,
         jobs_changed: None,
         searcher: None,
+        telegram_paired: None,
     };
     let cancel = CancellationToken::new();
     let _running = gateway::start(host.clone(), loaded, cli, &options, cancel.clone()).await?;

@@ -105,6 +105,9 @@ pub enum Command {
         /// Show each session's sub-agent sessions below it.
         #[arg(long)]
         tree: bool,
+        /// Include the sessions heartbeat and schedule runs were stored in.
+        #[arg(long)]
+        runs: bool,
         /// At most this many.
         #[arg(long, default_value_t = 50)]
         limit: usize,

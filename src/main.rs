@@ -151,11 +151,15 @@ fn real_main(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Sessions {
             all,
             tree,
+            runs,
             limit,
             action,
         }) => {
             match action {
-                None => commands::sessions::list(&loaded, all, tree, limit, &mut out)?,
+                None => {
+                    let shown = commands::sessions::Shown { all, tree, runs };
+                    commands::sessions::list(&loaded, shown, limit, &mut out)?
+                }
                 Some(SessionAction::Rm { id }) => {
                     commands::sessions::remove(&loaded, &id, &mut out)?
                 }
@@ -276,6 +280,7 @@ fn real_main(cli: Cli) -> anyhow::Result<ExitCode> {
                     tls,
                     jobs_changed: None,
                     searcher: None,
+                    telegram_paired: None,
                 },
                 cli: overrides.clone(),
             };
@@ -288,7 +293,9 @@ fn real_main(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Telegram { action }) => answer(match action {
-            TelegramAction::Pair { code } => commands::telegram::pair(&loaded, &code, &mut out),
+            TelegramAction::Pair { code } => {
+                block_on(commands::telegram::pair(&loaded, &code, &mut out))?
+            }
             TelegramAction::List => commands::telegram::list(&loaded, &mut out),
             TelegramAction::Unpair { chat } => commands::telegram::unpair(&loaded, chat, &mut out),
         }),

@@ -296,3 +296,30 @@ fn the_schedule_limits_are_enforced_with_errors_naming_them() {
         results[3].1
     );
 }
+
+#[test]
+fn heartbeat_runs_stay_out_of_mnemo_sessions_unless_asked() -> Result<(), Box<dyn std::error::Error>>
+{
+    let ws = Workspace::new();
+    std::fs::create_dir_all(ws.path().join(".data"))?;
+    let db_path = ws.path().join(".data/mnemo.db");
+    let said = mnemo::llm::Message::user_text("check the disk");
+    for (id, title) in [("aaaa1111", "my own work"), ("bbbb2222", "heartbeat disk")] {
+        let mut db = cli_support::with_session(&db_path, ws.path(), id)?;
+        db.append_messages(id, &[(1, &said, 3)])?;
+        db.rename_session(id, title)?;
+    }
+    let mut db = mnemo::memory::Db::open(&db_path)?;
+    db.job_finished("heartbeat:/x/disk.md", "reported", Some("bbbb2222"))?;
+    drop(db);
+
+    let listed = text(&ws.mnemo(&["sessions"], None).stdout);
+    assert!(listed.contains("my own work"), "{listed}");
+    assert!(!listed.contains("heartbeat disk"), "{listed}");
+    let listed = text(&ws.mnemo(&["sessions", "--runs"], None).stdout);
+    assert!(
+        listed.contains("my own work") && listed.contains("heartbeat disk"),
+        "{listed}"
+    );
+    Ok(())
+}

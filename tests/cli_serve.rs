@@ -252,3 +252,129 @@ fn a_telegram_channel_without_its_token_is_reported_and_the_daemon_keeps_running
     })?;
     stops_within_a_second(&mut daemon)
 }
+
+#[test]
+fn serve_says_on_start_what_it_serves_where_it_logs_and_how_to_stop() -> TestResult {
+    use std::io::BufRead;
+    let ws = Workspace::new();
+    let beats = ws.path().join(".cfg/heartbeat");
+    std::fs::create_dir_all(&beats)?;
+    std::fs::write(
+        beats.join("disk.md"),
+        format!(
+            "---\nevery: 1h\nworkspace: {}\n---\nCheck the disk.\n",
+            ws.path().display()
+        ),
+    )?;
+    let mut daemon = ws.command(&["serve"]).env_remove("INVOCATION_ID").spawn()?;
+    let stderr = daemon.stderr.take().ok_or("no stderr")?;
+    let (lines, said) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if lines.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut start = Vec::new();
+    while !start
+        .last()
+        .is_some_and(|l: &String| l.starts_with("  stop"))
+    {
+        start.push(said.recv_timeout(Duration::from_secs(20))?);
+    }
+    stops_within_a_second(&mut daemon)?;
+    let start = start.join("\n");
+    let data = ws.path().join(".data");
+    for expected in [
+        format!("(pid {})", daemon.id()),
+        format!("  data      {}", data.display()),
+        "  runs      1 heartbeat and 0 schedules in 1 workspace".into(),
+        format!("  gateway   socket {}", data.join("gateway.sock").display()),
+        "  telegram  off ([telegram] enabled = true turns it on)".into(),
+        format!("  log       {}", data.join("serve.log").display()),
+        format!("  stop      Ctrl+C, or kill {}", daemon.id()),
+    ] {
+        assert!(start.contains(&expected), "{expected}\n{start}");
+    }
+    Ok(())
+}
+
+#[test]
+fn a_schedules_result_waits_for_the_session_that_made_it_and_is_shown_once() -> TestResult {
+    let ws = Workspace::new();
+    let model = ws.script(serde_json::json!({"turns": [
+        {"when": "remind me", "tool_calls": [{"name": "schedule_create",
+            "arguments": {"when": "in 1s", "prompt": "time to stretch"}}]},
+        {"when": "remind me", "text": "I will remind you."},
+        {"when": "time to stretch", "text": "Stretch now."},
+        {"when": "and now", "text": "Here."}
+    ]}));
+    let mut daemon = ws.command(&["--model", &model, "serve"]).spawn()?;
+    wait_for("the gateway socket", || {
+        ws.path().join(".data/gateway.sock").exists()
+    })?;
+    let made = ws.mnemo(&["--model", &model, "run", "remind me"], None);
+    assert!(made.status.success(), "{}", text(&made.stderr));
+    // A one-shot schedule is gone once its run ended and was told.
+    let db = ws.path().join(".data/mnemo.db");
+    wait_for("the reminder's run", || {
+        mnemo::memory::Db::open(&db)
+            .and_then(|db| db.list_schedules())
+            .is_ok_and(|left| left.is_empty())
+    })?;
+    stops_within_a_second(&mut daemon)?;
+
+    let sessions = text(&ws.mnemo(&["sessions"], None).stdout);
+    let id = sessions
+        .split_whitespace()
+        .find(|w| w.len() >= 8 && w.chars().all(|c| c.is_ascii_hexdigit() || c == '-'))
+        .ok_or(format!("no session in {sessions}"))?
+        .to_string();
+    let resumed = ws.mnemo(
+        &["--model", &model, "--resume", &id, "run", "and now?"],
+        None,
+    );
+    assert!(resumed.status.success(), "{}", text(&resumed.stderr));
+    let said = text(&resumed.stderr);
+    assert!(said.contains("note: schedule #1: Stretch now."), "{said}");
+    let again = ws.mnemo(
+        &["--model", &model, "--resume", &id, "run", "and now?"],
+        None,
+    );
+    let said = text(&again.stderr);
+    assert!(!said.contains("Stretch now."), "shown once: {said}");
+    Ok(())
+}
+
+#[test]
+fn schedule_list_keeps_a_failed_runs_reason() -> TestResult {
+    let ws = Workspace::new();
+    let beats = ws.path().join(".cfg/heartbeat");
+    std::fs::create_dir_all(&beats)?;
+    let missing = ws.path().join("no-such-script.json");
+    std::fs::write(
+        beats.join("disk.md"),
+        format!(
+            "---\nname: disk\nevery: 1s\nworkspace: {}\nmodel: scripted:{}\n---\nCheck the disk.\n",
+            ws.path().display(),
+            missing.display()
+        ),
+    )?;
+    let mut daemon = ws.command(&["serve"]).spawn()?;
+    let listed = || text(&ws.mnemo(&["schedule", "list"], None).stdout);
+    wait_for("a failed run in the list", || listed().contains("(failed"))?;
+    stops_within_a_second(&mut daemon)?;
+    let listed = listed();
+    let line = listed
+        .lines()
+        .find(|l| l.contains("disk ·"))
+        .ok_or(format!("no heartbeat line in {listed}"))?;
+    assert!(line.contains(" · last "), "{line}");
+    assert!(line.contains("(failed"), "{line}");
+    assert!(line.contains("no-such-script.json"), "the reason: {line}");
+    Ok(())
+}

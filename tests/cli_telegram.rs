@@ -2,11 +2,13 @@
 //! that reports to Telegram.
 
 mod cli_support;
+mod telegram_support;
 
 use cli_support::{Workspace, text};
 use mnemo::config::Dirs;
 use mnemo::memory::telegram::Pairing;
 use serde_json::json;
+use telegram_support::BotServer;
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;
 
@@ -108,5 +110,113 @@ fn a_schedule_can_report_to_telegram_and_a_bad_channel_is_refused() -> TestResul
     let rows = store(&ws)?.call_blocking(|db| db.list_schedules())?;
     let deliver: Vec<Vec<String>> = rows.into_iter().map(|r| r.deliver).collect();
     assert_eq!(deliver, [vec!["telegram:4242".to_string()]]);
+    Ok(())
+}
+
+#[test]
+fn with_the_channel_off_list_and_pair_say_how_to_turn_it_on() -> TestResult {
+    let ws = Workspace::new();
+    let listed = text(&ws.mnemo(&["telegram", "list"], None).stdout);
+    assert!(listed.starts_with("No paired chats."), "{listed}");
+    assert!(!listed.contains("Message the bot"), "{listed}");
+    for how in [
+        "enabled = true",
+        "[telegram]",
+        "$TELEGRAM_BOT_TOKEN",
+        "mnemo serve",
+    ] {
+        assert!(listed.contains(how), "{how}: {listed}");
+    }
+    assert!(
+        listed.contains(".cfg/config.toml"),
+        "names the file: {listed}"
+    );
+
+    let out = ws.mnemo(&["telegram", "pair", "ABCD2345"], None);
+    assert_eq!(out.status.code(), Some(1));
+    let said = text(&out.stderr);
+    assert!(said.contains("no chat waits with that code"), "{said}");
+    assert!(!said.contains("send the bot a message"), "{said}");
+    assert!(
+        said.contains("enabled = true") && said.contains("$TELEGRAM_BOT_TOKEN"),
+        "{said}"
+    );
+    Ok(())
+}
+
+#[test]
+fn after_pairing_the_bot_tells_the_chat() -> TestResult {
+    const TOKEN: &str = "123:pairing-test";
+    let runtime = tokio::runtime::Runtime::new()?;
+    let server = runtime.block_on(BotServer::start(TOKEN))?;
+    let ws = Workspace::new();
+    std::fs::create_dir_all(ws.path().join(".cfg"))?;
+    ws.write(
+        ".cfg/config.toml",
+        &format!(
+            "[telegram]\nenabled = true\nbase_url = \"{}\"\n",
+            server.base_url()
+        ),
+    );
+    code_sent(&ws, 4242, "ABCD2345", 0)?;
+    let out = ws.mnemo_with(
+        &["telegram", "pair", "ABCD2345"],
+        None,
+        &[("TELEGRAM_BOT_TOKEN", TOKEN)],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let said = text(&out.stdout);
+    assert!(
+        said.contains("The bot told the chat it is paired."),
+        "{said}"
+    );
+    let told: Vec<String> = server.messages(4242).into_iter().map(|m| m.text).collect();
+    assert_eq!(told.len(), 1, "{told:?}");
+    assert!(told[0].starts_with("Paired with mnemo on "), "{told:?}");
+    assert!(told[0].contains("mnemo serve"), "{told:?}");
+    Ok(())
+}
+
+#[test]
+fn a_terminal_without_the_token_has_the_daemon_tell_the_chat() -> TestResult {
+    const TOKEN: &str = "123:daemon-test";
+    let runtime = tokio::runtime::Runtime::new()?;
+    let server = runtime.block_on(BotServer::start(TOKEN))?;
+    let ws = Workspace::new();
+    std::fs::create_dir_all(ws.path().join(".cfg"))?;
+    ws.write(
+        ".cfg/config.toml",
+        &format!(
+            "[telegram]\nenabled = true\nbase_url = \"{}\"\npoll_timeout_secs = 1\n",
+            server.base_url()
+        ),
+    );
+    let mut daemon = ws
+        .command(&["serve"])
+        .env("TELEGRAM_BOT_TOKEN", TOKEN)
+        .spawn()?;
+    let log = ws.path().join(".data/serve.log");
+    cli_support::wait_for("the channel polling", || {
+        std::fs::read_to_string(&log).is_ok_and(|l| l.contains("polling for messages"))
+    })?;
+    code_sent(&ws, 4242, "ABCD2345", 0)?;
+    let out = ws
+        .command(&["telegram", "pair", "ABCD2345"])
+        .env_remove("TELEGRAM_BOT_TOKEN")
+        .output()?;
+    // SAFETY: stops the daemon this test started.
+    unsafe { libc::kill(daemon.id() as libc::pid_t, libc::SIGTERM) };
+    daemon.wait()?;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let said = text(&out.stdout);
+    assert!(
+        said.contains("The bot told the chat it is paired."),
+        "{said}"
+    );
+    let told: Vec<String> = server.messages(4242).into_iter().map(|m| m.text).collect();
+    assert!(
+        told.iter().any(|t| t.starts_with("Paired with mnemo on ")),
+        "{told:?}"
+    );
     Ok(())
 }

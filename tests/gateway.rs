@@ -87,6 +87,7 @@ async fn a_listener_off_the_loopback_needs_tls() -> TestResult {
             tls: None,
             jobs_changed: None,
             searcher: None,
+            telegram_paired: None,
         },
         CancellationToken::new(),
     )

@@ -103,6 +103,7 @@ async fn mutual_tls_lets_in_only_clients_with_a_certificate() -> TestResult {
         tls: Some(pki.files.clone()),
         jobs_changed: None,
         searcher: None,
+        telegram_paired: None,
     };
     let running = gateway::start(
         SessionHost::new(),
@@ -189,6 +190,7 @@ async fn the_cli_gets_its_reply_over_mutual_tls_and_a_clear_error_without_its_ce
         tls: Some(pki.files.clone()),
         jobs_changed: None,
         searcher: None,
+        telegram_paired: None,
     };
     let running = gateway::start(SessionHost::new(), loaded, cli, &options, cancel.clone()).await?;
     // The server's certificate names `localhost`.

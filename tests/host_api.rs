@@ -282,6 +282,7 @@ async fn jobs_changed_is_heard_only_where_a_scheduler_runs() -> TestResult {
             tls: None,
             jobs_changed: Some(mnemo::jobs::scheduler::SchedulerHandle::default()),
             searcher: None,
+            telegram_paired: None,
         },
         tokio_util::sync::CancellationToken::new(),
     )

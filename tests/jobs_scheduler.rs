@@ -55,12 +55,13 @@ fn job(name: &str, rule: Rule) -> Job {
     }
 }
 
+/// A job every `period` minutes whose first run is at the clock's start.
 fn every(name: &str, period: u64) -> Job {
     job(
         name,
         Rule::Every {
             every: MINUTE * period as u32,
-            first: None,
+            first: Some(base()),
         },
     )
 }
@@ -269,16 +270,23 @@ async fn wait(minutes: u64) {
 }
 
 #[tokio::test(start_paused = true)]
-async fn an_interval_runs_at_once_and_then_every_period() {
+async fn an_interval_first_runs_one_period_after_its_start_then_every_period() {
     let clock = Clock::following_tokio(base());
     let runner = Runner::new(clock, MINUTE);
-    let book = Book::with([(every("inbox", 30), Record::default())]);
+    let inbox = job(
+        "inbox",
+        Rule::Every {
+            every: MINUTE * 30,
+            first: None,
+        },
+    );
+    let book = Book::with([(inbox, Record::default())]);
     let running = start(&runner, &book, Duration::from_secs(86_400));
     wait(95).await;
     running.stop().await;
-    let expected = [minutes(0), minutes(30), minutes(60), minutes(90)];
+    let expected = [minutes(30), minutes(60), minutes(90)];
     assert_eq!(runner.start_times("heartbeat inbox"), expected);
-    assert_eq!(book.statuses().len(), 4);
+    assert_eq!(book.statuses().len(), 3);
 }
 
 #[tokio::test(start_paused = true)]

@@ -14,19 +14,33 @@ pub enum ExportFormat {
     Json,
 }
 
-/// Lists sessions of the workspace (or all), newest first; with `tree`, each with its
-/// sub-agent sessions indented below it.
+/// Which sessions `mnemo sessions` lists.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Shown {
+    /// Every directory's, not only the workspace's.
+    pub all: bool,
+    /// Each with its sub-agent sessions indented below it.
+    pub tree: bool,
+    /// Heartbeat and schedule runs too.
+    pub runs: bool,
+}
+
+/// Lists sessions of the workspace (or all), newest first.
 pub fn list(
     loaded: &Loaded,
-    all: bool,
-    tree: bool,
+    shown: Shown,
     limit: usize,
     out: &mut impl Write,
 ) -> Result<(), CommandError> {
+    let Shown { all, tree, runs } = shown;
     let cwd = (!all).then(|| loaded.workspace_str());
     let rows = loaded.store()?.call_blocking(move |db| {
         let mut rows = Vec::new();
-        for row in db.list_sessions(cwd.as_deref(), limit)? {
+        let listed = match runs {
+            true => db.list_sessions(cwd.as_deref(), limit)?,
+            false => db.people_sessions(cwd.as_deref(), limit)?,
+        };
+        for row in listed {
             let below = match tree {
                 true => db.descendants(&row.id)?,
                 false => Vec::new(),

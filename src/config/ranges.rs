@@ -119,6 +119,7 @@ fn numbers(c: &Config, found: &mut Vec<OutOfRange>) {
     );
     whole_wait(found, "schedules.min_interval_secs", s.min_interval_secs);
     count(found, "schedules.max_running", u64::from(s.max_running), 1);
+    count(found, "schedules.keep_runs", u64::from(s.keep_runs), 1);
     // Memory beyond a pebibyte per command is a typo, and MiB to bytes must not overflow.
     if c.sandbox.max_memory_mb > 1 << 30 {
         found.push(OutOfRange {
@@ -245,6 +246,7 @@ mod tests {
             ("[dream]\nbatch_limit_secs = -inf", "dream.batch_limit_secs"),
             ("[models.x]\nprice.input = -2.0", "models.x.price.input"),
             ("[models.x]\ncontext_window = 0", "models.x.context_window"),
+            ("[schedules]\nkeep_runs = 0", "schedules.keep_runs"),
         ] {
             let message = error(text);
             assert!(

@@ -13,6 +13,9 @@ pub struct ScheduleLimits {
     pub min_interval_secs: u64,
     /// Most schedule runs `mnemo serve` has going at once; the others wait their turn.
     pub max_running: u32,
+    /// How many stored runs (sessions) each heartbeat and schedule keeps; older ones are
+    /// deleted when a run ends.
+    pub keep_runs: u32,
 }
 
 impl Default for ScheduleLimits {
@@ -21,6 +24,7 @@ impl Default for ScheduleLimits {
             max_per_workspace: 50,
             min_interval_secs: 60,
             max_running: 4,
+            keep_runs: 20,
         }
     }
 }

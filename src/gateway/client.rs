@@ -124,6 +124,24 @@ pub async fn tell_jobs_changed(data_dir: &Path) -> bool {
     matches!(tokio::time::timeout(TELL_WAIT, told).await, Ok(Some(_)))
 }
 
+/// Asks the daemon of `data_dir`, if one runs, to tell Telegram chat `chat` that it is
+/// paired; whether it did.
+pub async fn tell_telegram_paired(data_dir: &Path, chat: i64) -> bool {
+    if !crate::host::daemon::serve_running(data_dir) {
+        return false;
+    }
+    let told = async {
+        let client = GatewayClient::connect(data_dir, Target::Socket)
+            .await
+            .ok()?;
+        client
+            .request(None, json!({"op": "telegram_paired", "chat": chat}))
+            .await
+            .ok()
+    };
+    matches!(tokio::time::timeout(TELL_WAIT * 5, told).await, Ok(Some(_)))
+}
+
 impl GatewayClient {
     /// Connects to the daemon of `data_dir` at `target`; the token is read from the data
     /// directory either way. Off the loopback only with TLS: the token would travel in clear.

@@ -222,6 +222,13 @@ impl Client {
                 }
                 None => Reply::error(id, "this gateway runs no schedules"),
             },
+            (RequestOp::Host(HostOp::TelegramPaired { chat }), _) => {
+                match &self.gateway.telegram_paired {
+                    Some(telegram) if telegram.paired(chat).await => Reply::ok(id, json!("told")),
+                    Some(_) => Reply::error(id, "the chat could not be told (see serve.log)"),
+                    None => Reply::error(id, "this daemon runs no Telegram channel"),
+                }
+            }
             (RequestOp::Host(HostOp::Search(ask)), _) => return self.search(id, ask),
             (RequestOp::Host(HostOp::ListSessions), _) => {
                 let live = self.gateway.local.live_sessions().await;

@@ -16,6 +16,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use futures_util::future::BoxFuture;
 use tokio::net::{TcpListener, UnixListener};
 use tokio_util::sync::CancellationToken;
 
@@ -75,6 +76,7 @@ pub struct Gateway {
     pub cancel: CancellationToken,
     pub jobs_changed: Option<crate::jobs::scheduler::SchedulerHandle>,
     pub searcher: Option<Arc<dyn search::ArchiveSearcher>>,
+    pub telegram_paired: Option<Arc<dyn PairedChats>>,
     loaded: Arc<Loaded>,
     cli: CliOverrides,
 }
@@ -106,6 +108,15 @@ pub struct GatewayOptions {
     pub jobs_changed: Option<crate::jobs::scheduler::SchedulerHandle>,
     /// Answers searches, with the embedder it keeps.
     pub searcher: Option<Arc<dyn search::ArchiveSearcher>>,
+    /// The daemon's Telegram channel, when it runs: tells a chat a terminal paired.
+    pub telegram_paired: Option<Arc<dyn PairedChats>>,
+}
+
+/// Tells a Telegram chat that a terminal paired it (the daemon has the bot's token; the
+/// terminal may not).
+pub trait PairedChats: Send + Sync {
+    /// Whether the chat was told.
+    fn paired(&self, chat: i64) -> BoxFuture<'_, bool>;
 }
 
 /// Starts listening on every address of `options`; connections are served until `cancel`.
@@ -140,6 +151,7 @@ pub async fn start(
         cancel,
         jobs_changed: options.jobs_changed.clone(),
         searcher: options.searcher.clone(),
+        telegram_paired: options.telegram_paired.clone(),
         loaded,
         cli,
     });

@@ -131,6 +131,11 @@ impl HostApi for GatewayClient {
         })
     }
 
+    fn show_notices<'a>(&'a self, _id: &'a str) -> BoxFuture<'a, bool> {
+        // The daemon hands its sessions their notices as they come and when one attaches.
+        Box::pin(async { false })
+    }
+
     fn schedules(&self, workspace: String) -> HostResult<'_, String> {
         Box::pin(self.ask(HostOp::Schedules { workspace }))
     }

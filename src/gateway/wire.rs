@@ -88,6 +88,8 @@ pub enum HostOp {
     Schedules { workspace: String },
     /// The daemon's pid.
     Daemon,
+    /// A terminal paired Telegram chat `chat`: the daemon's channel tells the chat.
+    TelegramPaired { chat: i64 },
 }
 
 /// What a request asks.
@@ -142,7 +144,8 @@ pub fn parse_request(line: &str) -> Result<Request, BadRequest> {
     let op = match name {
         "create_session" | "list_sessions" | "attach" | "detach" | "jobs_changed" | "search"
         | "stored_sessions" | "stored_session" | "rename_session" | "latest_session"
-        | "history" | "skill_stats" | "capabilities" | "schedules" | "daemon" => {
+        | "history" | "skill_stats" | "capabilities" | "schedules" | "daemon"
+        | "telegram_paired" => {
             RequestOp::Host(serde_json::from_value(op.clone()).map_err(|e| bad(e.to_string()))?)
         }
         _ => RequestOp::Session(

@@ -101,6 +101,11 @@ pub trait HostApi: Send + Sync {
     /// (the attachment's drop detached from it).
     fn stop<'a>(&'a self, id: &'a str, wait: Duration) -> BoxFuture<'a, ()>;
 
+    /// Shows live session `id` the results of its schedules that `mnemo serve` (another
+    /// process) left for it since: they arrive as `Event::Reminder`. Whether any were looked
+    /// for. A served host shows them itself as they come, so it looks for none.
+    fn show_notices<'a>(&'a self, id: &'a str) -> BoxFuture<'a, bool>;
+
     /// The sessions that run now.
     fn live_sessions(&self) -> HostResult<'_, Vec<LiveSession>>;
 

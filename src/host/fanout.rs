@@ -171,6 +171,14 @@ impl Fanout {
         self.shared().attached.clear();
     }
 
+    /// Whether a front end is attached and still reading.
+    pub(super) fn watched(&self) -> bool {
+        self.shared()
+            .attached
+            .iter()
+            .any(|attached| !attached.events.is_closed())
+    }
+
     /// The sequence number of the last event.
     pub(super) fn last_seq(&self) -> u64 {
         self.shared().seq
@@ -241,7 +249,7 @@ impl Fanout {
         (event, waiting)
     }
 
-    async fn deliver(&self, event: Event) {
+    pub(super) async fn deliver(&self, event: Event) {
         let (event, waiting) = self.hand_out(event);
         for events in waiting {
             // A front end that goes away while waited for is forgotten at the next event.

@@ -83,7 +83,7 @@ impl HostApi for LocalHost {
         workspace: Option<String>,
         limit: usize,
     ) -> HostResult<'_, Vec<SessionRow>> {
-        Box::pin(self.with_store(move |db| db.list_sessions(workspace.as_deref(), limit)))
+        Box::pin(self.with_store(move |db| db.people_sessions(workspace.as_deref(), limit)))
     }
 
     fn stored_session(&self, id: String) -> HostResult<'_, SessionRow> {
@@ -163,6 +163,10 @@ impl HostApi for LocalHost {
 
     fn jobs_changed(&self) -> BoxFuture<'_, bool> {
         self.loaded.services.jobs_changed()
+    }
+
+    fn show_notices<'a>(&'a self, id: &'a str) -> BoxFuture<'a, bool> {
+        Box::pin(self.sessions.hand_notices(id))
     }
 
     fn schedules(&self, workspace: String) -> HostResult<'_, String> {

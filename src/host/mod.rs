@@ -56,6 +56,8 @@ pub struct Attachment {
 struct Live {
     ops: mpsc::Sender<Op>,
     fanout: Arc<Fanout>,
+    /// The session's store, where its waiting notices are.
+    store: Store,
     task: tokio::task::JoinHandle<Option<Session>>,
 }
 
@@ -144,6 +146,8 @@ impl SessionHost {
     /// last one journaled (a resumed session continues where it stopped).
     pub async fn start(&self, session: Session, delivery: Delivery) -> Attachment {
         let id = session.id.clone();
+        let store = session.store().clone();
+        let resumed = session.is_stored();
         let journal = self.journal_for(session.store());
         let last_seq = match &journal {
             // Unreadable: numbering restarts, and the journal's rows are overwritten.
@@ -170,9 +174,14 @@ impl SessionHost {
             Live {
                 ops: ops.clone(),
                 fanout,
+                store,
                 task,
             },
         );
+        // A resumed session shows what waited for it before anything else happens.
+        if resumed {
+            self.hand_notices(&id).await;
+        }
         Attachment {
             session: id,
             ops,
@@ -186,11 +195,47 @@ impl SessionHost {
         let live = sessions.get(id)?;
         let subscriber = Subscriber::new(delivery, ATTACH_QUEUE);
         let events = live.fanout.subscribe(subscriber, None, Stored::default());
-        Some(Attachment {
+        let attached = Attachment {
             session: id.to_string(),
             ops: live.ops.clone(),
             events: events.ok()?,
-        })
+        };
+        drop(sessions);
+        self.notices_soon(id);
+        Some(attached)
+    }
+
+    /// Shows session `id`'s waiting notices (results of the schedules it made) to the front
+    /// ends attached to it, once; when it is not live or nobody watches, they stay stored for
+    /// the next front end. Whether they were shown.
+    pub async fn hand_notices(&self, id: &str) -> bool {
+        let Some((fanout, store)) = self
+            .sessions()
+            .get(id)
+            .filter(|live| live.fanout.watched())
+            .map(|live| (live.fanout.clone(), live.store.clone()))
+        else {
+            return false;
+        };
+        let wanted = id.to_string();
+        let Ok(notices) = store.call(move |db| db.take_session_notices(&wanted)).await else {
+            return false;
+        };
+        for (title, body) in notices {
+            fanout
+                .deliver(crate::protocol::Event::Reminder { title, body })
+                .await;
+        }
+        true
+    }
+
+    /// A front end came: it gets the waiting notices after the events it attached for.
+    fn notices_soon(&self, id: &str) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let (host, id) = (self.clone(), id.to_string());
+        runtime.spawn(async move { host.hand_notices(&id).await });
     }
 
     /// Attaches to a live session (`None` when it is not live), going on after event `after`
@@ -232,6 +277,7 @@ impl SessionHost {
             let subscriber = Subscriber::new(delivery, ATTACH_QUEUE);
             match fanout.subscribe(subscriber, Some(after), stored) {
                 Ok(events) => {
+                    self.notices_soon(id);
                     return Ok(Some(Attachment {
                         session: id.to_string(),
                         ops,

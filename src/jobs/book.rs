@@ -44,6 +44,8 @@ pub struct StoreBook {
     first_seen: Mutex<HashMap<String, DateTime<Utc>>>,
     /// The problems last logged, so a broken file is reported once, not on every reload.
     last_problems: Mutex<Vec<String>>,
+    /// How many stored runs each job keeps.
+    keep_runs: usize,
 }
 
 impl StoreBook {
@@ -55,7 +57,14 @@ impl StoreBook {
             log,
             first_seen: Mutex::default(),
             last_problems: Mutex::default(),
+            keep_runs: usize::MAX,
         }
+    }
+
+    /// Each job keeps its newest `keep` runs; older ones are deleted when a run ends.
+    pub fn keeping_runs(mut self, keep: usize) -> Self {
+        self.keep_runs = keep.max(1);
+        self
     }
 
     async fn jobs(&self, now: DateTime<Utc>) -> Vec<(Job, Record)> {
@@ -186,11 +195,13 @@ impl JobBook for StoreBook {
             Source::Schedule { id, one_shot: true } => Some(id),
             _ => None,
         };
+        let keep = self.keep_runs;
         Box::pin(async move {
             let done = self
                 .store
                 .call(move |db| {
                     db.job_finished(&key, &status, session.as_deref())?;
+                    db.prune_job_runs(&key, keep)?;
                     // A one-shot schedule is done once it ran.
                     if let Some(id) = one_shot {
                         db.delete_schedule(id)?;

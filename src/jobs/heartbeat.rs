@@ -52,6 +52,8 @@ pub struct Heartbeat {
 #[serde(deny_unknown_fields)]
 struct Frontmatter {
     name: Option<String>,
+    /// `interval:` is the same (Memoo's heartbeat files say so).
+    #[serde(alias = "interval")]
     every: Option<String>,
     cron: Option<String>,
     enabled: Option<bool>,

@@ -60,6 +60,27 @@ fn a_heartbeat_file_gives_its_timing_workspace_channels_and_checklist() -> TestR
 }
 
 #[test]
+fn interval_is_a_synonym_of_every() -> TestResult {
+    let fx = fixture()?;
+    let origin = Origin::Workspace(fx.workspace.clone());
+    let beat = parse(
+        Path::new("/x/memoo.md"),
+        "---\ninterval: 20s\n---\ncheck\n",
+        &origin,
+    )?;
+    let Rule::Every { every, first } = beat.timing.rule else {
+        return Err(format!("not an interval: {:?}", beat.timing.rule).into());
+    };
+    assert_eq!((every, first), (std::time::Duration::from_secs(20), None));
+    let both = "---\ninterval: 20s\nevery: 30s\n---\ncheck\n";
+    let err = parse(Path::new("/x/both.md"), both, &origin)
+        .err()
+        .ok_or("both accepted")?;
+    assert!(err.contains("duplicate field `every`"), "{err}");
+    Ok(())
+}
+
+#[test]
 fn bad_files_say_what_is_wrong() -> TestResult {
     let fx = fixture()?;
     let origin = Origin::Workspace(fx.workspace.clone());

@@ -119,7 +119,12 @@ fn times(job: &Job, run: Option<&JobRun>) -> String {
                 Some(id) => format!(" in session {}", id.chars().take(8).collect::<String>()),
                 None => String::new(),
             };
-            text.push_str(&format!(" · last {} ({status}{session})", show_time(last)));
+            // A failure's reason comes last, after where to read the whole run.
+            let outcome = match status.split_once(": ") {
+                Some((word, reason)) => format!("{word}{session}: {reason}"),
+                None => format!("{status}{session}"),
+            };
+            text.push_str(&format!(" · last {} ({outcome})", show_time(last)));
         }
     }
     text
@@ -146,6 +151,7 @@ mod tests {
             row(1, StoredWhen::Cron("0 9 * * *".into())),
             row(2, StoredWhen::Once(1_000)),
             row(3, StoredWhen::Cron("0 9 * * *".into())),
+            row(4, StoredWhen::Cron("0 9 * * *".into())),
         ];
         let runs = [
             JobRun {
@@ -166,10 +172,17 @@ mod tests {
                 running: Some((1_000, 42)),
                 ..JobRun::default()
             },
+            JobRun {
+                job: "schedule:4".into(),
+                last_run: Some(1_000),
+                last_status: Some("failed: the server at 127.0.0.1:8080 does not answer".into()),
+                last_session: Some("9a8b7c6d-0000".into()),
+                running: None,
+            },
         ];
         let text = schedules(&rows, &runs);
         let lines: Vec<&str> = text.lines().collect();
-        assert_eq!(lines[0], "Schedules (3):");
+        assert_eq!(lines[0], "Schedules (4):");
         assert!(
             lines[1].ends_with("(reported in session 0f3c9a7e)"),
             "{text}"
@@ -178,5 +191,12 @@ mod tests {
         assert!(lines[3].contains("#2  once at ") && lines[3].contains(" · done · last "));
         assert!(lines[3].ends_with("(unfinished)"), "{text}");
         assert!(lines[5].contains(" · running since "), "{text}");
+        assert!(
+            lines[7].contains(" · last ")
+                && lines[7].ends_with(
+                    "(failed in session 9a8b7c6d: the server at 127.0.0.1:8080 does not answer)"
+                ),
+            "{text}"
+        );
     }
 }

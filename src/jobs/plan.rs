@@ -14,7 +14,8 @@ use super::timing::{ActiveHours, Zone};
 /// When a job runs.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Rule {
-    /// Every so long; first at `first`, or at once when it has never run and `first` is unset.
+    /// Every so long; first at `first`, or one period after the job came to be when it has
+    /// never run and `first` is unset.
     Every {
         every: Duration,
         first: Option<DateTime<Utc>>,
@@ -82,7 +83,15 @@ pub fn plan<'a, K>(
 /// The earliest slot the job has not run for yet.
 fn next_slot(timing: &Timing, state: &JobState) -> Option<DateTime<Utc>> {
     match (&timing.rule, state.last_run) {
-        (Rule::Every { first, .. }, None) => Some(first.unwrap_or(state.since)),
+        (
+            Rule::Every {
+                first: Some(first), ..
+            },
+            None,
+        ) => Some(*first),
+        (Rule::Every { every, first: None }, None) => {
+            Some(state.since + chrono::Duration::from_std(*every).ok()?)
+        }
         (Rule::Every { every, .. }, Some(last)) => {
             Some(last + chrono::Duration::from_std(*every).ok()?)
         }
@@ -150,11 +159,13 @@ mod tests {
     }
 
     #[test]
-    fn an_interval_is_due_at_once_then_every_period() {
+    fn an_interval_is_first_due_one_period_after_its_start_then_every_period() {
         let timing = every(30);
         let start = at(24, 8, 0);
-        let plan = plan([("a", &timing, state(start, None))], start);
-        assert_eq!(plan.due, ["a"]);
+        let first = plan([("a", &timing, state(start, None))], start);
+        assert_eq!((first.due.len(), first.next), (0, Some(at(24, 8, 30))));
+        let first = plan([("a", &timing, state(start, None))], at(24, 8, 30));
+        assert_eq!(first.due, ["a"]);
         let plan = plan_one(&timing, state(start, Some(start)), at(24, 8, 10));
         assert_eq!((plan.due.len(), plan.next), (0, Some(at(24, 8, 30))));
     }

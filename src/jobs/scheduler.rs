@@ -29,6 +29,12 @@ pub trait JobRunner: Send + Sync + 'static {
     fn run(&self, job: Job, cancel: CancellationToken) -> BoxFuture<'static, RunOutcome>;
 }
 
+/// Hears how each run ended, besides the log and the channels: `mnemo serve` tells the
+/// session that made a schedule, and the desktop.
+pub trait RunNotices: Send + Sync + 'static {
+    fn ran<'a>(&'a self, job: &'a Job, outcome: &'a RunOutcome) -> BoxFuture<'a, ()>;
+}
+
 /// Where the scheduler reads the time.
 #[derive(Debug, Clone, Copy)]
 pub enum Clock {
@@ -88,10 +94,11 @@ pub struct Scheduler<R, B> {
     reload_every: Duration,
     /// Most schedule runs going at once; more wait until one ends.
     max_schedules_running: usize,
+    notices: Option<Arc<dyn RunNotices>>,
 }
 
 /// What a finished run task hands back.
-type Finished = (Job, &'static str, Option<String>);
+type Finished = (Job, String, Option<String>);
 
 impl<R: JobRunner, B: JobBook> Scheduler<R, B> {
     /// A scheduler on the system clock whose reports go to `log` (the log channel).
@@ -105,7 +112,14 @@ impl<R: JobRunner, B: JobBook> Scheduler<R, B> {
             handle: SchedulerHandle::default(),
             reload_every: RELOAD_EVERY,
             max_schedules_running: usize::MAX,
+            notices: None,
         }
+    }
+
+    /// `notices` hears how every run ended.
+    pub fn with_notices(mut self, notices: Arc<dyn RunNotices>) -> Self {
+        self.notices = Some(notices);
+        self
     }
 
     /// At most `max` schedule runs at once (heartbeats, the person's own, are not counted).
@@ -230,11 +244,11 @@ impl<R: JobRunner, B: JobBook> Scheduler<R, B> {
                     stamp(self.clock.now()),
                     job.label
                 ));
-                (job, "failed", None)
+                (job, format!("failed: {error}"), None)
             }
         };
         running.remove(&job.key);
-        self.book.finished(&job, status, session.as_deref()).await;
+        self.book.finished(&job, &status, session.as_deref()).await;
     }
 
     /// One run: the runner, then the report delivered (unless there is nothing to report)
@@ -246,6 +260,7 @@ impl<R: JobRunner, B: JobBook> Scheduler<R, B> {
             self.log.clone(),
             self.clock,
         );
+        let notices = self.notices.clone();
         Box::pin(async move {
             let outcome = runner.run(job.clone(), cancel).await;
             let session = outcome.session_id().map(str::to_string);
@@ -254,7 +269,7 @@ impl<R: JobRunner, B: JobBook> Scheduler<R, B> {
             });
             let (status, line) = match &outcome {
                 RunOutcome::Replied { text, .. } if is_quiet(text) => {
-                    ("quiet", format!("nothing to report{short}"))
+                    ("quiet".into(), format!("nothing to report{short}"))
                 }
                 RunOutcome::Replied { session_id, text } => {
                     let report = Report {
@@ -269,12 +284,20 @@ impl<R: JobRunner, B: JobBook> Scheduler<R, B> {
                             log.line(&format!("{}: {e}", job.label));
                         }
                     }
-                    ("reported", format!("reported{short}"))
+                    ("reported".into(), format!("reported{short}"))
                 }
-                RunOutcome::Failed { error, .. } => ("failed", format!("failed{short}: {error}")),
-                RunOutcome::Interrupted { .. } => ("interrupted", format!("interrupted{short}")),
+                RunOutcome::Failed { error, .. } => (
+                    format!("failed: {}", one_line(error, REASON_CHARS)),
+                    format!("failed{short}: {error}"),
+                ),
+                RunOutcome::Interrupted { .. } => {
+                    ("interrupted".into(), format!("interrupted{short}"))
+                }
             };
             log.line(&format!("{} {}: {line}", stamp(clock.now()), job.label));
+            if let Some(notices) = notices {
+                notices.ran(&job, &outcome).await;
+            }
             (job, status, session)
         })
     }
@@ -298,6 +321,18 @@ fn process_alive(pid: u32) -> bool {
     // SAFETY: signal 0 sends nothing; it only asks whether the process exists.
     let found = unsafe { libc::kill(pid, 0) } == 0;
     found || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
+/// The longest reason a failed run's record keeps.
+const REASON_CHARS: usize = 160;
+
+/// `text` on one line, cut to `max` characters.
+fn one_line(text: &str, max: usize) -> String {
+    let line = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    match line.chars().count() > max {
+        true => format!("{}…", line.chars().take(max).collect::<String>()),
+        false => line,
+    }
 }
 
 fn stamp(at: DateTime<Utc>) -> String {

@@ -48,7 +48,8 @@ impl Holder {
     }
 }
 
-fn host_name() -> String {
+/// This machine's name, or `localhost` when it has none.
+pub fn host_name() -> String {
     let mut buf = [0u8; 256];
     // SAFETY: the buffer is writable for its whole length.
     let done = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };

@@ -88,6 +88,9 @@ pub struct JobRun {
     pub running: Option<(Millis, u32)>,
 }
 
+/// How many notices a session keeps waiting for a front end.
+pub const NOTICES_KEPT: i64 = 20;
+
 /// The key of a stored schedule's run record.
 pub fn schedule_job_key(id: i64) -> String {
     format!("schedule:{id}")
@@ -288,20 +291,96 @@ impl Db {
         Ok(claimed == 1)
     }
 
-    /// Records how `job`'s run ended and that it no longer runs.
+    /// Records how `job`'s run ended and that it no longer runs; the run's session (if it was
+    /// stored) is marked as one of the job's runs.
     pub fn job_finished(
         &mut self,
         job: &str,
         status: &str,
         session: Option<&str>,
     ) -> Result<(), StoreError> {
+        let tx = self.conn.transaction()?;
+        tx.prepare_cached(
+            "UPDATE job_runs SET last_status = ?2, last_session = ?3, running_since = NULL,
+             running_pid = NULL WHERE job = ?1",
+        )?
+        .execute(params![job, status, session])?;
+        tx.prepare_cached(
+            "INSERT OR IGNORE INTO job_run_sessions(session_id, job, ended_at)
+             SELECT id, ?2, ?3 FROM sessions WHERE id = ?1",
+        )?
+        .execute(params![session, job, super::db::now_ms()])?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Keeps `title` and `body` for session `session` until a front end of it shows them; a
+    /// session keeps its newest `NOTICES_KEPT`. Nothing is kept for a session not stored.
+    pub fn add_session_notice(
+        &mut self,
+        session: &str,
+        title: &str,
+        body: &str,
+    ) -> Result<(), StoreError> {
+        let tx = self.conn.transaction()?;
+        tx.prepare_cached(
+            "INSERT INTO session_notices(session_id, created_at, title, body)
+             SELECT id, ?2, ?3, ?4 FROM sessions WHERE id = ?1",
+        )?
+        .execute(params![session, super::db::now_ms(), title, body])?;
+        tx.prepare_cached(
+            "DELETE FROM session_notices WHERE session_id = ?1 AND id NOT IN
+             (SELECT id FROM session_notices WHERE session_id = ?1 ORDER BY id DESC LIMIT ?2)",
+        )?
+        .execute(params![session, NOTICES_KEPT])?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// The notices waiting for session `session`, oldest first, as (title, body); they are
+    /// gone from the store once taken.
+    pub fn take_session_notices(
+        &mut self,
+        session: &str,
+    ) -> Result<Vec<(String, String)>, StoreError> {
+        let tx = self.conn.transaction()?;
+        let taken = tx
+            .prepare_cached(
+                "SELECT title, body FROM session_notices WHERE session_id = ?1 ORDER BY id",
+            )?
+            .query_map([session], |row| Ok((row.get(0)?, row.get(1)?)))?
+            .collect::<Result<Vec<_>, _>>()?;
+        tx.prepare_cached("DELETE FROM session_notices WHERE session_id = ?1")?
+            .execute([session])?;
+        tx.commit()?;
+        Ok(taken)
+    }
+
+    /// Deletes the stored runs of `job` but the newest `keep`, with their messages and
+    /// everything indexed from them; how many went. A run a person went on with after it
+    /// ended (a message since) is theirs now: kept, and listed with their sessions.
+    pub fn prune_job_runs(&mut self, job: &str, keep: usize) -> Result<usize, StoreError> {
         self.conn
             .prepare_cached(
-                "UPDATE job_runs SET last_status = ?2, last_session = ?3, running_since = NULL,
-                 running_pid = NULL WHERE job = ?1",
+                "DELETE FROM job_run_sessions WHERE job = ?1 AND ended_at <
+                 (SELECT s.updated_at FROM sessions s WHERE s.id = session_id)",
             )?
-            .execute(params![job, status, session])?;
-        Ok(())
+            .execute([job])?;
+        let old: Vec<String> = self
+            .conn
+            .prepare_cached(
+                "SELECT session_id FROM job_run_sessions WHERE job = ?1
+                 ORDER BY id DESC LIMIT -1 OFFSET ?2",
+            )?
+            .query_map(
+                params![job, i64::try_from(keep).unwrap_or(i64::MAX)],
+                |row| row.get(0),
+            )?
+            .collect::<Result<_, _>>()?;
+        for id in &old {
+            self.delete_session(id)?;
+        }
+        Ok(old.len())
     }
 }
 
@@ -359,6 +438,59 @@ mod tests {
             Err(StoreError::NotFound { .. })
         ));
         assert_eq!(db.schedule(cron.id)?.prompt, "check the build");
+        Ok(())
+    }
+
+    #[test]
+    fn a_job_keeps_its_newest_runs_and_the_older_ones_go_with_their_messages() -> TestResult {
+        use crate::memory::test_support::{new_entry, new_session};
+        let mut db = Db::open_in_memory()?;
+        let said = crate::llm::Message::user_text("check the disk");
+        db.create_session(new_session("mine", "/w"))?;
+        db.append_messages("mine", &[(1, &said, 3)])?;
+        for run in 1..=5 {
+            let id = format!("run{run}");
+            db.create_session(new_session(&id, "/w"))?;
+            db.append_messages(&id, &[(1, &said, 3), (2, &said, 3)])?;
+            db.archive_messages(new_entry(&id, "disk", "disk at 91 percent", (1, 2)))?;
+            db.job_finished("heartbeat:disk", "reported", Some(&id))?;
+        }
+        let count = |db: &Db, sql: &str| -> Result<i64, rusqlite::Error> {
+            db.conn.query_row(sql, [], |row| row.get(0))
+        };
+        assert_eq!(count(&db, "SELECT count(*) FROM messages")?, 11);
+        let people: Vec<String> = db
+            .people_sessions(None, 50)?
+            .into_iter()
+            .map(|s| s.id)
+            .collect();
+        assert_eq!(people, ["mine"], "runs stay out of people's lists");
+        assert_eq!(db.list_sessions(None, 50)?.len(), 6);
+
+        // Someone went on with the first run: it is theirs now.
+        db.conn.execute(
+            "UPDATE sessions SET updated_at = updated_at + 60000 WHERE id = 'run1'",
+            [],
+        )?;
+        assert_eq!(db.prune_job_runs("heartbeat:disk", 2)?, 2);
+        let mut left: Vec<String> = db
+            .list_sessions(None, 50)?
+            .into_iter()
+            .map(|s| s.id)
+            .collect();
+        left.sort();
+        assert_eq!(left, ["mine", "run1", "run4", "run5"]);
+        let people: Vec<String> = db
+            .people_sessions(None, 50)?
+            .into_iter()
+            .map(|s| s.id)
+            .collect();
+        assert_eq!(people, ["run1", "mine"]);
+        assert_eq!(count(&db, "SELECT count(*) FROM messages")?, 7);
+        let indexed = "SELECT count(*) FROM archive_fts WHERE archive_fts MATCH 'percent'";
+        assert_eq!(count(&db, indexed)?, 3);
+        assert_eq!(db.prune_job_runs("heartbeat:disk", 2)?, 0);
+        assert_eq!(db.prune_job_runs("heartbeat:other", 1)?, 0);
         Ok(())
     }
 

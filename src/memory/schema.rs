@@ -437,6 +437,29 @@ ALTER TABLE schedules ADD COLUMN trusted INTEGER NOT NULL DEFAULT 0;
 CREATE INDEX schedules_workspace ON schedules(workspace);
 ";
 
+/// The sessions heartbeat and schedule runs were stored in, per job, so that only the newest
+/// few are kept and people's own session lists leave them out; and the results of schedules
+/// waiting to be shown in the session that made them (once, when a front end is there). A
+/// deleted session takes its rows along.
+const JOB_RUN_SESSIONS: &str = "
+CREATE TABLE job_run_sessions (
+    id         INTEGER PRIMARY KEY,
+    session_id TEXT NOT NULL UNIQUE REFERENCES sessions(id) ON DELETE CASCADE,
+    job        TEXT NOT NULL,
+    ended_at   INTEGER NOT NULL
+);
+CREATE INDEX job_run_sessions_by_job ON job_run_sessions(job, id);
+
+CREATE TABLE session_notices (
+    id         INTEGER PRIMARY KEY,
+    session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    created_at INTEGER NOT NULL,
+    title      TEXT NOT NULL,
+    body       TEXT NOT NULL
+);
+CREATE INDEX session_notices_by_session ON session_notices(session_id, id);
+";
+
 /// Migration `i` brings the schema from version `i` to `i + 1`.
 const MIGRATIONS: &[&str] = &[
     V1,
@@ -453,6 +476,7 @@ const MIGRATIONS: &[&str] = &[
     SESSION_EVENTS,
     SCHEDULE_RIGHTS,
     SESSION_EVENT_RUNS,
+    JOB_RUN_SESSIONS,
 ];
 
 /// The schema version this build writes.

@@ -158,29 +158,51 @@ impl Db {
         }
     }
 
-    /// Top-level sessions (not sub-agent children), most recently updated first.
+    /// Top-level sessions (not sub-agent children), heartbeat and schedule runs included,
+    /// most recently updated first.
     pub fn list_sessions(
         &self,
         cwd: Option<&str>,
         limit: usize,
     ) -> Result<Vec<SessionRow>, StoreError> {
+        self.top_level_sessions(cwd, limit, true)
+    }
+
+    /// Top-level sessions a person had, without the heartbeat and schedule runs, most
+    /// recently updated first.
+    pub fn people_sessions(
+        &self,
+        cwd: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<SessionRow>, StoreError> {
+        self.top_level_sessions(cwd, limit, false)
+    }
+
+    fn top_level_sessions(
+        &self,
+        cwd: Option<&str>,
+        limit: usize,
+        runs: bool,
+    ) -> Result<Vec<SessionRow>, StoreError> {
         let mut stmt = self.conn.prepare_cached(&format!(
             "{SELECT_SESSION} WHERE s.parent_id IS NULL AND (?1 IS NULL OR s.cwd = ?1)
+             AND (?3 OR s.id NOT IN (SELECT session_id FROM job_run_sessions))
              ORDER BY s.updated_at DESC, s.created_at DESC, s.rowid DESC LIMIT ?2"
         ))?;
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         let rows = stmt
-            .query_map(params![cwd, limit], session_row)?
+            .query_map(params![cwd, limit, runs], session_row)?
             .collect::<Result<Vec<_>, _>>()?;
         Ok(rows)
     }
 
     /// The most recently updated top-level session started in `cwd` that holds a message (an
-    /// empty one, left by an older mnemo, has nothing to continue).
+    /// empty one, left by an older mnemo, has nothing to continue) and is no job's run.
     pub fn latest_session(&self, cwd: &str) -> Result<Option<SessionRow>, StoreError> {
         let mut stmt = self.conn.prepare_cached(&format!(
             "{SELECT_SESSION} WHERE s.parent_id IS NULL AND s.cwd = ?1
                AND EXISTS (SELECT 1 FROM messages m WHERE m.session_id = s.id)
+               AND s.id NOT IN (SELECT session_id FROM job_run_sessions)
              ORDER BY s.updated_at DESC, s.created_at DESC, s.rowid DESC LIMIT 1"
         ))?;
         let rows = stmt

@@ -388,6 +388,12 @@ pub enum Event {
     Notice {
         message: String,
     },
+    /// The result of a schedule this session made (a run of `mnemo serve`), for the person:
+    /// front ends show it, and a terminal that can raise a desktop notification does.
+    Reminder {
+        title: String,
+        body: String,
+    },
     Error {
         message: String,
     },

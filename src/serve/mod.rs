@@ -3,14 +3,18 @@
 //! without vectors; between deadlines it sleeps. SIGTERM (or Ctrl+C) stops it: running turns
 //! are interrupted (every completed message is already stored) and it exits.
 
+pub mod banner;
 pub mod dreamer;
 pub mod idle;
 pub mod log;
 pub mod nightly;
 pub mod notice;
+pub mod paired;
+pub mod reminders;
 pub mod runner;
 pub mod searcher;
 
+use std::io::Write;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -105,11 +109,24 @@ pub async fn serve(loaded: Loaded, options: ServeOptions) -> Result<Stop, ServeE
         let out = TelegramDelivery::new(ctx.api.clone(), ctx.store.clone());
         channels = channels.with_telegram(Arc::new(out));
     }
-    let scheduler = scheduler(&daemon, store, options.cli.clone(), reports, channels);
+    let scheduler = scheduler(
+        &daemon,
+        store,
+        options.cli.clone(),
+        reports.clone(),
+        channels,
+    );
     let jobs_changed = scheduler.handle();
     notice.connect(jobs_changed.clone());
     let mut listening = options.gateway.clone();
     listening.jobs_changed = Some(jobs_changed.clone());
+    listening.telegram_paired = telegram.as_ref().map(|ctx| {
+        let told = paired::TellPaired {
+            api: ctx.api.clone(),
+            log: reports.clone(),
+        };
+        Arc::new(told) as Arc<dyn crate::gateway::PairedChats>
+    });
     listening.searcher = Some(searcher::Searcher::new(
         daemon.loaded.clone(),
         daemon.log.clone(),
@@ -132,6 +149,10 @@ pub async fn serve(loaded: Loaded, options: ServeOptions) -> Result<Stop, ServeE
     daemon
         .log
         .line(&format!("gateway listening on {:?}{tls}", listening.listen));
+    let what = serving(&daemon, &data, &listening, telegram.is_some()).await;
+    daemon.log.line(&what);
+    // The person who started it reads this in the terminal (or in journalctl).
+    let _ = writeln!(std::io::stderr(), "{what}");
     let backfill = tokio::spawn(backfill(daemon.clone()));
     let jobs = tokio::spawn(scheduler.run(daemon.cancel.clone()));
     let night = tokio::spawn(nightly::run(daemon.clone(), options.cli.clone()));
@@ -177,11 +198,18 @@ fn scheduler(
 ) -> Scheduler<Settling, StoreBook> {
     let dirs = daemon.loaded.dirs.clone();
     let workspaces = vec![daemon.loaded.workspace.clone()];
-    let book = StoreBook::new(store, dirs.clone(), workspaces, log.clone());
+    let keep_runs = daemon.loaded.config.schedules.keep_runs;
+    let reminders = reminders::Reminders {
+        store: store.clone(),
+        host: daemon.host.clone(),
+    };
+    let book = StoreBook::new(store, dirs.clone(), workspaces, log.clone())
+        .keeping_runs(usize::try_from(keep_runs).unwrap_or(usize::MAX));
     let runner = HeadlessRunner::new(dirs, cli, daemon.host.clone()).sharing(daemon.loaded.clone());
     let max_running = daemon.loaded.config.schedules.max_running;
     Scheduler::new(Settling(runner), book, log)
         .with_channels(channels)
+        .with_notices(Arc::new(reminders))
         .with_reload_every(NO_RELOAD)
         .with_max_schedules_running(usize::try_from(max_running).unwrap_or(usize::MAX))
 }
@@ -229,6 +257,49 @@ async fn telegram(
             None
         }
     }
+}
+
+/// The start lines: what the daemon serves, where it logs, how to stop it.
+async fn serving(
+    daemon: &Daemon,
+    data: &std::path::Path,
+    listening: &crate::gateway::GatewayOptions,
+    telegram: bool,
+) -> String {
+    let (dirs, workspace) = (daemon.loaded.dirs.clone(), daemon.loaded.workspace.clone());
+    let found = tokio::task::spawn_blocking(move || {
+        crate::jobs::heartbeat::load(&dirs, std::slice::from_ref(&workspace))
+    })
+    .await
+    .unwrap_or_default();
+    let schedules = match daemon.loaded.store() {
+        Ok(store) => store
+            .call(|db| db.list_schedules())
+            .await
+            .unwrap_or_default(),
+        Err(_) => Vec::new(),
+    };
+    let beats: Vec<_> = found.found.iter().filter(|b| b.enabled).collect();
+    let mut workspaces: Vec<String> = beats
+        .iter()
+        .map(|b| b.workspace.display().to_string())
+        .chain(schedules.iter().map(|s| s.workspace.clone()))
+        .collect();
+    workspaces.sort();
+    workspaces.dedup();
+    banner::banner(&banner::Serving {
+        pid: std::process::id(),
+        data_dir: data,
+        log: daemon.log.path(),
+        heartbeats: beats.len(),
+        schedules: schedules.len(),
+        workspaces: workspaces.len(),
+        listen: &listening.listen,
+        tls: listening.tls.is_some(),
+        telegram,
+        telegram_enabled: daemon.loaded.config.telegram.enabled,
+        systemd: std::env::var_os("INVOCATION_ID").is_some(),
+    })
 }
 
 /// Why the daemon woke from its signals.

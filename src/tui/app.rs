@@ -37,6 +37,10 @@ const FRAME: Duration = Duration::from_millis(16);
 const RESIZE_SETTLE: Duration = Duration::from_millis(60);
 /// Agent events handled before the loop checks the terminal again.
 const DRAIN_LIMIT: usize = 4096;
+/// How often a session open here looks for the results of its schedules (`mnemo serve` runs
+/// them in another process).
+const NOTICE_POLL: Duration = Duration::from_secs(3);
+
 /// How long a session gets to shut down before it is abandoned.
 const SHUTDOWN_WAIT: Duration = Duration::from_secs(3);
 
@@ -67,6 +71,7 @@ enum Wake {
     History(HistoryRead),
     Signal(Stop),
     Timer,
+    Notices,
 }
 
 impl<W: Write> App<W> {
@@ -106,6 +111,8 @@ impl<W: Write> App<W> {
         self.open(start).await;
         let mut last_frame = Instant::now();
         let mut draw_pending = true;
+        let mut notices = tokio::time::interval(NOTICE_POLL);
+        notices.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             let now = Instant::now();
             let settled = self.resized_at.map(|at| at + RESIZE_SETTLE);
@@ -121,6 +128,7 @@ impl<W: Write> App<W> {
                 read = next_history(&mut self.full_history) => Wake::History(read),
                 stop = signals.recv() => Wake::Signal(stop),
                 () = sleep_until(deadline) => Wake::Timer,
+                _ = notices.tick() => Wake::Notices,
             };
             let now = Instant::now();
             let mut effects = Vec::new();
@@ -132,6 +140,11 @@ impl<W: Write> App<W> {
                 Wake::Agent(None) => self.agent_stopped(),
                 Wake::History(read) => self.history_arrived(read),
                 Wake::Timer => self.state.tick(now),
+                Wake::Notices => {
+                    if let Some(id) = self.session_id.clone() {
+                        self.host.show_notices(&id).await;
+                    }
+                }
             }
             while let Some(event) = ready_event(&mut terminal).await {
                 self.on_terminal(event?, now, &mut effects);
@@ -291,6 +304,13 @@ impl<W: Write> App<W> {
             let mut lines = std::mem::take(&mut self.held);
             lines.extend(self.state.take_scrollback());
             self.screen.insert_lines(&wrap_lines(&lines, size.width))?;
+            let desktop = std::mem::take(&mut self.state.desktop);
+            if let Some(terminal) = super::notify::Terminal::from_env() {
+                for (title, body) in desktop {
+                    self.screen
+                        .write_raw(&super::notify::desktop(terminal, &title, &body))?;
+                }
+            }
             let view = live_view(&self.state, size.width, size.height.saturating_sub(1), now);
             let state = &self.state;
             self.screen.draw_live(view.height(), |area, buf| {

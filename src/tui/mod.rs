@@ -22,6 +22,7 @@ mod markdown_code;
 mod markdown_table;
 pub mod model_picker;
 mod modes;
+pub mod notify;
 pub mod pager;
 mod pager_cache;
 pub mod pager_view;

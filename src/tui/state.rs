@@ -111,6 +111,8 @@ pub struct AppState {
     pub offered_tools: Vec<String>,
     /// The sandbox the configuration asks for, before the approval mode changes it.
     pub sandbox: SandboxConfig,
+    /// Reminders (title, body) for the terminal's desktop notification, not yet written.
+    pub(super) desktop: Vec<(String, String)>,
     dirty: bool,
 }
 
@@ -145,6 +147,7 @@ impl AppState {
             width: 80,
             offered_tools: Vec::new(),
             sandbox: SandboxConfig::default(),
+            desktop: Vec::new(),
             dirty: true,
         }
     }

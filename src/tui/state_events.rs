@@ -232,6 +232,10 @@ impl AppState {
                 self.notice(NoticeLevel::Info, &text);
             }
             Event::Notice { message } => self.notice(NoticeLevel::Info, &message),
+            Event::Reminder { title, body } => {
+                self.notice(NoticeLevel::Info, &format!("{title}: {body}"));
+                self.desktop.push((title, body));
+            }
             Event::ToolsChanged { added, removed } => {
                 let text = crate::capabilities::describe_change(&added, &removed);
                 self.notice(NoticeLevel::Info, &text);

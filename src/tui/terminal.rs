@@ -81,6 +81,11 @@ impl<W: Write> Screen<W> {
         self.pager_previous = Buffer::empty(Rect::default());
     }
 
+    /// Writes an escape sequence that draws nothing (a desktop notification).
+    pub fn write_raw(&mut self, sequence: &str) -> io::Result<()> {
+        queue!(self.backend, Print(sequence))
+    }
+
     /// Clears the screen (`/clear`): the live area starts again at the top.
     pub fn clear(&mut self) -> io::Result<()> {
         queue!(self.backend, MoveTo(0, 0), Clear(ClearType::All))?;

@@ -96,6 +96,7 @@ async fn serve_in(
             tls: None,
             jobs_changed: None,
             searcher,
+            telegram_paired: None,
         },
         cancel.clone(),
     )

@@ -103,19 +103,18 @@ impl Setup {
         })
     }
 
-    /// `mnemo telegram pair CODE` (a blocking command, as the binary runs it).
+    /// `mnemo telegram pair CODE`, its config loaded as the binary loads it.
     pub async fn pair(&self, code: &str) -> AnyResult<String> {
         let (dirs, workspace, cli) = (self.dirs.clone(), self.workspace(), self.cli.clone());
-        let code = code.to_string();
-        let paired = tokio::task::spawn_blocking(move || {
-            let loaded = mnemo::host::load_config_from(&dirs, &workspace, &cli)
-                .map_err(|e| e.to_string())?;
-            let mut out = Vec::new();
-            mnemo::commands::telegram::pair(&loaded, &code, &mut out).map_err(|e| e.to_string())?;
-            String::from_utf8(out).map_err(|e| e.to_string())
+        let loaded = tokio::task::spawn_blocking(move || {
+            mnemo::host::load_config_from(&dirs, &workspace, &cli).map_err(|e| e.to_string())
         })
-        .await?;
-        Ok(paired?)
+        .await??;
+        let mut out = Vec::new();
+        mnemo::commands::telegram::pair(&loaded, code, &mut out)
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok(String::from_utf8(out)?)
     }
 }
 

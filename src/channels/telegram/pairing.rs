@@ -60,6 +60,21 @@ pub fn code_message(code: &str) -> String {
     )
 }
 
+/// What the bot tells a chat once its owner paired it (markdown).
+pub fn paired_message(host: &str, running: bool) -> String {
+    let next = match running {
+        true => "Write here to talk to it while `mnemo serve` runs; /help lists the commands.",
+        false => {
+            "Its Telegram channel is not on yet: once `mnemo serve` runs with it, what you \
+                  write here reaches mnemo."
+        }
+    };
+    format!(
+        "Paired with mnemo on {}. {next}",
+        super::text::escape_markdown(host)
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -257,6 +257,10 @@ impl Chat {
             | Event::Notice { .. }
             | Event::ToolsChanged { .. }
             | Event::McpServers { .. } => {}
+            Event::Reminder { title, body } => {
+                let markdown = format!("**{}**\n\n{body}", escape_markdown(&title));
+                self.say(&markdown).await;
+            }
         }
     }
 
