@@ -68,3 +68,22 @@ fn tool_results_written_for_the_model_read_as_one_line() {
     assert!(!screen.contains("input_schema"), "{screen}");
     insta::assert_snapshot!("tool_results_in_words", screen);
 }
+
+#[test]
+fn a_session_announced_twice_is_welcomed_once() {
+    let mut harness = Harness::new();
+    let started = Event::SessionStarted {
+        session_id: "43f5de42-0000".into(),
+        model: "local".into(),
+        workspace: "/tmp/project".into(),
+    };
+    // `mnemo attach` of a stored session: the gateway announces it, and so does its stream.
+    harness.event(started.clone());
+    harness.event(started);
+    let screen = harness.screen(90, 12);
+    assert_eq!(
+        screen.matches("Enter send · Tab queue").count(),
+        1,
+        "{screen}"
+    );
+}

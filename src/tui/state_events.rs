@@ -18,11 +18,15 @@ impl AppState {
                 workspace,
             } => {
                 self.status.activity = Activity::Idle;
+                // Attaching announces a session the stream may announce too: say it once.
+                let again = session_id == self.status.session_id;
                 let text = self.welcome(&model, &workspace);
                 self.status.session_id = session_id;
                 self.status.model = model;
                 self.status.workspace = workspace;
-                self.notice(NoticeLevel::Info, &text);
+                if !again {
+                    self.notice(NoticeLevel::Info, &text);
+                }
                 self.release_waiting(now);
             }
             Event::TurnStarted { .. } => {
