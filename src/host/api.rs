@@ -102,8 +102,9 @@ pub trait HostApi: Send + Sync {
     fn stop<'a>(&'a self, id: &'a str, wait: Duration) -> BoxFuture<'a, ()>;
 
     /// Shows live session `id` the results of its schedules that `mnemo serve` (another
-    /// process) left for it since: they arrive as `Event::Reminder`. Whether any were looked
-    /// for. A served host shows them itself as they come, so it looks for none.
+    /// process) left for it since: they arrive as `Event::Reminder`. Whether more may come
+    /// (the session made schedules), so the front end looks again later only then. A served
+    /// host shows them itself as they come, so it looks for none and says none will come.
     fn show_notices<'a>(&'a self, id: &'a str) -> BoxFuture<'a, bool>;
 
     /// The sessions that run now.

@@ -166,7 +166,18 @@ impl HostApi for LocalHost {
     }
 
     fn show_notices<'a>(&'a self, id: &'a str) -> BoxFuture<'a, bool> {
-        Box::pin(self.sessions.hand_notices(id))
+        Box::pin(async move {
+            self.sessions.hand_notices(id).await;
+            let made = id.to_string();
+            self.with_store(move |db| {
+                let rows = db.list_schedules()?;
+                Ok(rows
+                    .iter()
+                    .any(|r| r.session_id.as_deref() == Some(made.as_str())))
+            })
+            .await
+            .unwrap_or(false)
+        })
     }
 
     fn schedules(&self, workspace: String) -> HostResult<'_, String> {

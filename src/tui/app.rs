@@ -52,6 +52,9 @@ pub struct App<W: Write> {
     pub(super) agent: Option<Attachment>,
     /// The session the agent works in (kept after the agent stops, for `/model`).
     pub(super) session_id: Option<String>,
+    /// Whether `mnemo serve` may leave this session notices to look for (it made schedules):
+    /// only then does the idle loop wake to look.
+    pub(super) watch_notices: bool,
     pub(super) loaded: Arc<Loaded>,
     /// The overrides sessions are prepared with; `/model` replaces the model.
     pub(super) cli: CliOverrides,
@@ -93,6 +96,7 @@ impl<W: Write> App<W> {
             host,
             agent: None,
             session_id: None,
+            watch_notices: false,
             loaded,
             cli,
             full_history: None,
@@ -128,7 +132,7 @@ impl<W: Write> App<W> {
                 read = next_history(&mut self.full_history) => Wake::History(read),
                 stop = signals.recv() => Wake::Signal(stop),
                 () = sleep_until(deadline) => Wake::Timer,
-                _ = notices.tick() => Wake::Notices,
+                _ = notices.tick(), if self.watch_notices => Wake::Notices,
             };
             let now = Instant::now();
             let mut effects = Vec::new();
@@ -141,9 +145,10 @@ impl<W: Write> App<W> {
                 Wake::History(read) => self.history_arrived(read),
                 Wake::Timer => self.state.tick(now),
                 Wake::Notices => {
-                    if let Some(id) = self.session_id.clone() {
-                        self.host.show_notices(&id).await;
-                    }
+                    self.watch_notices = match self.session_id.clone() {
+                        Some(id) => self.host.show_notices(&id).await,
+                        None => false,
+                    };
                 }
             }
             while let Some(event) = ready_event(&mut terminal).await {

@@ -22,7 +22,7 @@ use crate::host::replay::RECENT_MESSAGES;
 use crate::host::{Delivery, OpenOptions};
 use crate::host::{LaunchError, SessionChoice};
 use crate::memory::{ArchiveSearch, StoreError};
-use crate::protocol::Event;
+use crate::protocol::{Event, ToolStatus};
 use crate::tools::memory::format_hits;
 
 /// Sessions the picker lists.
@@ -228,6 +228,19 @@ impl<W: Write> App<W> {
     /// later (`/clear`) uses the new model too; the overrides that described the model mnemo
     /// started with (provider, base URL, key variable) are dropped.
     pub(super) fn agent_event(&mut self, event: Event, now: Instant) {
+        // A session that opens, a turn that ends or a schedule made: look for notices again.
+        let made_schedule = matches!(
+            &event,
+            Event::ToolCallFinished { name, status: ToolStatus::Ok, .. } if name == "schedule_create"
+        );
+        if made_schedule
+            || matches!(
+                event,
+                Event::SessionStarted { .. } | Event::TurnFinished { .. }
+            )
+        {
+            self.watch_notices = true;
+        }
         if let Event::ModelChanged { model, .. } = &event {
             self.cli = CliOverrides {
                 model: Some(model.clone()),
