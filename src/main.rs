@@ -388,7 +388,7 @@ fn real_main(cli: Cli) -> anyhow::Result<ExitCode> {
                         )
                     }
                     false => Arc::new(mnemo::host::LocalHost::new(
-                        mnemo::host::SessionHost::new(),
+                        mnemo::host::SessionHost::in_process_only(),
                         loaded.clone(),
                     )),
                 };

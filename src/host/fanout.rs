@@ -32,7 +32,7 @@ struct Attached {
 }
 
 /// Events kept for front ends that reconnect.
-const REPLAY_EVENTS: usize = 4096;
+pub(super) const REPLAY_EVENTS: usize = 4096;
 
 struct Shared {
     attached: Vec<Attached>,
@@ -78,12 +78,19 @@ pub(super) struct Fanout {
     session: String,
     shared: Mutex<Shared>,
     journal: Option<Journal>,
+    /// How many of the latest events are kept in memory for replays.
+    keep: usize,
 }
 
 impl Fanout {
     /// The fan-out of a session whose last event so far was `last_seq` (a resumed session
-    /// continues its numbering), journaling to `journal`.
-    pub(super) fn new(session: String, last_seq: u64, journal: Option<Journal>) -> Self {
+    /// continues its numbering), journaling to `journal` and keeping the latest `keep` events.
+    pub(super) fn new(
+        session: String,
+        last_seq: u64,
+        journal: Option<Journal>,
+        keep: usize,
+    ) -> Self {
         let shared = Shared {
             attached: Vec::new(),
             recent: VecDeque::new(),
@@ -94,6 +101,7 @@ impl Fanout {
             session,
             shared: Mutex::new(shared),
             journal,
+            keep,
         }
     }
 
@@ -226,10 +234,12 @@ impl Fanout {
             seq: shared.seq,
             event,
         };
-        if shared.recent.len() == REPLAY_EVENTS {
-            shared.recent.pop_front();
+        if self.keep > 0 {
+            if shared.recent.len() >= self.keep {
+                shared.recent.pop_front();
+            }
+            shared.recent.push_back(event.clone());
         }
-        shared.recent.push_back(event.clone());
         if let Some(journal) = &self.journal {
             journal.record(&event);
         }

@@ -10,7 +10,9 @@
 //! middle of it still gets exactly the deltas after that point.
 
 use std::collections::HashMap;
-use std::sync::mpsc::{self, SyncSender};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use tokio::sync::oneshot;
@@ -37,7 +39,7 @@ const PRUNE_EVERY: u64 = 1_000;
 const FLUSH_WAIT: Duration = Duration::from_secs(5);
 
 enum Entry {
-    /// Boxed: the queue's slots are allocated up front, at the size of the largest entry.
+    /// Boxed: the queue holds its entries in blocks, at the size of the largest entry.
     Event(Box<SessionEvent>),
     /// The session ended: its events go unless it was stored (it never got a message).
     Ended(String),
@@ -50,21 +52,39 @@ enum Entry {
 #[derive(Clone)]
 pub(super) struct Journal {
     store: Store,
-    queue: SyncSender<Entry>,
+    queue: mpsc::Sender<Entry>,
+    /// Events and endings queued and not yet taken by the writer: the queue's bound. The
+    /// channel itself grows with what waits; a bounded one allocated all `QUEUE` slots up
+    /// front, half a megabyte that a one-shot run never fills.
+    waiting: Arc<AtomicUsize>,
 }
 
 impl Journal {
     /// Starts the writer for `store`, keeping `keep` events per session.
     pub(super) fn spawn(store: Store, keep: u64) -> std::io::Result<Journal> {
-        let (queue, entries) = mpsc::sync_channel(QUEUE);
+        let (queue, entries) = mpsc::channel();
+        let waiting = Arc::new(AtomicUsize::new(0));
         let writer = Writer {
             store: store.clone(),
             keep,
+            waiting: waiting.clone(),
         };
         std::thread::Builder::new()
             .name("mnemo-journal".to_owned())
             .spawn(move || writer.run(&entries))?;
-        Ok(Journal { store, queue })
+        Ok(Journal {
+            store,
+            queue,
+            waiting,
+        })
+    }
+
+    /// Queues `entry` unless `QUEUE` entries wait already (then it is dropped).
+    fn try_queue(&self, entry: Entry) {
+        let full = self.waiting.fetch_add(1, Ordering::AcqRel) >= QUEUE;
+        if full || self.queue.send(entry).is_err() {
+            self.waiting.fetch_sub(1, Ordering::AcqRel);
+        }
     }
 
     /// Whether this journal writes to `store`.
@@ -75,26 +95,22 @@ impl Journal {
     /// Queues `event` without waiting. When the queue is full (or the writer is gone) the
     /// event is not journaled; replays check for such gaps.
     pub(super) fn record(&self, event: &SessionEvent) {
-        let _ = self.queue.try_send(Entry::Event(Box::new(event.clone())));
+        self.try_queue(Entry::Event(Box::new(event.clone())));
     }
 
     /// Session `session` ended: when it was never stored, its events are dropped after those
     /// queued. Skipped when the queue is full; its few events then stay.
     pub(super) fn ended(&self, session: &str) {
-        let _ = self.queue.try_send(Entry::Ended(session.to_string()));
+        self.try_queue(Entry::Ended(session.to_string()));
     }
 
     /// Waits (up to `FLUSH_WAIT`) until every event queued so far is in the store.
     pub(super) async fn flush(&self) {
         let (done, written) = oneshot::channel();
-        let queue = self.queue.clone();
-        // The queue may be full: the blocking send waits for room off the runtime.
-        let queued = tokio::task::spawn_blocking(move || queue.send(Entry::Flush(done)));
-        let _ = tokio::time::timeout(FLUSH_WAIT, async {
-            let _ = queued.await;
-            let _ = written.await;
-        })
-        .await;
+        // Not counted against the bound: each caller has at most one queued, and waits for it.
+        if self.queue.send(Entry::Flush(done)).is_ok() {
+            let _ = tokio::time::timeout(FLUSH_WAIT, written).await;
+        }
     }
 
     /// The sequence number of `session`'s last journaled event (0 when none), everything
@@ -241,6 +257,7 @@ fn row(pending: Pending) -> Option<JournalRow> {
 struct Writer {
     store: Store,
     keep: u64,
+    waiting: Arc<AtomicUsize>,
 }
 
 impl Writer {
@@ -253,8 +270,14 @@ impl Writer {
             let mut next = Some(first);
             while let Some(entry) = next.take() {
                 match entry {
-                    Entry::Event(event) => batch.push(*event),
-                    Entry::Ended(session) => ended.push(session),
+                    Entry::Event(event) => {
+                        self.waiting.fetch_sub(1, Ordering::AcqRel);
+                        batch.push(*event);
+                    }
+                    Entry::Ended(session) => {
+                        self.waiting.fetch_sub(1, Ordering::AcqRel);
+                        ended.push(session);
+                    }
                     Entry::Flush(done) => flushes.push(done),
                 }
                 if batch.events >= BATCH_EVENTS || !flushes.is_empty() {

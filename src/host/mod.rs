@@ -27,7 +27,7 @@ pub use compose::{
     LaunchError, Loaded, SessionChoice, load_config, load_config_from, prepare_session_with,
 };
 pub use fanout::ReplayError;
-use fanout::{Fanout, Refused, Stored, Subscriber};
+use fanout::{Fanout, REPLAY_EVENTS, Refused, Stored, Subscriber};
 use journal::{Journal, KEEP_PER_SESSION};
 pub use local::LocalHost;
 
@@ -62,11 +62,19 @@ struct Live {
 }
 
 /// Cheap to clone; clones share the sessions.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct SessionHost {
     live: Arc<Mutex<HashMap<String, Live>>>,
     /// One journal writer per store the sessions use (in practice one).
     journals: Arc<Mutex<Vec<Journal>>>,
+    /// How many of each session's latest events are kept in memory for replays.
+    keep_for_replay: usize,
+}
+
+impl Default for SessionHost {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 /// Options for a session the host opens.
@@ -81,7 +89,22 @@ pub struct OpenOptions {
 
 impl SessionHost {
     pub fn new() -> Self {
-        Self::default()
+        Self {
+            live: Arc::default(),
+            journals: Arc::default(),
+            keep_for_replay: REPLAY_EVENTS,
+        }
+    }
+
+    /// A host whose sessions only a front end of this process watches (`mnemo run`): no
+    /// gateway can ask it to go on from a sequence number, so it keeps no events in memory
+    /// for that (4,096 of them held 2.8 MB through a long reply). Replays it is asked for
+    /// anyway come from the journal.
+    pub fn in_process_only() -> Self {
+        Self {
+            keep_for_replay: 0,
+            ..Self::new()
+        }
     }
 
     fn sessions(&self) -> MutexGuard<'_, HashMap<String, Live>> {
@@ -156,7 +179,12 @@ impl SessionHost {
             Some(_) | None => 0,
         };
         let handle = agent::spawn(session);
-        let fanout = Arc::new(Fanout::new(id.clone(), last_seq, journal));
+        let fanout = Arc::new(Fanout::new(
+            id.clone(),
+            last_seq,
+            journal,
+            self.keep_for_replay,
+        ));
         let subscriber = Subscriber::new(delivery, ATTACH_QUEUE);
         let events = fanout.subscribe(subscriber, None, Stored::default());
         let events = events.unwrap_or_else(|_| mpsc::channel(1).1);
