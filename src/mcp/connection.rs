@@ -210,6 +210,9 @@ pub(crate) async fn connect(
                     .map_err(|e| format!("header `{name}`: {e}"))?;
                 map.insert(name, value);
             }
+            // rmcp's reqwest is built without a crypto provider (one provider, ring, keeps
+            // aws-lc-rs out of the build) and takes the process default; an Err means one is set.
+            let _ = tokio_rustls::rustls::crypto::ring::default_provider().install_default();
             let transport = StreamableHttpClientTransport::from_config(config.custom_headers(map));
             let service = handler
                 .serve(transport)
