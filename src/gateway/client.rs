@@ -109,24 +109,18 @@ const TELL_WAIT: Duration = Duration::from_secs(2);
 /// Tells the daemon of `data_dir`, when one runs, to read its schedules and heartbeats again
 /// (it does not poll for them). Returns whether one was told.
 pub async fn tell_jobs_changed(data_dir: &Path) -> bool {
-    if !crate::host::daemon::serve_running(data_dir) {
-        return false;
-    }
-    let told = async {
-        let client = GatewayClient::connect(data_dir, Target::Socket)
-            .await
-            .ok()?;
-        client
-            .request(None, json!({"op": "jobs_changed"}))
-            .await
-            .ok()
-    };
-    matches!(tokio::time::timeout(TELL_WAIT, told).await, Ok(Some(_)))
+    tell_daemon(data_dir, json!({"op": "jobs_changed"}), TELL_WAIT).await
 }
 
 /// Asks the daemon of `data_dir`, if one runs, to tell Telegram chat `chat` that it is
 /// paired; whether it did.
 pub async fn tell_telegram_paired(data_dir: &Path, chat: i64) -> bool {
+    let op = json!({"op": "telegram_paired", "chat": chat});
+    tell_daemon(data_dir, op, TELL_WAIT * 5).await
+}
+
+/// Sends `op` to the daemon of `data_dir` when one runs; whether it answered within `wait`.
+async fn tell_daemon(data_dir: &Path, op: Value, wait: Duration) -> bool {
     if !crate::host::daemon::serve_running(data_dir) {
         return false;
     }
@@ -134,12 +128,9 @@ pub async fn tell_telegram_paired(data_dir: &Path, chat: i64) -> bool {
         let client = GatewayClient::connect(data_dir, Target::Socket)
             .await
             .ok()?;
-        client
-            .request(None, json!({"op": "telegram_paired", "chat": chat}))
-            .await
-            .ok()
+        client.request(None, op).await.ok()
     };
-    matches!(tokio::time::timeout(TELL_WAIT * 5, told).await, Ok(Some(_)))
+    matches!(tokio::time::timeout(wait, told).await, Ok(Some(_)))
 }
 
 impl GatewayClient {
