@@ -169,14 +169,9 @@ impl HostApi for LocalHost {
         Box::pin(async move {
             self.sessions.hand_notices(id).await;
             let made = id.to_string();
-            self.with_store(move |db| {
-                let rows = db.list_schedules()?;
-                Ok(rows
-                    .iter()
-                    .any(|r| r.session_id.as_deref() == Some(made.as_str())))
-            })
-            .await
-            .unwrap_or(false)
+            self.with_store(move |db| db.session_has_schedules(&made))
+                .await
+                .unwrap_or(false)
         })
     }
 

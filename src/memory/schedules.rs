@@ -243,6 +243,15 @@ impl Db {
         Ok(removed > 0)
     }
 
+    /// Whether session `session` made a schedule that still exists (its results may still
+    /// come back to it).
+    pub fn session_has_schedules(&self, session: &str) -> Result<bool, StoreError> {
+        Ok(self
+            .conn
+            .prepare_cached("SELECT EXISTS (SELECT 1 FROM schedules WHERE session_id = ?1)")?
+            .query_row([session], |row| row.get(0))?)
+    }
+
     /// Every job's run record.
     pub fn job_runs(&self) -> Result<Vec<JobRun>, StoreError> {
         let mut stmt = self.conn.prepare_cached(

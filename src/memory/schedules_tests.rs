@@ -166,3 +166,23 @@ fn schedules_are_counted_per_workspace_and_old_rows_get_the_least_rights() -> Te
     assert_eq!(old[0].rights.approval, ApprovalMode::ReadOnly);
     Ok(())
 }
+
+#[test]
+fn a_session_knows_whether_it_made_a_schedule() -> TestResult {
+    let mut db = Db::open_in_memory()?;
+    db.create_session(crate::memory::test_support::new_session("s1", "/w"))?;
+    assert!(!db.session_has_schedules("s1")?);
+    let row = db.create_schedule(&NewSchedule {
+        session_id: Some("s1".into()),
+        workspace: "/w".into(),
+        when: StoredWhen::Once(1),
+        prompt: "stretch".into(),
+        deliver: Vec::new(),
+        rights: MakerRights::default(),
+    })?;
+    assert!(db.session_has_schedules("s1")?);
+    assert!(!db.session_has_schedules("s2")?);
+    db.delete_schedule(row.id)?;
+    assert!(!db.session_has_schedules("s1")?);
+    Ok(())
+}
