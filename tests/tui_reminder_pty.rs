@@ -4,23 +4,9 @@
 
 mod pty_support;
 
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use pty_support::{Terminal, TestResult};
-
-fn mnemo(dir: &std::path::Path, args: &[&str]) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_mnemo"));
-    command
-        .args(args)
-        .current_dir(dir)
-        .env("MNEMO_CONFIG_DIR", dir.join("config"))
-        .env("MNEMO_DATA_DIR", dir.join("data"))
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    command
-}
+use pty_support::{Terminal, TestResult, command as mnemo};
 
 #[test]
 fn an_attached_session_shows_the_result_of_its_reminder_when_it_runs() -> TestResult {

@@ -14,6 +14,21 @@ use portable_pty::{Child, CommandBuilder, MasterPty, PtySize, native_pty_system}
 
 pub type TestResult = Result<(), Box<dyn std::error::Error>>;
 
+/// The binary outside a pty (a daemon, a one-shot run beside the terminal), with its config
+/// and data directories under `dir` as the terminal's are; output piped.
+pub fn command(dir: &Path, args: &[&str]) -> std::process::Command {
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_mnemo"));
+    command
+        .args(args)
+        .current_dir(dir)
+        .env("MNEMO_CONFIG_DIR", dir.join("config"))
+        .env("MNEMO_DATA_DIR", dir.join("data"))
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    command
+}
+
 pub const ROWS: u16 = 30;
 pub const COLS: u16 = 100;
 
