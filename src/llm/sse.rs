@@ -101,7 +101,12 @@ impl SseParser {
             }
             None => (line, &b""[..]),
         };
-        let value = String::from_utf8_lossy(value);
+        // The strict check is word-at-a-time; the lossy one walks bytes, and nearly every line
+        // is valid UTF-8.
+        let value = match std::str::from_utf8(value) {
+            Ok(text) => std::borrow::Cow::Borrowed(text),
+            Err(_) => String::from_utf8_lossy(value),
+        };
         match field {
             b"data" => {
                 if self.data.len() + value.len() > MAX_EVENT_BYTES {
@@ -227,5 +232,17 @@ mod tests {
     #[test]
     fn a_field_without_data_dispatches_nothing() {
         assert!(collect(&[b"event: ping\n\n"]).is_empty());
+    }
+
+    #[test]
+    fn a_broken_byte_is_replaced_and_the_event_kept() {
+        let got = collect(&[b"data: caf\xc3 ok\n\ndata: fine\n\n"]);
+        assert_eq!(
+            got,
+            vec![
+                (String::new(), "caf\u{fffd} ok".into()),
+                (String::new(), "fine".into())
+            ]
+        );
     }
 }
