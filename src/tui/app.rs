@@ -142,7 +142,11 @@ impl<W: Write> App<W> {
                 read = next_history(&mut self.full_history) => Wake::History(read),
                 stop = signals.recv() => Wake::Signal(stop),
                 () = sleep_until(deadline) => Wake::Timer,
-                _ = notices.tick(), if self.watch_notices => Wake::Notices,
+                // Not while a resumed session's whole history is read: the look would wait for
+                // the store behind it, and the loop with it, holding the ready prompt back.
+                _ = notices.tick(), if self.watch_notices && self.full_history.is_none() => {
+                    Wake::Notices
+                }
             };
             let now = Instant::now();
             let mut effects = Vec::new();
