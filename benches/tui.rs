@@ -2,8 +2,11 @@
 //! idle cost of the real binary in a pseudo-terminal, resume of a 10,000-message session to a
 //! ready prompt, CPU while streaming fast and while streaming a markdown reply with tables and
 //! code at 100 tokens/s, and in-process frame times (streaming frame, the markdown reply drawn
-//! a frame per token, keystroke to frame after 100 turns, pager over 10,000 cells at 200x60).
-//! It prints the figures with their targets; it does not fail on them.
+//! a frame per token, keystroke to frame after 100 turns, pager over 10,000 cells at 200x60),
+//! and CPU for a 4,000-token markdown reply streamed as fast as it comes. It prints the
+//! figures with their targets; it does not fail on them. Names after `--` (launch, mcp,
+//! resume, streaming, markdown, unpaced, frames) pick figures; `$MNEMO_BENCH_BIN` runs an
+//! older binary in the pseudo-terminal instead of this build's.
 
 #[path = "../tests/mcp_support/mod.rs"]
 mod mcp_support;
@@ -29,17 +32,38 @@ use tui_pty::{Pty, Result, cpu_ticks, wakeups};
 fn main() -> Result<()> {
     highlight::load_now();
     let dir = tempfile::tempdir()?;
-    launch_and_idle(dir.path())?;
-    ready_with_skills(0)?;
-    ready_with_skills(500)?;
-    ready_with_mcp_servers()?;
-    resume_large_session()?;
-    streaming_cpu(dir.path())?;
-    tui_markdown::streaming_cpu(dir.path())?;
-    streaming_frame();
-    markdown_frames();
-    keystroke_to_frame();
-    pager_frames();
+    // `cargo bench --bench tui -- resume markdown` measures only the figures named so.
+    let named: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|arg| !arg.starts_with('-'))
+        .collect();
+    let wanted = |figure: &str| named.is_empty() || named.iter().any(|n| n == figure);
+    if wanted("launch") {
+        launch_and_idle(dir.path())?;
+        ready_with_skills(0)?;
+        ready_with_skills(500)?;
+    }
+    if wanted("mcp") {
+        ready_with_mcp_servers()?;
+    }
+    if wanted("resume") {
+        resume_large_session()?;
+    }
+    if wanted("streaming") {
+        streaming_cpu(dir.path())?;
+    }
+    if wanted("markdown") {
+        tui_markdown::streaming_cpu(dir.path())?;
+    }
+    if wanted("unpaced") {
+        tui_markdown::unpaced_cpu(dir.path())?;
+    }
+    if wanted("frames") {
+        streaming_frame();
+        markdown_frames();
+        keystroke_to_frame();
+        pager_frames();
+    }
     Ok(())
 }
 
@@ -370,7 +394,7 @@ fn markdown_frames() {
     let now = Instant::now();
     let mut state = streaming_state(now);
     let mut previous = Buffer::empty(Rect::default());
-    let tokens = tui_markdown::tokens();
+    let tokens = tui_markdown::tokens(tui_markdown::TOKENS);
     let start = Instant::now();
     for token in tokens {
         state.handle_event(Event::TextDelta { text: token }, now);

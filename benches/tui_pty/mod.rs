@@ -29,7 +29,7 @@ impl Pty {
             pixel_width: 0,
             pixel_height: 0,
         })?;
-        let mut command = CommandBuilder::new(env!("CARGO_BIN_EXE_mnemo"));
+        let mut command = CommandBuilder::new(binary());
         command.args(["--model", &format!("scripted:{}", path.display())]);
         command.args(extra);
         command.cwd(dir);
@@ -106,6 +106,12 @@ impl Pty {
             .process_id()
             .ok_or_else(|| "no process id".into())
     }
+}
+
+/// The binary measured: `$MNEMO_BENCH_BIN` when set (an older build, to compare in one
+/// sitting), else the one this benchmark was built with.
+pub fn binary() -> std::ffi::OsString {
+    std::env::var_os("MNEMO_BENCH_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_mnemo").into())
 }
 
 impl Drop for Pty {

@@ -1,13 +1,15 @@
 //! The app loop: waits on the terminal, the agent and signals (never polls), drains whatever
 //! is pending, applies the effects, then draws at most one frame, no sooner than a frame
-//! interval after the previous one. Only this loop holds the agent's channels.
+//! interval after the previous one. Within a frame interval after a frame it does not wake for
+//! the agent's events: they could not be drawn sooner, and a streamed reply sends many per
+//! frame. Only this loop holds the agent's channels.
 
 use std::io::{self, Write};
 use std::sync::Arc;
 use std::task::Poll;
 use std::time::{Duration, Instant};
 
-use crossterm::event::{Event as TermEvent, EventStream};
+use crossterm::event::Event as TermEvent;
 use futures_util::StreamExt;
 use ratatui::layout::Size;
 use ratatui::text::Line;
@@ -21,6 +23,7 @@ use super::pager_view;
 use super::picker::PickerCancel;
 use super::state::{AppState, Effect};
 use super::switch::{FullHistory, HistoryRead};
+use super::term_events::TermEvents;
 use super::terminal::Screen;
 use super::wrap::wrap_lines;
 use crate::config::CliOverrides;
@@ -109,7 +112,7 @@ impl<W: Write> App<W> {
     /// Runs until the user quits (`None`) or a signal stops it; `start` says which session
     /// opens first.
     pub async fn run(&mut self, start: TuiStart) -> io::Result<Option<Stop>> {
-        let mut terminal = EventStream::new();
+        let mut terminal = TermEvents::new();
         let mut signals = Signals::new()?;
         self.draw(Instant::now())?;
         self.open(start).await;
@@ -122,20 +125,32 @@ impl<W: Write> App<W> {
             let settled = self.resized_at.map(|at| at + RESIZE_SETTLE);
             let frame_due = draw_pending
                 .then(|| settled.map_or(last_frame + FRAME, |at| at.max(last_frame + FRAME)));
-            let deadline = [frame_due, self.state.next_deadline(now)]
-                .into_iter()
-                .flatten()
-                .min();
+            // Events that arrive meanwhile wait in the queue, drained at this wake.
+            let agent_waits = now < last_frame + FRAME;
+            let state_due = self.state.next_deadline(now);
+            let deadline = [
+                frame_due,
+                agent_waits.then_some(last_frame + FRAME),
+                state_due,
+            ]
+            .into_iter()
+            .flatten()
+            .min();
             let wake = tokio::select! {
                 event = terminal.next() => Wake::Terminal(event),
-                event = next_event(&mut self.agent) => Wake::Agent(event),
+                event = next_event(&mut self.agent), if !agent_waits => Wake::Agent(event),
                 read = next_history(&mut self.full_history) => Wake::History(read),
                 stop = signals.recv() => Wake::Signal(stop),
                 () = sleep_until(deadline) => Wake::Timer,
-                _ = notices.tick(), if self.watch_notices => Wake::Notices,
+                // Not while a resumed session's whole history is read: the look would wait for
+                // the store behind it, and the loop with it, holding the ready prompt back.
+                _ = notices.tick(), if self.watch_notices && self.full_history.is_none() => {
+                    Wake::Notices
+                }
             };
             let now = Instant::now();
             let mut effects = Vec::new();
+            let from_terminal = matches!(wake, Wake::Terminal(_));
             match wake {
                 Wake::Terminal(Some(event)) => self.on_terminal(event?, now, &mut effects),
                 Wake::Terminal(None) => return Ok(Some(Stop::Hangup)),
@@ -143,7 +158,8 @@ impl<W: Write> App<W> {
                 Wake::Agent(Some(event)) => self.agent_event(event, now),
                 Wake::Agent(None) => self.agent_stopped(),
                 Wake::History(read) => self.history_arrived(read),
-                Wake::Timer => self.state.tick(now),
+                Wake::Timer if state_due.is_some_and(|due| now >= due) => self.state.tick(now),
+                Wake::Timer => {}
                 Wake::Notices => {
                     self.watch_notices = match self.session_id.clone() {
                         Some(id) => self.host.show_notices(&id).await,
@@ -151,7 +167,8 @@ impl<W: Write> App<W> {
                     };
                 }
             }
-            while let Some(event) = ready_event(&mut terminal).await {
+            // Keys typed together (a paste without bracketed paste) are handled in one go.
+            while from_terminal && let Some(event) = ready_event(&mut terminal).await {
                 self.on_terminal(event?, now, &mut effects);
             }
             self.drain_agent(now);
@@ -182,8 +199,10 @@ impl<W: Write> App<W> {
             draw_pending |= self.state.take_dirty();
             let now = Instant::now();
             // A resize whose event has not arrived yet: a frame drawn for the old size would
-            // wrap on the terminal and leave broken rows behind.
+            // wrap on the terminal and leave broken rows behind. Asked only when a frame is
+            // due: crossterm opens /dev/tty to ask.
             if draw_pending
+                && now >= last_frame + FRAME
                 && let Ok((width, height)) = crossterm::terminal::size()
                 && Size::new(width, height) != self.screen.size()
             {
@@ -310,7 +329,9 @@ impl<W: Write> App<W> {
             lines.extend(self.state.take_scrollback());
             self.screen.insert_lines(&wrap_lines(&lines, size.width))?;
             let desktop = std::mem::take(&mut self.state.desktop);
-            if let Some(terminal) = super::notify::Terminal::from_env() {
+            if !desktop.is_empty()
+                && let Some(terminal) = super::notify::Terminal::from_env()
+            {
                 for (title, body) in desktop {
                     self.screen
                         .write_raw(&super::notify::desktop(terminal, &title, &body))?;
@@ -329,7 +350,7 @@ impl<W: Write> App<W> {
 /// A terminal event that is already waiting, without waiting for one. It polls with this
 /// task's own waker: crossterm's stream remembers the waker of a pending poll, so a
 /// throwaway waker here would leave the loop deaf to the next key.
-async fn ready_event(terminal: &mut EventStream) -> Option<io::Result<TermEvent>> {
+async fn ready_event(terminal: &mut TermEvents) -> Option<io::Result<TermEvent>> {
     std::future::poll_fn(|cx| match terminal.poll_next_unpin(cx) {
         Poll::Ready(event) => Poll::Ready(event),
         Poll::Pending => Poll::Ready(None),

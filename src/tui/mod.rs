@@ -37,6 +37,7 @@ pub mod state;
 pub mod status;
 mod stream;
 mod switch;
+mod term_events;
 mod terminal;
 pub mod tool_pane;
 pub mod wrap;
