@@ -438,7 +438,10 @@ fn real_main(cli: Cli) -> anyhow::Result<ExitCode> {
                 start_questions::Outcome::Quit => return Ok(ExitCode::from(2)),
             };
             let loaded = Arc::new(loaded);
-            let host = mnemo::host::LocalHost::new(mnemo::host::SessionHost::new(), loaded.clone());
+            let host = mnemo::host::LocalHost::new(
+                mnemo::host::SessionHost::in_process_only(),
+                loaded.clone(),
+            );
             let host: Arc<dyn HostApi> = Arc::new(host);
             let stopped = block_on(mnemo::tui::run(loaded, overrides, start, host))??;
             Ok(stopped.map_or(ExitCode::SUCCESS, |stop| ExitCode::from(stop.exit_code())))

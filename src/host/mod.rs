@@ -96,7 +96,7 @@ impl SessionHost {
         }
     }
 
-    /// A host whose sessions only a front end of this process watches (`mnemo run`): no
+    /// A host whose sessions only a front end of this process watches (`mnemo run`, the TUI): no
     /// gateway can ask it to go on from a sequence number, so it keeps no events in memory
     /// for that (4,096 of them held 2.8 MB through a long reply). Replays it is asked for
     /// anyway come from the journal.
