@@ -57,6 +57,8 @@ pub(super) struct Journal {
     /// channel itself grows with what waits; a bounded one allocated all `QUEUE` slots up
     /// front, half a megabyte that a one-shot run never fills.
     waiting: Arc<AtomicUsize>,
+    /// The writer, woken by a flush from its wait for the batch to fill.
+    writer: std::thread::Thread,
 }
 
 impl Journal {
@@ -69,13 +71,14 @@ impl Journal {
             keep,
             waiting: waiting.clone(),
         };
-        std::thread::Builder::new()
+        let thread = std::thread::Builder::new()
             .name("mnemo-journal".to_owned())
             .spawn(move || writer.run(&entries))?;
         Ok(Journal {
             store,
             queue,
             waiting,
+            writer: thread.thread().clone(),
         })
     }
 
@@ -109,6 +112,7 @@ impl Journal {
         let (done, written) = oneshot::channel();
         // Not counted against the bound: each caller has at most one queued, and waits for it.
         if self.queue.send(Entry::Flush(done)).is_ok() {
+            self.writer.unpark();
             let _ = tokio::time::timeout(FLUSH_WAIT, written).await;
         }
     }
@@ -261,6 +265,9 @@ struct Writer {
 }
 
 impl Writer {
+    /// Takes what waits, then sleeps until the batch is due instead of waking for every
+    /// event of a stream (a flush wakes it early): two context switches per text delta were
+    /// a tenth of a streaming TUI's CPU.
     fn run(self, entries: &mpsc::Receiver<Entry>) {
         while let Ok(first) = entries.recv() {
             let deadline = Instant::now() + BATCH_WAIT;
@@ -268,24 +275,35 @@ impl Writer {
             let mut ended = Vec::new();
             let mut flushes = Vec::new();
             let mut next = Some(first);
-            while let Some(entry) = next.take() {
-                match entry {
-                    Entry::Event(event) => {
-                        self.waiting.fetch_sub(1, Ordering::AcqRel);
-                        batch.push(*event);
+            loop {
+                while let Some(entry) = next.take() {
+                    match entry {
+                        Entry::Event(event) => {
+                            self.waiting.fetch_sub(1, Ordering::AcqRel);
+                            batch.push(*event);
+                        }
+                        Entry::Ended(session) => {
+                            self.waiting.fetch_sub(1, Ordering::AcqRel);
+                            ended.push(session);
+                        }
+                        Entry::Flush(done) => flushes.push(done),
                     }
-                    Entry::Ended(session) => {
-                        self.waiting.fetch_sub(1, Ordering::AcqRel);
-                        ended.push(session);
+                    if batch.events >= BATCH_EVENTS || !flushes.is_empty() {
+                        break;
                     }
-                    Entry::Flush(done) => flushes.push(done),
-                }
-                if batch.events >= BATCH_EVENTS || !flushes.is_empty() {
-                    break;
+                    next = entries.try_recv().ok();
                 }
                 let wait = deadline.saturating_duration_since(Instant::now());
-                // Timed out (the batch is due) or every handle is gone (write what there is).
-                next = entries.recv_timeout(wait).ok();
+                if batch.events >= BATCH_EVENTS || !flushes.is_empty() || wait.is_zero() {
+                    break;
+                }
+                std::thread::park_timeout(wait);
+                match entries.try_recv() {
+                    Ok(entry) => next = Some(entry),
+                    // Every handle is gone: write what there is.
+                    Err(mpsc::TryRecvError::Disconnected) => break,
+                    Err(mpsc::TryRecvError::Empty) => {}
+                }
             }
             self.write(batch.into_rows(), ended);
             for done in flushes {
