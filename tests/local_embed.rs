@@ -52,6 +52,47 @@ fn reproduces_the_sentence_transformers_quickstart() -> TestResult {
     Ok(())
 }
 
+/// Every 16th component of two texts' vectors as mnemo computed them with candle-transformers'
+/// BERT before its own encoder replaced it (2026-11-28; sentence-transformers itself is not
+/// installable offline here). The quickstart's similarities above tie those to the reference.
+#[test]
+fn vectors_match_the_recorded_reference() -> TestResult {
+    let recorded: [(&str, [f32; 24]); 2] = [
+        (
+            "The weather is lovely today.",
+            [
+                0.019196, -0.040445, 0.014732, 0.106080, 0.057725, 0.046764, 0.001169, -0.046203,
+                0.085244, -0.020017, 0.081444, -0.022707, 0.092224, -0.025096, 0.113117, 0.037969,
+                -0.078336, -0.032584, 0.004446, -0.053012, -0.037301, -0.018713, -0.002429,
+                -0.072008,
+            ],
+        ),
+        (
+            "cargo build --release failed: linker `cc` not found",
+            [
+                -0.034094, 0.026722, 0.020954, -0.012448, -0.022381, -0.076628, 0.033246,
+                -0.024545, -0.037385, -0.037755, 0.077263, 0.008053, 0.052094, -0.094239, 0.045535,
+                0.063898, -0.038477, 0.009683, -0.018818, -0.008425, -0.018002, -0.076781,
+                -0.092694, -0.068523,
+            ],
+        ),
+    ];
+    let texts: Vec<&str> = recorded.iter().map(|(text, _)| *text).collect();
+    // One call, so the shorter text is padded to the longer one's length.
+    let vectors = embedder()?.embed(&texts)?;
+    for ((text, expected), vector) in recorded.iter().zip(&vectors) {
+        for (k, want) in expected.iter().enumerate() {
+            let got = vector[k * 16];
+            assert!(
+                (got - want).abs() < 2e-5,
+                "{text:?} component {}: {got}, recorded {want}",
+                k * 16
+            );
+        }
+    }
+    Ok(())
+}
+
 #[test]
 fn a_batch_gives_what_each_text_gives_alone_in_order() -> TestResult {
     let embedder = embedder()?;

@@ -1,18 +1,20 @@
 //! A built-in sentence embedder: all-MiniLM-L6-v2 run in-process on the CPU, so semantic
 //! archive search works without an embedding server. candle and tokenizers types stay inside
-//! this module (and `install`), so the rest of mnemo does not depend on their fast-moving APIs.
+//! this module (`bert` is the encoder, `install` the model files), so the rest of mnemo does not
+//! depend on their fast-moving APIs.
 //!
 //! Threads: candle 0.11 takes its thread counts from the environment only (`thread_env`).
 
 use std::cmp::Reverse;
 use std::path::{Path, PathBuf};
 
-use candle_core::{DType, Device, Tensor};
-use candle_nn::VarBuilder;
-use candle_transformers::models::bert::{BertModel, Config};
+use candle_core::{Device, Tensor};
 use tokenizers::{Tokenizer, TruncationParams};
 
+mod bert;
 mod install;
+
+use bert::{Bert, Config};
 
 pub use install::{install_from, is_installed};
 
@@ -78,7 +80,7 @@ pub enum LocalEmbedError {
 
 /// The model and its tokenizer, loaded once and shared; `embed` takes `&self`.
 pub struct LocalEmbedder {
-    model: BertModel,
+    model: Bert,
     /// Truncates at `max_tokens`, as the model sees text.
     tokenizer: Tokenizer,
     /// Does not truncate, so `token_count` can tell how long a text really is.
@@ -97,6 +99,9 @@ impl LocalEmbedder {
         let config_path = dir.join(CONFIG);
         let config: Config =
             serde_json::from_slice(&read(&config_path)?).map_err(|e| invalid(&config_path, e))?;
+        if let Some(reason) = config.unsupported() {
+            return Err(invalid(&config_path, reason));
+        }
         // Positions past the model's table have no embedding.
         let max_tokens = max_seq_length(dir)?.min(config.max_position_embeddings);
 
@@ -117,24 +122,13 @@ impl LocalEmbedder {
             }))
             .map_err(|e| invalid(&tokenizer_path, e))?;
 
-        let weights_path = dir.join(WEIGHTS);
-        let device = Device::Cpu;
-        // Opened first, so a missing or unreadable file gets its own error.
-        std::fs::File::open(&weights_path).map_err(|e| read_error(&weights_path, e))?;
-        // Mapped, not read: the tensors are copied out of the mapping once, where reading the
-        // file first cost a second 90 MB buffer and a third of a search's time.
-        // SAFETY: the mapping is only read while the model loads, and mnemo writes model files
-        // through a rename (`install`), never in place, so the mapped file does not change.
-        let vb =
-            unsafe { VarBuilder::from_mmaped_safetensors(&[&weights_path], DType::F32, &device) }
-                .map_err(|e| invalid(&weights_path, e))?;
-        let model = BertModel::load(vb, &config).map_err(|e| invalid(&weights_path, e))?;
+        let model = Bert::load(&dir.join(WEIGHTS), &config)?;
 
         Ok(Self {
             model,
             tokenizer,
             counter,
-            device,
+            device: Device::Cpu,
             max_tokens,
             dimensions: config.hidden_size,
             pad_id: u32::try_from(config.pad_token_id).map_err(|e| invalid(&config_path, e))?,
@@ -197,17 +191,20 @@ impl LocalEmbedder {
         let len = batch.iter().map(|ids| ids.len()).max().unwrap_or(0);
         let mut ids = Vec::with_capacity(batch.len() * len);
         let mut mask = Vec::with_capacity(batch.len() * len);
+        let mut bias = Vec::with_capacity(batch.len() * len);
         for seq in batch {
             ids.extend_from_slice(seq);
             ids.resize(ids.len() + len - seq.len(), self.pad_id);
             mask.resize(mask.len() + seq.len(), 1f32);
             mask.resize(mask.len() + len - seq.len(), 0f32);
+            bias.resize(bias.len() + seq.len(), 0f32);
+            bias.resize(bias.len() + len - seq.len(), f32::MIN);
         }
         let shape = (batch.len(), len);
         let ids = Tensor::from_vec(ids, shape, &self.device)?;
         let mask = Tensor::from_vec(mask, shape, &self.device)?;
-        let type_ids = ids.zeros_like()?;
-        let hidden = self.model.forward(&ids, &type_ids, Some(&mask))?;
+        let bias = Tensor::from_vec(bias, shape, &self.device)?;
+        let hidden = self.model.forward(&ids, &bias)?;
         // Mean over the real tokens only, then unit length (sentence-transformers' Pooling
         // and Normalize modules; its eps keeps an all-zero vector from dividing by zero).
         let summed = hidden.broadcast_mul(&mask.unsqueeze(2)?)?.sum(1)?;
