@@ -19,7 +19,7 @@ use agent_client_protocol as acp;
 
 #[path = "../cli_support/mod.rs"]
 mod cli_support;
-pub use cli_support::Workspace;
+pub use cli_support::{Workspace, wait_for};
 
 /// Every test's limit: a hung agent fails the test instead of stalling the suite.
 pub const LIMIT: Duration = Duration::from_secs(60);
@@ -69,15 +69,21 @@ pub fn text(block: &ContentBlock) -> Option<String> {
     }
 }
 
-/// `mnemo --cd WORKSPACE --model MODEL ARGS… acp` as the workspace's tests run it.
-pub fn agent(ws: &Workspace, model: &str, args: &[&str]) -> AcpAgent {
+/// `mnemo --cd WORKSPACE --model MODEL FLAGS… acp` as the workspace's tests run it.
+pub fn agent(ws: &Workspace, model: &str, flags: &[&str]) -> AcpAgent {
+    agent_with(ws, model, flags, &[])
+}
+
+/// `mnemo --cd WORKSPACE --model MODEL FLAGS… acp ACP_FLAGS…`.
+pub fn agent_with(ws: &Workspace, model: &str, flags: &[&str], acp_flags: &[&str]) -> AcpAgent {
     let config = AcpAgentConfig::new(env!("CARGO_BIN_EXE_mnemo"))
         .arg("--cd")
         .arg(ws.path().display().to_string())
         .arg("--model")
         .arg(model)
-        .args(args.iter().copied())
+        .args(flags.iter().copied())
         .arg("acp")
+        .args(acp_flags.iter().copied())
         .env(
             "MNEMO_CONFIG_DIR",
             ws.path().join(".cfg").display().to_string(),
