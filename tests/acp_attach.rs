@@ -3,7 +3,8 @@
 
 mod acp_support;
 
-use acp_support::{Answer, LIMIT, Seen, Workspace, agent_with, new_session, prompt, run, wait_for};
+use acp_support::cli_support::wait_for;
+use acp_support::{Answer, LIMIT, Seen, Workspace, agent_with, new_session, prompt, run};
 use agent_client_protocol::v1::schema::StopReason;
 use serde_json::json;
 

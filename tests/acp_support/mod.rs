@@ -18,8 +18,8 @@ use acp::{AcpAgent, AcpAgentConfig, Agent, Client};
 use agent_client_protocol as acp;
 
 #[path = "../cli_support/mod.rs"]
-mod cli_support;
-pub use cli_support::{Workspace, wait_for};
+pub mod cli_support;
+pub use cli_support::Workspace;
 
 /// Every test's limit: a hung agent fails the test instead of stalling the suite.
 pub const LIMIT: Duration = Duration::from_secs(60);
