@@ -129,6 +129,11 @@ impl Front {
         cx: ConnectionTo<Client>,
     ) {
         let id = request.session_id.0.to_string();
+        if self.sessions().contains_key(&id) {
+            let open = format!("session `{id}` is open already on this connection");
+            let _ = responder.respond_with_error(error(ErrorCode::INVALID_REQUEST, open));
+            return;
+        }
         let opened = async {
             let loaded = self.workspace(&request.cwd)?;
             let history = self
