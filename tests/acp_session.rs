@@ -8,7 +8,8 @@ use std::time::{Duration, Instant};
 
 use acp_support::{Answer, LIMIT, Seen, Workspace, agent, new_session, prompt, run};
 use agent_client_protocol::v1::schema::{
-    CancelNotification, LoadSessionRequest, SessionUpdate, StopReason, ToolCallStatus, ToolKind,
+    CancelNotification, LoadSessionRequest, SessionUpdate, StopReason, ToolCallContent,
+    ToolCallStatus, ToolKind,
 };
 use serde_json::json;
 
@@ -123,11 +124,23 @@ async fn a_denied_permission_keeps_the_file_unwritten() {
     assert_eq!(finished_status(&seen, "w1"), Some(ToolCallStatus::Failed));
 }
 
+/// Whether `update` shows a tool call's output containing `wanted`.
+fn live_output(update: &SessionUpdate, wanted: &str) -> bool {
+    let SessionUpdate::ToolCallUpdate(update) = update else {
+        return false;
+    };
+    update.fields.content.iter().flatten().any(|content| {
+        matches!(content, ToolCallContent::Content(shown)
+            if acp_support::text(&shown.content).is_some_and(|t| t.contains(wanted)))
+    })
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_cancel_stops_a_slow_command_and_ends_the_turn_as_cancelled() {
     let ws = Workspace::new();
     let model = ws.script(json!({"turns": [
-        {"tool_calls": [{"id": "s1", "name": "shell", "arguments": {"command": "sleep 30"}}]},
+        {"tool_calls": [{"id": "s1", "name": "shell",
+                         "arguments": {"command": "echo started; sleep 30"}}]},
         {"text": "never"},
     ]}));
     let seen = Seen::default();
@@ -137,11 +150,8 @@ async fn a_cancel_stops_a_slow_command_and_ends_the_turn_as_cancelled() {
         let turn = cx.send_request(prompt(&id, "wait")).block_task();
         let cancel = async {
             let deadline = Instant::now() + Duration::from_secs(20);
-            while !watched
-                .updates()
-                .iter()
-                .any(|u| matches!(u, SessionUpdate::ToolCall(_)))
-            {
+            // Its live output shows it runs.
+            while !watched.updates().iter().any(|u| live_output(u, "started")) {
                 assert!(Instant::now() < deadline, "the command never started");
                 tokio::time::sleep(Duration::from_millis(20)).await;
             }

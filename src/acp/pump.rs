@@ -61,12 +61,19 @@ pub(super) async fn run(
     cx: ConnectionTo<Client>,
 ) {
     let id = attached.session.clone();
+    let mut outputs = updates::Outputs::default();
     while let Some(numbered) = attached.events.recv().await {
         let event = numbered.event;
         for update in updates::live(&event, &workspace) {
             let _ = cx.send_notification(SessionNotification::new(id.clone(), update));
         }
         match event {
+            Event::ToolOutput { call_id, chunk } => {
+                if let Some(update) = outputs.add(&call_id, &chunk) {
+                    let _ = cx.send_notification(SessionNotification::new(id.clone(), update));
+                }
+            }
+            Event::ToolCallFinished { call_id, .. } => outputs.finished(&call_id),
             Event::ApprovalRequested {
                 id: asked,
                 call_id,

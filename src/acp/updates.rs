@@ -1,6 +1,7 @@
 //! Session events as ACP `session/update`s: text and thoughts as chunks, tool calls with
 //! their kind, status, locations and diffs.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use agent_client_protocol::v1::schema::{
@@ -127,20 +128,53 @@ fn started(call_id: &str, name: &str, arguments: &Value, workspace: &Path) -> To
         .raw_input(arguments.clone())
 }
 
+/// The live output of running tool calls, up to what the editor is shown of each.
+#[derive(Default)]
+pub(super) struct Outputs(HashMap<String, String>);
+
+impl Outputs {
+    /// The call's output so far with `chunk` added, as an update; `None` once the call has
+    /// shown all it may.
+    pub(super) fn add(&mut self, call_id: &str, chunk: &str) -> Option<SessionUpdate> {
+        let shown = self.0.entry(call_id.to_string()).or_default();
+        if shown.len() >= OUTPUT_SHOWN {
+            return None;
+        }
+        shown.push_str(chunk);
+        cap(shown);
+        let content = vec![ToolCallContent::Content(Content::new(ContentBlock::from(
+            shown.clone(),
+        )))];
+        Some(SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
+            call_id.to_string(),
+            ToolCallUpdateFields::new().content(content),
+        )))
+    }
+
+    pub(super) fn finished(&mut self, call_id: &str) {
+        self.0.remove(call_id);
+    }
+}
+
+/// Cuts `text` to what the editor is shown.
+fn cap(text: &mut String) {
+    if text.len() > OUTPUT_SHOWN {
+        let mut cut = OUTPUT_SHOWN;
+        while !text.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        text.truncate(cut);
+        text.push_str("\n…");
+    }
+}
+
 fn finished(call_id: &str, status: ToolStatus, output: &str) -> ToolCallUpdate {
     let status = match status {
         ToolStatus::Ok => ToolCallStatus::Completed,
         ToolStatus::Error => ToolCallStatus::Failed,
     };
     let mut shown = output.to_string();
-    if shown.len() > OUTPUT_SHOWN {
-        let mut cut = OUTPUT_SHOWN;
-        while !shown.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        shown.truncate(cut);
-        shown.push_str("\n…");
-    }
+    cap(&mut shown);
     let content = vec![ToolCallContent::Content(Content::new(ContentBlock::from(
         shown,
     )))];
