@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 
 use acp_support::{Answer, LIMIT, Seen, Workspace, agent, new_session, prompt, run};
 use agent_client_protocol::v1::schema::{
-    CancelNotification, LoadSessionRequest, SessionUpdate, StopReason, ToolCallContent,
-    ToolCallStatus, ToolKind,
+    CancelNotification, LoadSessionRequest, SessionConfigKind, SessionUpdate, StopReason,
+    ToolCallContent, ToolCallStatus, ToolKind,
 };
 use serde_json::json;
 
@@ -32,6 +32,13 @@ async fn a_prompt_streams_the_reply_as_message_chunks() {
         let modes = session.modes.unwrap_or_else(|| panic!("no modes"));
         assert_eq!(&*modes.current_mode_id.0, "auto");
         assert_eq!(modes.available_modes.len(), 4);
+        let options = session.config_options.unwrap_or_default();
+        let picker = options.iter().find(|option| &*option.id.0 == "model");
+        let picker = picker.unwrap_or_else(|| panic!("no model picker: {options:?}"));
+        let SessionConfigKind::Select(select) = &picker.kind else {
+            panic!("the model picker is not a select: {picker:?}")
+        };
+        assert_eq!(&*select.current_value.0, model.as_str());
         let id = session.session_id.0.to_string();
         cx.send_request(prompt(&id, "hi")).block_task().await
     };

@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use acp::v1::schema::{
     CancelNotification, InitializeRequest, LoadSessionRequest, NewSessionRequest, PromptRequest,
-    SetSessionModeRequest,
+    SetSessionConfigOptionRequest, SetSessionModeRequest,
 };
 use agent_client_protocol as acp;
 
@@ -85,6 +85,17 @@ pub async fn serve(
                 async move |request: SetSessionModeRequest, responder, _cx| {
                     let front = front.clone();
                     tokio::spawn(async move { front.set_mode(request, responder).await });
+                    Ok(())
+                }
+            },
+            acp::on_receive_request!(),
+        )
+        .on_receive_request(
+            {
+                let front = front.clone();
+                async move |request: SetSessionConfigOptionRequest, responder, _cx| {
+                    let front = front.clone();
+                    tokio::spawn(async move { front.set_option(request, responder).await });
                     Ok(())
                 }
             },

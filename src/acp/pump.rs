@@ -54,12 +54,20 @@ impl Waiting {
     }
 }
 
+/// What the pump needs to know of its session's configuration.
+pub(super) struct Setting {
+    pub(super) workspace: PathBuf,
+    /// The configured models, for the model picker.
+    pub(super) models: Vec<String>,
+}
+
 pub(super) async fn run(
     mut attached: Attachment,
     waiting: Waiting,
-    workspace: PathBuf,
+    setting: Setting,
     cx: ConnectionTo<Client>,
 ) {
+    let Setting { workspace, models } = setting;
     let id = attached.session.clone();
     let mut outputs = updates::Outputs::default();
     while let Some(numbered) = attached.events.recv().await {
@@ -74,6 +82,10 @@ pub(super) async fn run(
                 }
             }
             Event::ToolCallFinished { call_id, .. } => outputs.finished(&call_id),
+            Event::SessionStarted { model, .. } | Event::ModelChanged { model, .. } => {
+                let update = updates::model_update(&model, &models);
+                let _ = cx.send_notification(SessionNotification::new(id.clone(), update));
+            }
             Event::ApprovalRequested {
                 id: asked,
                 call_id,

@@ -11,8 +11,9 @@ use acp::v1::schema::{
     AgentCapabilities, AvailableCommand, AvailableCommandInput, AvailableCommandsUpdate,
     ContentBlock, ContentChunk, EmbeddedResourceResource, Implementation, InitializeRequest,
     InitializeResponse, LoadSessionRequest, LoadSessionResponse, NewSessionRequest,
-    NewSessionResponse, PromptCapabilities, PromptRequest, PromptResponse, SessionMode,
-    SessionModeState, SessionNotification, SessionUpdate, SetSessionModeRequest,
+    NewSessionResponse, PromptCapabilities, PromptRequest, PromptResponse, SessionConfigOption,
+    SessionMode, SessionModeState, SessionNotification, SessionUpdate,
+    SetSessionConfigOptionRequest, SetSessionConfigOptionResponse, SetSessionModeRequest,
     SetSessionModeResponse, StopReason, UnstructuredCommandInput,
 };
 use acp::v1::{ConnectionTo, Responder};
@@ -116,7 +117,9 @@ impl Front {
             }
         };
         let id = attached.session.clone();
-        let response = NewSessionResponse::new(id.clone()).modes(self.modes(&loaded));
+        let response = NewSessionResponse::new(id.clone())
+            .modes(self.modes(&loaded))
+            .config_options(vec![self.model_option(&loaded)]);
         self.run(attached, &loaded, &cx);
         let _ = responder.respond(response);
         self.announce(&id, &loaded, &cx);
@@ -161,7 +164,9 @@ impl Front {
         };
         match opened.await {
             Ok((loaded, attached)) => {
-                let response = LoadSessionResponse::new().modes(self.modes(&loaded));
+                let response = LoadSessionResponse::new()
+                    .modes(self.modes(&loaded))
+                    .config_options(vec![self.model_option(&loaded)]);
                 self.run(attached, &loaded, &cx);
                 let _ = responder.respond(response);
                 self.announce(&id, &loaded, &cx);
@@ -182,12 +187,11 @@ impl Front {
                 waiting: waiting.clone(),
             },
         );
-        tokio::spawn(pump::run(
-            attached,
-            waiting,
-            loaded.workspace.clone(),
-            cx.clone(),
-        ));
+        let setting = pump::Setting {
+            workspace: loaded.workspace.clone(),
+            models: models(loaded),
+        };
+        tokio::spawn(pump::run(attached, waiting, setting, cx.clone()));
     }
 
     /// Tells the client the slash commands, and what an untrusted workspace did not get.
@@ -228,6 +232,48 @@ impl Front {
             .map(|mode| SessionMode::new(mode.label(), mode.label()).description(mode.explain()))
             .collect();
         SessionModeState::new(current.label(), modes)
+    }
+
+    /// The model picker as a session of `loaded` starts (a stored session's own model
+    /// follows as soon as it announces itself).
+    fn model_option(&self, loaded: &Loaded) -> SessionConfigOption {
+        let current = self
+            .cli
+            .model
+            .clone()
+            .unwrap_or_else(|| loaded.config.default_model.clone());
+        updates::model_option(&current, &models(loaded))
+    }
+
+    /// `session/set_config_option`: the model picker goes on with another configured model.
+    pub(super) async fn set_option(
+        self: Arc<Self>,
+        request: SetSessionConfigOptionRequest,
+        responder: Responder<SetSessionConfigOptionResponse>,
+    ) {
+        let id = request.session_id.0.to_string();
+        let Some((ops, _)) = self.ops(&id) else {
+            let _ = responder.respond_with_error(unknown(&id));
+            return;
+        };
+        let model = match request.value.as_value_id() {
+            Some(model) if &*request.config_id.0 == updates::MODEL_OPTION => model.0.to_string(),
+            _ => {
+                let message = format!(
+                    "unknown option `{}`: the one option is `{}`, a model name",
+                    request.config_id.0,
+                    updates::MODEL_OPTION
+                );
+                let _ = responder.respond_with_error(error(ErrorCode::INVALID_PARAMS, message));
+                return;
+            }
+        };
+        let models = models(&self.loaded);
+        let options = vec![updates::model_option(&model, &models)];
+        let _ = match ops.send(Op::SetModel { model }).await {
+            Ok(()) => responder.respond(SetSessionConfigOptionResponse::new(options)),
+            Err(_) => responder.respond_with_error(ended()),
+        };
     }
 
     fn ops(&self, id: &str) -> Option<(mpsc::Sender<Op>, Waiting)> {
@@ -308,6 +354,11 @@ impl Front {
             self.host.stop(&id, STOP_WAIT).await;
         }
     }
+}
+
+/// The models the configuration names.
+fn models(loaded: &Loaded) -> Vec<String> {
+    loaded.config.models.keys().cloned().collect()
 }
 
 fn unknown(id: &str) -> acp::Error {

@@ -5,9 +5,10 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use agent_client_protocol::v1::schema::{
-    Content, ContentBlock, ContentChunk, CurrentModeUpdate, Diff, SessionUpdate, ToolCall,
-    ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields,
-    ToolKind,
+    ConfigOptionUpdate, Content, ContentBlock, ContentChunk, CurrentModeUpdate, Diff,
+    SessionConfigOption, SessionConfigOptionCategory, SessionConfigSelectOption, SessionUpdate,
+    ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate,
+    ToolCallUpdateFields, ToolKind,
 };
 use serde_json::Value;
 
@@ -228,4 +229,23 @@ pub(super) fn asking(
             .content(content)
             .locations(locations),
     )
+}
+
+/// The id of the model picker among the session's config options.
+pub(super) const MODEL_OPTION: &str = "model";
+
+/// The model picker: `current` first, then the other configured models.
+pub(super) fn model_option(current: &str, models: &[String]) -> SessionConfigOption {
+    let others = models.iter().filter(|model| *model != current);
+    let choices: Vec<SessionConfigSelectOption> = std::iter::once(current)
+        .chain(others.map(String::as_str))
+        .map(|model| SessionConfigSelectOption::new(model.to_string(), model.to_string()))
+        .collect();
+    SessionConfigOption::select(MODEL_OPTION, "Model", current.to_string(), choices)
+        .category(SessionConfigOptionCategory::Model)
+}
+
+/// The session now uses `current`.
+pub(super) fn model_update(current: &str, models: &[String]) -> SessionUpdate {
+    SessionUpdate::ConfigOptionUpdate(ConfigOptionUpdate::new(vec![model_option(current, models)]))
 }
