@@ -143,6 +143,13 @@ fn live_output(update: &SessionUpdate, wanted: &str) -> bool {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_client_failing_to_answer_a_permission_is_a_denial() {
+    let (ws, seen) = asked_write(Answer::Fail).await;
+    assert!(!ws.path().join("asked.txt").exists());
+    assert_eq!(finished_status(&seen, "w1"), Some(ToolCallStatus::Failed));
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn a_cancel_stops_a_slow_command_and_ends_the_turn_as_cancelled() {
     let ws = Workspace::new();
     let model = ws.script(json!({"turns": [

@@ -29,6 +29,8 @@ pub const LIMIT: Duration = Duration::from_secs(60);
 pub enum Answer {
     Allow,
     Deny,
+    /// A JSON-RPC error instead of an answer.
+    Fail,
 }
 
 /// What the agent sent the client.
@@ -123,6 +125,10 @@ pub async fn run<R>(
                 let wanted = match answer {
                     Answer::Allow => PermissionOptionKind::AllowOnce,
                     Answer::Deny => PermissionOptionKind::RejectOnce,
+                    Answer::Fail => {
+                        asked.lock().unwrap_or_else(|e| panic!("{e}")).push(request);
+                        return responder.respond_with_error(acp::Error::internal_error());
+                    }
                 };
                 let chosen = request
                     .options
