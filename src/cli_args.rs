@@ -85,6 +85,18 @@ pub enum Command {
         #[command(flatten)]
         tls: ClientTls,
     },
+    /// Speak the Agent Client Protocol on stdin/stdout, for editors (Zed and others): each
+    /// session works in the editor's project directory.
+    Acp {
+        /// Run the sessions in the running `mnemo serve` (through its gateway) instead of here.
+        #[arg(long)]
+        attach: bool,
+        /// With --attach: the daemon's gateway at HOST:PORT instead of its local socket.
+        #[arg(long, requires = "attach")]
+        url: Option<String>,
+        #[command(flatten)]
+        tls: ClientTls,
+    },
     /// Open a session of the running `mnemo serve` in the terminal (the latest of this
     /// directory when no SESSION is named); leaving detaches and it goes on.
     Attach {

@@ -1,6 +1,7 @@
 //! mnemo: a terminal coding and ops assistant. The library holds everything; the binary only
 //! parses flags and picks a front end.
 
+pub mod acp;
 pub mod agent;
 pub mod capabilities;
 pub mod channels;

@@ -347,6 +347,36 @@ fn real_main(cli: Cli) -> anyhow::Result<ExitCode> {
             })??;
             Ok(stopped.map_or(ExitCode::SUCCESS, |stop| ExitCode::from(stop.exit_code())))
         }
+        Some(Command::Acp { attach, url, tls }) => {
+            // The protocol owns stdout: holding its lock here would stall every message.
+            drop(out);
+            block_on(async {
+                let loaded = Arc::new(loaded);
+                let host: Arc<dyn HostApi> = match attach {
+                    true => {
+                        let data = loaded
+                            .dirs
+                            .data
+                            .clone()
+                            .context("mnemo has no data directory")?;
+                        let files = tls.files();
+                        Arc::new(
+                            mnemo::gateway::client::GatewayClient::connect(
+                                &data,
+                                target(&url, &files),
+                            )
+                            .await?,
+                        )
+                    }
+                    false => Arc::new(mnemo::host::LocalHost::new(
+                        mnemo::host::SessionHost::in_process_only(),
+                        loaded.clone(),
+                    )),
+                };
+                anyhow::Ok(mnemo::acp::serve(host, loaded, overrides).await?)
+            })??;
+            Ok(ExitCode::SUCCESS)
+        }
         Some(Command::Run {
             prompt,
             json,

@@ -21,8 +21,9 @@ impl RepeatGuard {
 
     /// Records a call; true when it completes `limit` identical calls in a row.
     pub fn observe(&mut self, name: &str, input: &Value) -> bool {
-        // serde_json's map is ordered by key, so equal arguments serialize equally.
-        let args = input.to_string();
+        // Keys sorted, so that equal arguments in another order serialize equally (serde_json
+        // keeps objects in insertion order once any crate asks for `preserve_order`).
+        let args = sorted(input).to_string();
         match &self.last {
             Some((n, a)) if n == name && *a == args => self.count += 1,
             _ => {
@@ -31,6 +32,24 @@ impl RepeatGuard {
             }
         }
         self.count >= self.limit
+    }
+}
+
+/// `value` with every object's keys in sorted order.
+fn sorted(value: &Value) -> Value {
+    match value {
+        Value::Object(map) => {
+            let mut fields: Vec<(&String, &Value)> = map.iter().collect();
+            fields.sort_by(|a, b| a.0.cmp(b.0));
+            Value::Object(
+                fields
+                    .into_iter()
+                    .map(|(key, value)| (key.clone(), sorted(value)))
+                    .collect(),
+            )
+        }
+        Value::Array(items) => Value::Array(items.iter().map(sorted).collect()),
+        other => other.clone(),
     }
 }
 

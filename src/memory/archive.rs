@@ -199,7 +199,15 @@ fn push_values(out: &mut String, value: &Value) {
         Value::String(text) => push_line(out, text),
         Value::Number(number) => push_line(out, &number.to_string()),
         Value::Array(items) => items.iter().for_each(|item| push_values(out, item)),
-        Value::Object(fields) => fields.values().for_each(|item| push_values(out, item)),
+        // By key, whatever order the call wrote them in (serde_json keeps insertion order
+        // once any crate asks for `preserve_order`).
+        Value::Object(fields) => {
+            let mut fields: Vec<(&String, &Value)> = fields.iter().collect();
+            fields.sort_by(|a, b| a.0.cmp(b.0));
+            fields
+                .into_iter()
+                .for_each(|(_, item)| push_values(out, item));
+        }
         Value::Null | Value::Bool(_) => {}
     }
 }
