@@ -93,7 +93,8 @@ fn capabilities_are_listed_shown_pinned_and_removed() -> TestResult {
         "tags:      crypto, files\n",
         "uses:      2 (last ",
         " in session session-one, turn 4\n",
-        "input schema:\n{\n  \"properties\": {\n    \"path\": {\n      \"type\": \"string\"",
+        // The schema as the model wrote it, key order kept.
+        "input schema:\n{\n  \"type\": \"object\",\n  \"properties\": {\n    \"path\": {\n      \"type\": \"string\"",
         "examples:\n{\n  \"input\": {\n    \"path\": \"a.txt\"\n  },\n  \"output\": \"9f86d081\"\n}",
         "code:\nimport hashlib, sys\nprint(sys.argv)\n",
         "versions:\n  v1 ",
