@@ -292,3 +292,20 @@ async fn a_stream_cut_and_retried_ends_with_the_whole_reply_once() {
         "the retry is said: {stderr}"
     );
 }
+
+#[test]
+fn a_database_of_a_newer_mnemo_is_refused_in_one_line_that_says_why_once() {
+    let ws = Workspace::new();
+    let data = ws.path().join(".data");
+    std::fs::create_dir_all(&data).unwrap_or_else(|e| panic!("{e}"));
+    rusqlite::Connection::open(data.join("mnemo.db"))
+        .and_then(|db| db.pragma_update(None, "user_version", 999))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let model = ws.script(json!({"turns": [{"text": "never sent"}]}));
+    let out = ws.mnemo(&["--model", &model, "run", "hi"], None);
+    let stderr = text(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert_eq!(stderr.matches("schema version 999").count(), 1, "{stderr}");
+    assert!(stderr.contains("upgrade mnemo"), "{stderr}");
+}

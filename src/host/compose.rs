@@ -39,8 +39,9 @@ pub enum LaunchError {
     },
     #[error("no data directory could be found for the database; pass --db PATH")]
     NoDataDir,
-    #[error("session store {path}: {source}")]
-    Store { path: PathBuf, source: StoreError },
+    /// The cause is in the message and not a `source`, so that a printed chain says it once.
+    #[error("session store {path}: {cause}")]
+    Store { path: PathBuf, cause: StoreError },
     #[error(transparent)]
     Session(#[from] StoreError),
     #[error("there is no earlier session in {0}; start one with `mnemo run` or `mnemo`")]
@@ -159,7 +160,7 @@ impl Loaded {
             return Ok(store.clone());
         }
         let path = self.db_path.clone().ok_or(LaunchError::NoDataDir)?;
-        let store = Store::open(&path).map_err(|source| LaunchError::Store { path, source })?;
+        let store = Store::open(&path).map_err(|cause| LaunchError::Store { path, cause })?;
         Ok(self.store.get_or_init(|| store).clone())
     }
 
