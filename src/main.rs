@@ -81,6 +81,30 @@ fn block_on<F: std::future::Future>(future: F) -> anyhow::Result<F::Output> {
 
 /// The exit code of a command that names things (capabilities, skills).
 /// Where `--url` and the TLS flags say the gateway is (its local socket without `--url`).
+/// The daemon's sessions through its gateway with `--attach`, else a host in this process that
+/// only this process watches.
+async fn session_host(
+    attach: bool,
+    url: &Option<String>,
+    tls: &ClientTls,
+    loaded: &Arc<host::Loaded>,
+) -> anyhow::Result<Arc<dyn HostApi>> {
+    if !attach {
+        return Ok(Arc::new(host::LocalHost::new(
+            host::SessionHost::in_process_only(),
+            loaded.clone(),
+        )));
+    }
+    let data = loaded
+        .dirs
+        .data
+        .clone()
+        .context("mnemo has no data directory")?;
+    let files = tls.files();
+    let client = mnemo::gateway::client::GatewayClient::connect(&data, target(url, &files)).await?;
+    Ok(Arc::new(client))
+}
+
 fn target<'a>(
     url: &'a Option<String>,
     tls: &'a Option<mnemo::gateway::tls::ClientTlsFiles>,
@@ -352,27 +376,7 @@ fn real_main(cli: Cli) -> anyhow::Result<ExitCode> {
             drop(out);
             block_on(async {
                 let loaded = Arc::new(loaded);
-                let host: Arc<dyn HostApi> = match attach {
-                    true => {
-                        let data = loaded
-                            .dirs
-                            .data
-                            .clone()
-                            .context("mnemo has no data directory")?;
-                        let files = tls.files();
-                        Arc::new(
-                            mnemo::gateway::client::GatewayClient::connect(
-                                &data,
-                                target(&url, &files),
-                            )
-                            .await?,
-                        )
-                    }
-                    false => Arc::new(mnemo::host::LocalHost::new(
-                        mnemo::host::SessionHost::in_process_only(),
-                        loaded.clone(),
-                    )),
-                };
+                let host = session_host(attach, &url, &tls, &loaded).await?;
                 anyhow::Ok(mnemo::acp::serve(host, loaded, overrides).await?)
             })??;
             Ok(ExitCode::SUCCESS)
@@ -404,24 +408,7 @@ fn real_main(cli: Cli) -> anyhow::Result<ExitCode> {
             };
             let report = block_on(async {
                 let loaded = Arc::new(loaded);
-                let host: Arc<dyn HostApi> = match attach {
-                    true => {
-                        let data = loaded
-                            .dirs
-                            .data
-                            .clone()
-                            .context("mnemo has no data directory")?;
-                        let files = tls.files();
-                        let target = target(&url, &files);
-                        Arc::new(
-                            mnemo::gateway::client::GatewayClient::connect(&data, target).await?,
-                        )
-                    }
-                    false => Arc::new(mnemo::host::LocalHost::new(
-                        mnemo::host::SessionHost::in_process_only(),
-                        loaded.clone(),
-                    )),
-                };
+                let host = session_host(attach, &url, &tls, &loaded).await?;
                 let options = mnemo::host::OpenOptions {
                     approval_mode: None,
                     questions: false,
