@@ -10,18 +10,16 @@
 
 #[path = "../tests/common/mod.rs"]
 mod common;
+mod tui_pty;
 
 use std::collections::{BTreeSet, HashMap};
-use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::{Reply, TestServer};
-use portable_pty::{CommandBuilder, PtySize, native_pty_system};
-
-type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
+use portable_pty::CommandBuilder;
+use tui_pty::{Pty, Result};
 
 const ORDER: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/assets/startup-order.txt");
 
@@ -159,12 +157,6 @@ fn anthropic_tool_call() -> String {
 
 /// The TUI in a pseudo-terminal: one message, its streamed answer, then `/quit`.
 fn tui_session(binary: &Path, out: &Path, dir: &Path, flags: &[String]) -> Result<()> {
-    let pair = native_pty_system().openpty(PtySize {
-        rows: 40,
-        cols: 120,
-        pixel_width: 0,
-        pixel_height: 0,
-    })?;
     let plain = valgrind(binary, out, dir);
     let mut command = CommandBuilder::new(plain.get_program());
     command.args(plain.get_args());
@@ -175,49 +167,14 @@ fn tui_session(binary: &Path, out: &Path, dir: &Path, flags: &[String]) -> Resul
             command.env(key, value);
         }
     }
-    let mut child = pair.slave.spawn_command(command)?;
-    drop(pair.slave);
-    let screen = Arc::new(Mutex::new(String::new()));
-    let writer = Arc::new(Mutex::new(pair.master.take_writer()?));
-    let mut reader = pair.master.try_clone_reader()?;
-    let (seen, answer) = (screen.clone(), writer.clone());
-    std::thread::spawn(move || {
-        let mut buf = [0u8; 65536];
-        while let Ok(n @ 1..) = reader.read(&mut buf) {
-            let chunk = String::from_utf8_lossy(&buf[..n]);
-            if chunk.contains("\x1b[6n")
-                && let Ok(mut w) = answer.lock()
-            {
-                let _ = w.write_all(b"\x1b[1;1R");
-            }
-            if let Ok(mut s) = seen.lock() {
-                s.push_str(&chunk);
-            }
-        }
-    });
-    let wait_for = |text: &str| -> Result<()> {
-        let start = Instant::now();
-        while start.elapsed() < Duration::from_secs(120) {
-            if screen.lock().map(|s| s.contains(text)).unwrap_or(false) {
-                return Ok(());
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        Err(format!("the TUI never showed {text:?}").into())
-    };
-    let send = |text: &str| -> Result<()> {
-        let mut w = writer.lock().map_err(|e| e.to_string())?;
-        w.write_all(text.as_bytes())?;
-        Ok(w.flush()?)
-    };
-    wait_for("Enter send")?;
-    send("hi\r")?;
-    wait_for("TUI.")?;
-    send("/quit\r")?;
-    let status = child.wait()?;
-    drop(pair.master);
-    if !status.success() {
-        return Err(format!("the TUI ended with {status:?}").into());
+    let mut tui = Pty::start(command)?;
+    let limit = Duration::from_secs(120);
+    tui.wait_for("Enter send", limit)?;
+    tui.send("hi\r")?;
+    tui.wait_for("TUI.", limit)?;
+    tui.send("/quit\r")?;
+    if !tui.wait_exit()? {
+        return Err("the TUI ended with an error".into());
     }
     Ok(())
 }

@@ -1,6 +1,9 @@
 //! The real binary in a pseudo-terminal for the TUI benchmarks: its output feeds a vt100
 //! screen, cursor position queries are answered, and /proc tells its CPU time and wake-ups.
 
+// The TUI bench and the start-up order each use a different part of it.
+#![allow(dead_code)]
+
 use std::io::{Read, Write};
 use std::num::NonZeroU16;
 use std::path::Path;
@@ -23,18 +26,23 @@ impl Pty {
     pub fn spawn(dir: &Path, script: &str, extra: &[&str]) -> Result<Self> {
         let path = dir.join("script.json");
         std::fs::write(&path, script)?;
-        let pair = native_pty_system().openpty(PtySize {
-            rows: 40,
-            cols: 120,
-            pixel_width: 0,
-            pixel_height: 0,
-        })?;
         let mut command = CommandBuilder::new(binary());
         command.args(["--model", &format!("scripted:{}", path.display())]);
         command.args(extra);
         command.cwd(dir);
         command.env("MNEMO_CONFIG_DIR", dir.join("config"));
         command.env("MNEMO_DATA_DIR", dir.join("data"));
+        Self::start(command)
+    }
+
+    /// `command` in a 120x40 pty.
+    pub fn start(command: CommandBuilder) -> Result<Self> {
+        let pair = native_pty_system().openpty(PtySize {
+            rows: 40,
+            cols: 120,
+            pixel_width: 0,
+            pixel_height: 0,
+        })?;
         let child = pair.slave.spawn_command(command)?;
         drop(pair.slave);
         let (Some(rows), Some(cols)) = (NonZeroU16::new(40), NonZeroU16::new(120)) else {
@@ -99,6 +107,11 @@ impl Pty {
             std::thread::sleep(Duration::from_micros(200));
         }
         Err(format!("{text:?} never appeared").into())
+    }
+
+    /// Waits for the program to end by itself and says whether it succeeded.
+    pub fn wait_exit(&mut self) -> Result<bool> {
+        Ok(self.child.wait()?.success())
     }
 
     pub fn pid(&self) -> Result<u32> {
