@@ -26,8 +26,10 @@ use crate::protocol::{Event, SessionEvent};
 /// Events waiting for the writer. Several thousand events per second at full load (100
 /// sessions streaming) fill this in a few seconds of a stalled disk, not in one slow batch.
 const QUEUE: usize = 16_384;
-/// The longest an event waits before its batch is written.
-const BATCH_WAIT: Duration = Duration::from_millis(50);
+/// The longest an event waits before its batch is written. Long enough that a streamed reply
+/// costs a few transactions a second (the store thread's wake-ups were a sixth of a stream's
+/// CPU at 50 ms); a replay flushes first, so nothing waits for it.
+const BATCH_WAIT: Duration = Duration::from_millis(250);
 /// The most events one transaction writes.
 const BATCH_EVENTS: usize = 500;
 /// How many events of each session are kept; older ones are pruned.
@@ -82,11 +84,15 @@ impl Journal {
         })
     }
 
-    /// Queues `entry` unless `QUEUE` entries wait already (then it is dropped).
+    /// Queues `entry` unless `QUEUE` entries wait already (then it is dropped). A full
+    /// batch wakes the writer: a reply that streams faster than it waits would otherwise pile
+    /// up whole in the queue.
     fn try_queue(&self, entry: Entry) {
-        let full = self.waiting.fetch_add(1, Ordering::AcqRel) >= QUEUE;
-        if full || self.queue.send(entry).is_err() {
+        let before = self.waiting.fetch_add(1, Ordering::AcqRel);
+        if before >= QUEUE || self.queue.send(entry).is_err() {
             self.waiting.fetch_sub(1, Ordering::AcqRel);
+        } else if (before + 1).is_multiple_of(BATCH_EVENTS) {
+            self.writer.unpark();
         }
     }
 
