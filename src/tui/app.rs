@@ -33,8 +33,11 @@ use crate::host::{HostApi, Loaded};
 use crate::protocol::{Event, Op};
 use crate::signals::{Signals, Stop};
 
-/// At most about 60 frames per second.
+/// At most about 60 frames per second after a key.
 const FRAME: Duration = Duration::from_millis(16);
+/// Frames that only show what the agent did come at most about 30 times a second: streamed
+/// text looks no smoother at 60, and each frame lays out the reply's tail again.
+const AGENT_FRAME: Duration = Duration::from_millis(33);
 /// Frames wait this long after the last resize: while a window is dragged, a frame drawn for
 /// a size the terminal has already left breaks the rows it lands on.
 const RESIZE_SETTLE: Duration = Duration::from_millis(60);
@@ -118,19 +121,22 @@ impl<W: Write> App<W> {
         self.open(start).await;
         let mut last_frame = Instant::now();
         let mut draw_pending = true;
+        // A key was handled since the last frame: the next one comes at the faster pace.
+        let mut typed = false;
         let mut notices = tokio::time::interval(NOTICE_POLL);
         notices.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             let now = Instant::now();
             let settled = self.resized_at.map(|at| at + RESIZE_SETTLE);
-            let frame_due = draw_pending
-                .then(|| settled.map_or(last_frame + FRAME, |at| at.max(last_frame + FRAME)));
+            let next_frame = last_frame + if typed { FRAME } else { AGENT_FRAME };
+            let frame_due =
+                draw_pending.then(|| settled.map_or(next_frame, |at| at.max(next_frame)));
             // Events that arrive meanwhile wait in the queue, drained at this wake.
-            let agent_waits = now < last_frame + FRAME;
+            let agent_waits = now < last_frame + AGENT_FRAME;
             let state_due = self.state.next_deadline(now);
             let deadline = [
                 frame_due,
-                agent_waits.then_some(last_frame + FRAME),
+                agent_waits.then_some(last_frame + AGENT_FRAME),
                 state_due,
             ]
             .into_iter()
@@ -151,6 +157,7 @@ impl<W: Write> App<W> {
             let now = Instant::now();
             let mut effects = Vec::new();
             let from_terminal = matches!(wake, Wake::Terminal(_));
+            typed |= from_terminal;
             match wake {
                 Wake::Terminal(Some(event)) => self.on_terminal(event?, now, &mut effects),
                 Wake::Terminal(None) => return Ok(Some(Stop::Hangup)),
@@ -198,19 +205,21 @@ impl<W: Write> App<W> {
             }
             draw_pending |= self.state.take_dirty();
             let now = Instant::now();
+            let next_frame = last_frame + if typed { FRAME } else { AGENT_FRAME };
             // A resize whose event has not arrived yet: a frame drawn for the old size would
             // wrap on the terminal and leave broken rows behind. Asked only when a frame is
-            // due: crossterm opens /dev/tty to ask.
+            // due.
             if draw_pending
-                && now >= last_frame + FRAME
-                && let Ok((width, height)) = crossterm::terminal::size()
+                && now >= next_frame
+                && let Ok((width, height)) = super::terminal::window_size()
                 && Size::new(width, height) != self.screen.size()
             {
                 self.resized(Size::new(width, height), now);
             }
             let settled = self.resized_at.is_none_or(|at| now >= at + RESIZE_SETTLE);
-            if draw_pending && settled && now >= last_frame + FRAME {
+            if draw_pending && settled && now >= next_frame {
                 self.resized_at = None;
+                typed = false;
                 if self.state.pager.is_none() && self.screen.in_pager() {
                     self.screen.leave_pager()?;
                 }

@@ -2,15 +2,19 @@
 //! milliseconds to load, so they load on a background thread at startup and code renders
 //! plain until they are ready: the first frame never waits for them.
 
+use std::cell::RefCell;
 use std::sync::OnceLock;
 
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
-use syntect::easy::HighlightLines;
-use syntect::highlighting::{FontStyle, Theme, ThemeSet};
-use syntect::parsing::SyntaxSet;
+use syntect::highlighting::{
+    FontStyle, HighlightIterator, HighlightState, Highlighter, Theme, ThemeSet,
+};
+use syntect::parsing::{ParseState, ScopeStack, SyntaxSet};
 
 const THEME: &str = "base16-ocean.dark";
+/// Code longer than this is not kept for resuming (a file in the pager, not a streamed block).
+const RESUME_MAX: usize = 64 * 1024;
 
 struct Sets {
     syntaxes: SyntaxSet,
@@ -26,6 +30,21 @@ impl Sets {
         let theme = themes.themes.remove(THEME).unwrap_or_default();
         Self { syntaxes, theme }
     }
+}
+
+/// Where the last code highlighted stopped after its last complete line. A code block in a
+/// streamed reply is highlighted again at every line that completes; it goes on from here
+/// instead of parsing its earlier lines again.
+struct Resume {
+    token: String,
+    code: String,
+    lines: Vec<Line<'static>>,
+    highlight: HighlightState,
+    parse: ParseState,
+}
+
+thread_local! {
+    static LAST: RefCell<Option<Resume>> = const { RefCell::new(None) };
 }
 
 /// Starts loading the syntax sets in the background.
@@ -65,21 +84,45 @@ pub fn highlight_known(code: &str, lang: &str) -> Option<Vec<Line<'static>>> {
         .syntaxes
         .find_syntax_by_token(token)
         .or_else(|| sets.syntaxes.find_syntax_by_extension(token))?;
-    let mut highlighter = HighlightLines::new(syntax, &sets.theme);
-    let mut lines = Vec::new();
-    for source_line in code.split_inclusive('\n') {
-        let ranges = highlighter
-            .highlight_line(source_line, &sets.syntaxes)
-            .ok()?;
-        let spans: Vec<Span<'static>> = ranges
-            .into_iter()
-            .map(|(style, text)| {
-                let text = text.trim_end_matches(['\n', '\r']).to_string();
-                Span::styled(text, convert(style))
-            })
-            .filter(|span| !span.content.is_empty())
-            .collect();
+    let highlighter = Highlighter::new(&sets.theme);
+    let resumed = LAST
+        .with_borrow_mut(Option::take)
+        .filter(|last| last.token == token && code.starts_with(&last.code));
+    let (mut highlight, mut parse, mut lines, done) = match resumed {
+        Some(last) => (last.highlight, last.parse, last.lines, last.code.len()),
+        None => (
+            HighlightState::new(&highlighter, ScopeStack::new()),
+            ParseState::new(syntax),
+            Vec::new(),
+            0,
+        ),
+    };
+    let mut complete = None;
+    for source_line in code[done..].split_inclusive('\n') {
+        if !source_line.ends_with('\n') {
+            complete = Some((highlight.clone(), parse.clone(), lines.clone()));
+        }
+        let ops = parse.parse_line(source_line, &sets.syntaxes).ok()?;
+        let spans: Vec<Span<'static>> =
+            HighlightIterator::new(&mut highlight, &ops, source_line, &highlighter)
+                .map(|(style, text)| {
+                    let text = text.trim_end_matches(['\n', '\r']).to_string();
+                    Span::styled(text, convert(style))
+                })
+                .filter(|span| !span.content.is_empty())
+                .collect();
         lines.push(Line::from(spans));
+    }
+    if code.len() <= RESUME_MAX {
+        let (highlight, parse, kept) =
+            complete.unwrap_or_else(|| (highlight, parse, lines.clone()));
+        LAST.set(Some(Resume {
+            token: token.to_string(),
+            code: code[..code.rfind('\n').map_or(0, |i| i + 1)].to_string(),
+            lines: kept,
+            highlight,
+            parse,
+        }));
     }
     Some(lines)
 }
@@ -123,6 +166,21 @@ mod tests {
             colours.len() > 1,
             "expected several colours, got {colours:?}"
         );
+    }
+
+    #[test]
+    fn a_block_that_grows_is_coloured_as_if_highlighted_whole() {
+        load_now();
+        let whole = "/* a comment\nstill the comment */\nfn main() {\n    let s = \"text\";\n}\n";
+        highlight("x = 1\n", "python");
+        let fresh = highlight(whole, "rust");
+        // Grown as a stream commits it: a line at a time, once cut inside a string literal.
+        for end in [13, 34, 46, 60, whole.len()] {
+            let complete = whole[..end].matches('\n').count();
+            let grown = highlight(&whole[..end], "rust");
+            assert_eq!(grown[..complete], fresh[..complete], "after {end} bytes");
+        }
+        assert_eq!(highlight(whole, "rust"), fresh);
     }
 
     #[test]

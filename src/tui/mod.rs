@@ -78,7 +78,7 @@ pub async fn run(
 ) -> Result<Option<Stop>, TuiError> {
     highlight::preload();
     let guard = modes::ModesGuard::enable()?;
-    let (width, height) = crossterm::terminal::size()?;
+    let (width, height) = terminal::window_size()?;
     let out = BufWriter::with_capacity(64 * 1024, io::stdout());
     let screen = terminal::Screen::new(out, Size::new(width, height));
     let served = host.served();

@@ -243,6 +243,22 @@ impl<W: Write> Screen<W> {
     }
 }
 
+/// The terminal's size in columns and rows, asked of standard output. crossterm's `size()`
+/// opens `/dev/tty` at every call, which while a reply streams is a path lookup per frame; it
+/// answers only where standard output is not a terminal.
+pub fn window_size() -> io::Result<(u16, u16)> {
+    #[cfg(unix)]
+    {
+        // SAFETY: TIOCGWINSZ writes one `winsize` into the struct it is given and nothing else.
+        let mut size: libc::winsize = unsafe { std::mem::zeroed() };
+        let asked = unsafe { libc::ioctl(libc::STDOUT_FILENO, libc::TIOCGWINSZ, &mut size) };
+        if asked == 0 && size.ws_col > 0 && size.ws_row > 0 {
+            return Ok((size.ws_col, size.ws_row));
+        }
+    }
+    crossterm::terminal::size()
+}
+
 fn is_blank(cell: &Cell) -> bool {
     cell.symbol() == " " && cell.bg == ratatui::style::Color::Reset && cell.modifier.is_empty()
 }
