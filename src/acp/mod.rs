@@ -4,6 +4,7 @@
 //! `Event`s become `session/update`s. The ACP crate's types stay inside this module.
 
 mod pump;
+mod services;
 mod sessions;
 mod updates;
 

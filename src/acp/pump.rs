@@ -10,12 +10,13 @@ use acp::Client;
 use acp::ErrorCode;
 use acp::v1::schema::{
     PermissionOption, PermissionOptionKind, PromptResponse, RequestPermissionOutcome,
-    RequestPermissionRequest, SessionNotification, StopReason,
+    RequestPermissionRequest, SessionNotification, StopReason, TerminalId,
 };
 use acp::v1::{ConnectionTo, Responder};
 use agent_client_protocol as acp;
 use tokio::sync::mpsc;
 
+use super::services::{Link, Requests};
 use super::sessions::{ended, error};
 use super::updates;
 use crate::host::Attachment;
@@ -70,12 +71,29 @@ pub(super) async fn run(
     let Setting { workspace, models } = setting;
     let id = attached.session.clone();
     let mut outputs = updates::Outputs::default();
+    let requests = Requests::default();
+    let link = Link {
+        session: id.clone(),
+        ops: attached.ops.clone(),
+        cx: cx.clone(),
+    };
     while let Some(numbered) = attached.events.recv().await {
         let event = numbered.event;
-        for update in updates::live(&event, &workspace) {
+        for mut update in updates::live(&event, &workspace) {
+            if let (Event::ToolCallFinished { call_id, .. }, Some(terminal)) =
+                (&event, requests_terminal(&requests, &event))
+            {
+                updates::keep_terminal(&mut update, call_id, terminal);
+            }
             let _ = cx.send_notification(SessionNotification::new(id.clone(), update));
         }
         match event {
+            Event::FrontEndRequest {
+                id: asked,
+                call_id,
+                request,
+            } => requests.start(&link, asked, call_id, request),
+            Event::FrontEndWithdrawn { id: asked } => requests.withdraw(&asked),
             Event::ToolOutput { call_id, chunk } => {
                 if let Some(update) = outputs.add(&call_id, &chunk) {
                     let _ = cx.send_notification(SessionNotification::new(id.clone(), update));
@@ -111,6 +129,14 @@ pub(super) async fn run(
         }
     }
     waiting.end(Err(ended()));
+}
+
+/// The terminal a finished tool call's command ran in.
+fn requests_terminal(requests: &Requests, event: &Event) -> Option<TerminalId> {
+    match event {
+        Event::ToolCallFinished { call_id, .. } => requests.terminal_of(call_id),
+        _ => None,
+    }
 }
 
 fn turn_end(status: TurnStatus, message: Option<String>) -> Result<PromptResponse, acp::Error> {

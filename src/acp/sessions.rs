@@ -22,10 +22,11 @@ use agent_client_protocol as acp;
 use tokio::sync::mpsc;
 
 use super::pump::{self, Waiting};
+use super::services;
 use super::updates;
 use crate::config::CliOverrides;
 use crate::host::{Attachment, Delivery, HostApi, Loaded, OpenOptions, SessionChoice};
-use crate::protocol::{ApprovalMode, Op};
+use crate::protocol::{ApprovalMode, FrontEndServices, Op};
 
 /// How long a session this process runs may take to end when the client leaves.
 const STOP_WAIT: Duration = Duration::from_secs(10);
@@ -42,6 +43,8 @@ pub(super) struct Front {
     loaded: Arc<Loaded>,
     cli: CliOverrides,
     live: Mutex<HashMap<String, Live>>,
+    /// What the client's `initialize` offered the sessions' tools.
+    offered: Mutex<FrontEndServices>,
 }
 
 /// A JSON-RPC error with `message`.
@@ -56,6 +59,7 @@ impl Front {
             loaded,
             cli,
             live: Mutex::default(),
+            offered: Mutex::default(),
         }
     }
 
@@ -65,7 +69,9 @@ impl Front {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    pub(super) fn initialize(&self, _request: &InitializeRequest) -> InitializeResponse {
+    pub(super) fn initialize(&self, request: &InitializeRequest) -> InitializeResponse {
+        *self.offered.lock().unwrap_or_else(|p| p.into_inner()) =
+            services::offered(&request.client_capabilities);
         let prompts = PromptCapabilities::new().embedded_context(true);
         InitializeResponse::new(ProtocolVersion::V1)
             .agent_capabilities(
@@ -116,6 +122,7 @@ impl Front {
                 return;
             }
         };
+        self.offer(&attached).await;
         let id = attached.session.clone();
         let response = NewSessionResponse::new(id.clone())
             .modes(self.modes(&loaded))
@@ -164,6 +171,7 @@ impl Front {
         };
         match opened.await {
             Ok((loaded, attached)) => {
+                self.offer(&attached).await;
                 let response = LoadSessionResponse::new()
                     .modes(self.modes(&loaded))
                     .config_options(vec![self.model_option(&loaded)]);
@@ -174,6 +182,16 @@ impl Front {
             Err(e) => {
                 let _ = responder.respond_with_error(e);
             }
+        }
+    }
+
+    /// Offers the session the client's file-system and terminal services. A served session
+    /// (`--attach`) outlives this client and may be watched by others, so it keeps mnemo's
+    /// own tools.
+    async fn offer(&self, attached: &Attachment) {
+        let services = *self.offered.lock().unwrap_or_else(|p| p.into_inner());
+        if services.any() && !self.host.served() {
+            let _ = attached.ops.send(Op::OfferServices { services }).await;
         }
     }
 
