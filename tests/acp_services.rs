@@ -6,8 +6,10 @@ mod acp_support;
 
 use acp_support::editor::{self, Editor};
 use acp_support::{LIMIT, Seen, Workspace, agent, prompt};
+use std::time::{Duration, Instant};
+
 use agent_client_protocol::v1::schema::{
-    SessionUpdate, StopReason, ToolCallContent, ToolCallStatus,
+    CancelNotification, SessionUpdate, StopReason, ToolCallContent, ToolCallStatus,
 };
 use serde_json::{Value, json};
 
@@ -189,4 +191,53 @@ async fn an_editor_that_fails_gets_reads_from_disk_and_writes_and_commands_fail(
         !ws.path().join("ran.txt").exists(),
         "the command ran anyway"
     );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_cancel_kills_the_command_in_the_editors_terminal() {
+    let ws = Workspace::new();
+    let model = ws.script(json!({"turns": [
+        {"tool_calls": [{"id": "s1", "name": "shell", "arguments": {"command": "sleep 30"}}]},
+        {"text": "never"},
+    ]}));
+    let editor = Editor::default();
+    let seen = Seen::default();
+    let main = async |cx: agent_client_protocol::v1::ConnectionTo<agent_client_protocol::Agent>| {
+        let id = editor::new_session(&cx, &ws).await?;
+        let turn = cx.send_request(prompt(&id, "wait")).block_task();
+        let cancel = async {
+            let deadline = Instant::now() + Duration::from_secs(20);
+            while editor.commands().is_empty() {
+                assert!(
+                    Instant::now() < deadline,
+                    "the command never reached the terminal"
+                );
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            cx.send_notification(CancelNotification::new(id.clone()))
+        };
+        let started = Instant::now();
+        let (turn, cancelled) = futures_util::join!(turn, cancel);
+        cancelled?;
+        let took = started.elapsed();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while editor.kills().is_empty() {
+            assert!(
+                Instant::now() < deadline,
+                "the terminal was never told to kill"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        Ok((turn?, took))
+    };
+    let (done, took) = tokio::time::timeout(
+        LIMIT,
+        editor::run(agent(&ws, &model, &[]), &seen, &editor, main),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}"))
+    .unwrap_or_else(|e| panic!("{e:?}"));
+    assert_eq!(done.stop_reason, StopReason::Cancelled);
+    assert!(took < Duration::from_secs(20), "not stopped: {took:?}");
+    assert_eq!(editor.kills(), ["term-1"]);
 }

@@ -10,7 +10,7 @@ use acp::Client;
 use acp::ErrorCode;
 use acp::v1::schema::{
     PermissionOption, PermissionOptionKind, PromptResponse, RequestPermissionOutcome,
-    RequestPermissionRequest, SessionNotification, StopReason, TerminalId,
+    RequestPermissionRequest, SessionNotification, StopReason,
 };
 use acp::v1::{ConnectionTo, Responder};
 use agent_client_protocol as acp;
@@ -79,12 +79,15 @@ pub(super) async fn run(
     };
     while let Some(numbered) = attached.events.recv().await {
         let event = numbered.event;
-        for mut update in updates::live(&event, &workspace) {
-            if let (Event::ToolCallFinished { call_id, .. }, Some(terminal)) =
-                (&event, requests_terminal(&requests, &event))
-            {
-                updates::keep_terminal(&mut update, call_id, terminal);
+        let mut shown = updates::live(&event, &workspace);
+        if let Event::ToolCallFinished { call_id, .. } = &event
+            && let Some(terminal) = requests.terminal_of(call_id)
+        {
+            for update in &mut shown {
+                updates::keep_terminal(update, call_id, terminal.clone());
             }
+        }
+        for update in shown {
             let _ = cx.send_notification(SessionNotification::new(id.clone(), update));
         }
         match event {
@@ -129,14 +132,6 @@ pub(super) async fn run(
         }
     }
     waiting.end(Err(ended()));
-}
-
-/// The terminal a finished tool call's command ran in.
-fn requests_terminal(requests: &Requests, event: &Event) -> Option<TerminalId> {
-    match event {
-        Event::ToolCallFinished { call_id, .. } => requests.terminal_of(call_id),
-        _ => None,
-    }
 }
 
 fn turn_end(status: TurnStatus, message: Option<String>) -> Result<PromptResponse, acp::Error> {

@@ -40,9 +40,17 @@ pub struct Editor {
     pub writes: Arc<Mutex<Vec<(PathBuf, String)>>>,
     /// Every command asked to run: the program and its arguments.
     pub commands: Arc<Mutex<Vec<Launched>>>,
+    /// Terminals asked to kill their command.
+    pub kills: Arc<Mutex<Vec<String>>>,
     /// Fails every file and terminal request with a JSON-RPC error.
     pub failing: bool,
-    terminals: Arc<Mutex<HashMap<String, watch::Receiver<Ended>>>>,
+    terminals: Arc<Mutex<HashMap<String, Running>>>,
+}
+
+/// A command in a terminal: its end when it comes, and the task that kills it when aborted.
+struct Running {
+    ended: watch::Receiver<Ended>,
+    task: tokio::task::AbortHandle,
 }
 
 fn locked<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -73,6 +81,10 @@ impl Editor {
 
     pub fn writes(&self) -> Vec<(PathBuf, String)> {
         locked(&self.writes).clone()
+    }
+
+    pub fn kills(&self) -> Vec<String> {
+        locked(&self.kills).clone()
     }
 
     pub fn commands(&self) -> Vec<Launched> {
@@ -121,7 +133,7 @@ impl Editor {
             command.current_dir(cwd);
         }
         let (tx, rx) = watch::channel(None);
-        tokio::spawn(async move {
+        let task = tokio::spawn(async move {
             let ended = match command.output().await {
                 Ok(out) => {
                     let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
@@ -134,14 +146,18 @@ impl Editor {
             let _ = tx.send(Some(ended));
         });
         let id = format!("term-{}", locked(&self.terminals).len() + 1);
-        locked(&self.terminals).insert(id.clone(), rx);
+        let running = Running {
+            ended: rx,
+            task: task.abort_handle(),
+        };
+        locked(&self.terminals).insert(id.clone(), running);
         Ok(CreateTerminalResponse::new(id))
     }
 
     fn ended(&self, terminal: &str) -> Result<watch::Receiver<Ended>, acp::Error> {
         locked(&self.terminals)
             .get(terminal)
-            .cloned()
+            .map(|running| running.ended.clone())
             .ok_or_else(|| acp::Error::invalid_params().data("no such terminal"))
     }
 }
@@ -250,7 +266,12 @@ pub async fn run<R>(
         )
         .on_receive_request(
             async move |request: KillTerminalRequest, responder, _cx| {
-                locked(&e6.terminals).remove(&*request.terminal_id.0);
+                let id = request.terminal_id.0.to_string();
+                // Dropping the command's task kills the command.
+                if let Some(running) = locked(&e6.terminals).get(&id) {
+                    running.task.abort();
+                }
+                locked(&e6.kills).push(id);
                 responder.respond(KillTerminalResponse::new())
             },
             acp::on_receive_request!(),
