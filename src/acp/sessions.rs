@@ -10,9 +10,9 @@ use acp::schema::ProtocolVersion;
 use acp::v1::schema::{
     AgentCapabilities, AvailableCommand, AvailableCommandInput, AvailableCommandsUpdate,
     ContentBlock, ContentChunk, EmbeddedResourceResource, Implementation, InitializeRequest,
-    InitializeResponse, LoadSessionRequest, LoadSessionResponse, NewSessionRequest,
-    NewSessionResponse, PromptCapabilities, PromptRequest, PromptResponse, SessionConfigOption,
-    SessionMode, SessionModeState, SessionNotification, SessionUpdate,
+    InitializeResponse, LoadSessionRequest, LoadSessionResponse, McpCapabilities,
+    NewSessionRequest, NewSessionResponse, PromptCapabilities, PromptRequest, PromptResponse,
+    SessionConfigOption, SessionMode, SessionModeState, SessionNotification, SessionUpdate,
     SetSessionConfigOptionRequest, SetSessionConfigOptionResponse, SetSessionModeRequest,
     SetSessionModeResponse, StopReason, UnstructuredCommandInput,
 };
@@ -21,6 +21,7 @@ use acp::{Client, ErrorCode};
 use agent_client_protocol as acp;
 use tokio::sync::mpsc;
 
+use super::mcp;
 use super::pump::{self, Waiting};
 use super::services;
 use super::updates;
@@ -77,7 +78,8 @@ impl Front {
             .agent_capabilities(
                 AgentCapabilities::new()
                     .load_session(true)
-                    .prompt_capabilities(prompts),
+                    .prompt_capabilities(prompts)
+                    .mcp_capabilities(McpCapabilities::new().http(true)),
             )
             .agent_info(Implementation::new("mnemo", env!("CARGO_PKG_VERSION")).title("mnemo"))
     }
@@ -107,15 +109,16 @@ impl Front {
         cx: ConnectionTo<Client>,
     ) {
         let opened = async {
-            let loaded = self.workspace(&request.cwd)?;
+            let mut loaded = self.workspace(&request.cwd)?;
+            let note = mcp::add(&mut loaded, &request.mcp_servers, self.host.served());
             let attached = self
                 .host
                 .open(&loaded, &self.cli, SessionChoice::New, self.options())
                 .await
                 .map_err(|e| error(ErrorCode::INTERNAL_ERROR, e.to_string()))?;
-            Ok::<_, acp::Error>((loaded, attached))
+            Ok::<_, acp::Error>((loaded, attached, note))
         };
-        let (loaded, attached) = match opened.await {
+        let (loaded, attached, note) = match opened.await {
             Ok(opened) => opened,
             Err(e) => {
                 let _ = responder.respond_with_error(e);
@@ -129,7 +132,7 @@ impl Front {
             .config_options(vec![self.model_option(&loaded)]);
         self.run(attached, &loaded, &cx);
         let _ = responder.respond(response);
-        self.announce(&id, &loaded, &cx);
+        self.announce(&id, &loaded, note, &cx);
     }
 
     pub(super) async fn load_session(
@@ -145,7 +148,8 @@ impl Front {
             return;
         }
         let opened = async {
-            let loaded = self.workspace(&request.cwd)?;
+            let mut loaded = self.workspace(&request.cwd)?;
+            let note = mcp::add(&mut loaded, &request.mcp_servers, self.host.served());
             let history = self
                 .host
                 .history(id.clone(), None)
@@ -167,17 +171,17 @@ impl Front {
                 )
                 .await
                 .map_err(|e| error(ErrorCode::INTERNAL_ERROR, e.to_string()))?;
-            Ok::<_, acp::Error>((loaded, attached))
+            Ok::<_, acp::Error>((loaded, attached, note))
         };
         match opened.await {
-            Ok((loaded, attached)) => {
+            Ok((loaded, attached, note)) => {
                 self.offer(&attached).await;
                 let response = LoadSessionResponse::new()
                     .modes(self.modes(&loaded))
                     .config_options(vec![self.model_option(&loaded)]);
                 self.run(attached, &loaded, &cx);
                 let _ = responder.respond(response);
-                self.announce(&id, &loaded, &cx);
+                self.announce(&id, &loaded, note, &cx);
             }
             Err(e) => {
                 let _ = responder.respond_with_error(e);
@@ -212,8 +216,9 @@ impl Front {
         tokio::spawn(pump::run(attached, waiting, setting, cx.clone()));
     }
 
-    /// Tells the client the slash commands, and what an untrusted workspace did not get.
-    fn announce(&self, id: &str, loaded: &Loaded, cx: &ConnectionTo<Client>) {
+    /// Tells the client the slash commands, what an untrusted workspace did not get, and
+    /// `note` (the editor's MCP servers that were not started).
+    fn announce(&self, id: &str, loaded: &Loaded, note: Option<String>, cx: &ConnectionTo<Client>) {
         let hint =
             |text: &str| AvailableCommandInput::Unstructured(UnstructuredCommandInput::new(text));
         let commands = vec![
@@ -237,6 +242,11 @@ impl Front {
                 loaded.workspace.display()
             );
             let chunk = ContentChunk::new(ContentBlock::from(text));
+            let update = SessionUpdate::AgentMessageChunk(chunk);
+            let _ = cx.send_notification(SessionNotification::new(id.to_string(), update));
+        }
+        if let Some(note) = note {
+            let chunk = ContentChunk::new(ContentBlock::from(format!("note: {note}\n")));
             let update = SessionUpdate::AgentMessageChunk(chunk);
             let _ = cx.send_notification(SessionNotification::new(id.to_string(), update));
         }
