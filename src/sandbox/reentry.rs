@@ -93,3 +93,34 @@ fn exit_code(status: std::process::ExitStatus) -> i32 {
         (None, None) => 1,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sandbox::SandboxPolicy;
+
+    type TestResult = Result<(), Box<dyn std::error::Error>>;
+
+    #[tokio::test]
+    async fn a_spec_runs_its_command_in_the_workspace_and_gives_its_exit_code() -> TestResult {
+        let dir = tempfile::tempdir()?;
+        let config = SandboxConfig {
+            policy: SandboxPolicy::FullAccess,
+            network: false,
+        };
+        let sandbox = Sandbox::new(config, dir.path(), &dir.path().join("scratch"))?;
+        let spec = sandbox.exec_spec("pwd > where.txt; exit 7");
+        let text = serde_json::to_string(&spec)?;
+        assert_eq!(serde_json::from_str::<ExecSpec>(&text)?, spec);
+        assert_eq!(run(&text).await?, 7);
+        let wrote = std::fs::read_to_string(sandbox.workspace().join("where.txt"))?;
+        assert_eq!(wrote.trim_end(), sandbox.workspace().display().to_string());
+        Ok(())
+    }
+
+    #[tokio::test]
+    async fn a_spec_with_an_unknown_field_is_refused() {
+        let refused = run(r#"{"config": {}, "script": "true", "shell": "sh"}"#).await;
+        assert!(matches!(refused, Err(ReentryError::Spec(_))), "{refused:?}");
+    }
+}

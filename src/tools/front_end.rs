@@ -165,3 +165,90 @@ impl Drop for Waiting<'_> {
         });
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tools::builtin::test_support::{TestResult, context, workspace};
+
+    fn read(path: &str) -> FrontEndRequest {
+        FrontEndRequest::ReadTextFile { path: path.into() }
+    }
+
+    #[tokio::test]
+    async fn an_answered_request_gives_the_reply_and_offers_end_with_the_front_end() -> TestResult {
+        let (_dir, ws) = workspace()?;
+        let ctx = context(&ws);
+        let front_end = ctx.approvals.front_end();
+        let (tx, mut rx) = mpsc::channel(8);
+        let offered = FrontEndServices {
+            read_files: true,
+            ..FrontEndServices::default()
+        };
+        front_end.offer(offered);
+        assert!(
+            !front_end.offered().any(),
+            "nothing is offered with nobody attached"
+        );
+        ctx.approvals.attach(tx);
+        assert_eq!(front_end.offered(), offered);
+        let answer = async {
+            let Some(Event::FrontEndRequest { id, call_id, .. }) = rx.recv().await else {
+                panic!("no request");
+            };
+            assert_eq!(call_id, "call");
+            let reply = FrontEndReply::Text {
+                content: "buffer".into(),
+            };
+            assert!(front_end.resolve(&id, reply));
+        };
+        let (reply, ()) = tokio::join!(
+            front_end.ask(&ctx, read("/ws/a"), Duration::from_secs(5)),
+            answer
+        );
+        assert!(matches!(reply, Ok(FrontEndReply::Text { content }) if content == "buffer"));
+        ctx.approvals.detach();
+        assert!(!front_end.offered().any());
+        Ok(())
+    }
+
+    #[tokio::test]
+    async fn a_request_nobody_answers_in_time_is_withdrawn() -> TestResult {
+        let (_dir, ws) = workspace()?;
+        let ctx = context(&ws);
+        let (tx, mut rx) = mpsc::channel(8);
+        ctx.approvals.attach(tx);
+        let front_end = ctx.approvals.front_end();
+        let reply = front_end
+            .ask(&ctx, read("/ws/a"), Duration::from_millis(50))
+            .await;
+        assert!(matches!(reply, Err(Unanswered::Silent(why)) if why.contains("did not answer")));
+        let Some(Event::FrontEndRequest { id: asked, .. }) = rx.recv().await else {
+            panic!("no request");
+        };
+        let Some(Event::FrontEndWithdrawn { id }) = rx.recv().await else {
+            panic!("the request was not withdrawn");
+        };
+        assert_eq!(id, asked);
+        assert!(
+            !front_end.resolve(&id, FrontEndReply::Written),
+            "a late reply fits nothing"
+        );
+        Ok(())
+    }
+
+    #[tokio::test]
+    async fn without_a_front_end_a_request_fails_at_once() -> TestResult {
+        let (_dir, ws) = workspace()?;
+        let ctx = context(&ws);
+        let reply = ctx
+            .approvals
+            .front_end()
+            .ask(&ctx, read("/ws/a"), Duration::from_secs(60))
+            .await;
+        assert!(
+            matches!(reply, Err(Unanswered::Silent(why)) if why.contains("no longer connected"))
+        );
+        Ok(())
+    }
+}
