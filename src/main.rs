@@ -390,7 +390,7 @@ fn real_main(cli: Cli) -> anyhow::Result<ExitCode> {
             })??;
             Ok(stopped.map_or(ExitCode::SUCCESS, |stop| ExitCode::from(stop.exit_code())))
         }
-        // Run before the configuration is read (see `main`); here only for completeness.
+        // `main` runs it before the configuration is read; this arm completes the match.
         Some(Command::SandboxExec { spec }) => Ok(sandbox_exec(&spec)),
         Some(Command::Acp { attach, url, tls }) => {
             // The protocol owns stdout: holding its lock here would stall every message.

@@ -66,8 +66,9 @@ impl Requests {
         self.state().running.insert(id.clone(), stop.clone());
         let (requests, link) = (self.clone(), link.clone());
         tokio::spawn(async move {
+            // A withdrawn request is dropped here, which kills its terminal (see `Running`).
             let reply = tokio::select! {
-                reply = requests.serve(&link, &call_id, request, &stop) => Some(reply),
+                reply = requests.serve(&link, &call_id, request) => Some(reply),
                 () = stop.cancelled() => None,
             };
             requests.state().running.remove(&id);
@@ -89,13 +90,7 @@ impl Requests {
         self.state().terminals.remove(call_id)
     }
 
-    async fn serve(
-        &self,
-        link: &Link,
-        call_id: &str,
-        request: FrontEndRequest,
-        stop: &CancellationToken,
-    ) -> FrontEndReply {
+    async fn serve(&self, link: &Link, call_id: &str, request: FrontEndRequest) -> FrontEndReply {
         let session = link.session.clone();
         match request {
             FrontEndRequest::ReadTextFile { path } => {
@@ -144,7 +139,7 @@ impl Requests {
                     terminal,
                     ended: false,
                 };
-                running.finish(limit, stop).await
+                running.finish(limit).await
             }
         }
     }
@@ -184,15 +179,12 @@ struct Running {
 
 impl Running {
     /// Waits for the command for at most `limit`, killing it then, and gives its output.
-    async fn finish(mut self, limit: Duration, stop: &CancellationToken) -> FrontEndReply {
+    async fn finish(mut self, limit: Duration) -> FrontEndReply {
         let (session, terminal) = (self.link.session.clone(), self.terminal.clone());
         let waited = WaitForTerminalExitRequest::new(session.clone(), terminal.clone());
         let exited = tokio::select! {
             exited = self.link.cx.send_request(waited).block_task() => Some(exited),
             () = tokio::time::sleep(limit) => None,
-            () = stop.cancelled() => return FrontEndReply::Failed {
-                message: "withdrawn".into(),
-            },
         };
         let timed_out = exited.is_none();
         if timed_out {

@@ -3,7 +3,7 @@
 //! context or the process.
 
 use std::fs::{self, File};
-use std::io::{self, BufRead, BufReader, Read as _};
+use std::io::{self, BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 
 use schemars::JsonSchema;
@@ -45,19 +45,19 @@ impl TypedTool for ReadFile {
         let offset = args.offset.unwrap_or(1).max(1);
         let limit = args.limit.unwrap_or(DEFAULT_LIMIT).max(1);
         let from_editor = ctx.approvals.front_end().offered().read_files;
-        let task = move || -> Result<Read, ToolError> {
+        let task = move || -> Result<OnDisk, ToolError> {
             let file = open(&workspace, &relative, &shown)?;
             if from_editor {
-                return Ok(Read::Checked(shown));
+                return Ok(OnDisk::Checked(shown));
             }
-            window(file, &shown, offset, limit).map(Read::Shown)
+            window(file, &shown, offset, limit).map(OnDisk::Read)
         };
         let read = tokio::task::spawn_blocking(task)
             .await
             .map_err(|e| ToolError::Failed(format!("reading the file failed: {e}")))??;
         let shown = match read {
-            Read::Shown(text) => return Ok(text),
-            Read::Checked(shown) => shown,
+            OnDisk::Read(text) => return Ok(text),
+            OnDisk::Checked(shown) => shown,
         };
         if let Some(text) = fs_editor::text(&path, ctx).await? {
             return window(io::Cursor::new(text.into_bytes()), &shown, offset, limit);
@@ -71,9 +71,9 @@ impl TypedTool for ReadFile {
     }
 }
 
-/// A file read on disk, or only checked there for the editor to read.
-enum Read {
-    Shown(String),
+/// A file read on disk, or only checked there (by opening it) for the editor to read.
+enum OnDisk {
+    Read(String),
     Checked(String),
 }
 
@@ -109,7 +109,7 @@ fn open(workspace: &Path, relative: &Path, shown: &str) -> Result<File, ToolErro
 
 /// The numbered window of `file`'s lines from `offset`, at most `limit` of them.
 fn window(
-    mut file: impl io::Read,
+    mut file: impl Read,
     shown: &str,
     offset: usize,
     limit: usize,
