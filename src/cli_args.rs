@@ -97,6 +97,10 @@ pub enum Command {
         #[command(flatten)]
         tls: ClientTls,
     },
+    /// Runs one command in a session's sandbox, as described by SPEC (JSON); an editor's
+    /// terminal runs this for `mnemo acp`, so the command is confined as mnemo's own are.
+    #[command(name = "sandbox-exec", hide = true)]
+    SandboxExec { spec: String },
     /// Open a session of the running `mnemo serve` in the terminal (the latest of this
     /// directory when no SESSION is named); leaving detaches and it goes on.
     Attach {

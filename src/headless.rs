@@ -178,6 +178,8 @@ pub async fn run_prompt(
             | Event::Reminder { .. }
             | Event::ToolsChanged { .. }
             | Event::McpServers { .. }
+            | Event::FrontEndRequest { .. }
+            | Event::FrontEndWithdrawn { .. }
             | Event::ModelChanged { .. }
             | Event::Error { .. } => {}
         }
@@ -317,6 +319,8 @@ fn print_event(
         | Event::Usage { .. }
         | Event::QueuedWithdrawn { .. }
         | Event::McpServers { .. }
+        | Event::FrontEndRequest { .. }
+        | Event::FrontEndWithdrawn { .. }
         | Event::TurnFinished { .. } => {}
     }
     Ok(())

@@ -27,6 +27,9 @@ fn main() -> ExitCode {
         }
     }
     let cli = Cli::parse();
+    if let Some(Command::SandboxExec { spec }) = &cli.command {
+        return sandbox_exec(spec);
+    }
     match real_main(cli) {
         Ok(code) => code,
         // The reader has what it wanted (`mnemo status | head -1`): stop quietly, as Unix
@@ -34,6 +37,22 @@ fn main() -> ExitCode {
         Err(_) if STDOUT_CLOSED.load(Ordering::Relaxed) => ExitCode::SUCCESS,
         Err(err) => {
             eprintln!("mnemo: {err:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// `mnemo sandbox-exec SPEC`: the command's own exit code, 2 when it could not run.
+fn sandbox_exec(spec: &str) -> ExitCode {
+    let ran = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(mnemo::sandbox::reentry::ReentryError::from)
+        .and_then(|runtime| runtime.block_on(mnemo::sandbox::reentry::run(spec)));
+    match ran {
+        Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
+        Err(err) => {
+            eprintln!("{err}");
             ExitCode::from(2)
         }
     }
@@ -371,6 +390,8 @@ fn real_main(cli: Cli) -> anyhow::Result<ExitCode> {
             })??;
             Ok(stopped.map_or(ExitCode::SUCCESS, |stop| ExitCode::from(stop.exit_code())))
         }
+        // `main` runs it before the configuration is read; this arm completes the match.
+        Some(Command::SandboxExec { spec }) => Ok(sandbox_exec(&spec)),
         Some(Command::Acp { attach, url, tls }) => {
             // The protocol owns stdout: holding its lock here would stall every message.
             drop(out);

@@ -3,7 +3,9 @@
 //! sessions are opened, prompted and cancelled through `HostApi` with `Op`s, and their
 //! `Event`s become `session/update`s. The ACP crate's types stay inside this module.
 
+mod mcp;
 mod pump;
+mod services;
 mod sessions;
 mod updates;
 

@@ -16,6 +16,7 @@ use acp::v1::{ConnectionTo, Responder};
 use agent_client_protocol as acp;
 use tokio::sync::mpsc;
 
+use super::services::{Link, Requests};
 use super::sessions::{ended, error};
 use super::updates;
 use crate::host::Attachment;
@@ -70,12 +71,32 @@ pub(super) async fn run(
     let Setting { workspace, models } = setting;
     let id = attached.session.clone();
     let mut outputs = updates::Outputs::default();
+    let requests = Requests::default();
+    let link = Link {
+        session: id.clone(),
+        ops: attached.ops.clone(),
+        cx: cx.clone(),
+    };
     while let Some(numbered) = attached.events.recv().await {
         let event = numbered.event;
-        for update in updates::live(&event, &workspace) {
+        let mut shown = updates::live(&event, &workspace);
+        if let Event::ToolCallFinished { call_id, .. } = &event
+            && let Some(terminal) = requests.terminal_of(call_id)
+        {
+            for update in &mut shown {
+                updates::keep_terminal(update, call_id, terminal.clone());
+            }
+        }
+        for update in shown {
             let _ = cx.send_notification(SessionNotification::new(id.clone(), update));
         }
         match event {
+            Event::FrontEndRequest {
+                id: asked,
+                call_id,
+                request,
+            } => requests.start(&link, asked, call_id, request),
+            Event::FrontEndWithdrawn { id: asked } => requests.withdraw(&asked),
             Event::ToolOutput { call_id, chunk } => {
                 if let Some(update) = outputs.add(&call_id, &chunk) {
                     let _ = cx.send_notification(SessionNotification::new(id.clone(), update));

@@ -10,9 +10,9 @@ use acp::schema::ProtocolVersion;
 use acp::v1::schema::{
     AgentCapabilities, AvailableCommand, AvailableCommandInput, AvailableCommandsUpdate,
     ContentBlock, ContentChunk, EmbeddedResourceResource, Implementation, InitializeRequest,
-    InitializeResponse, LoadSessionRequest, LoadSessionResponse, NewSessionRequest,
-    NewSessionResponse, PromptCapabilities, PromptRequest, PromptResponse, SessionConfigOption,
-    SessionMode, SessionModeState, SessionNotification, SessionUpdate,
+    InitializeResponse, LoadSessionRequest, LoadSessionResponse, McpCapabilities,
+    NewSessionRequest, NewSessionResponse, PromptCapabilities, PromptRequest, PromptResponse,
+    SessionConfigOption, SessionMode, SessionModeState, SessionNotification, SessionUpdate,
     SetSessionConfigOptionRequest, SetSessionConfigOptionResponse, SetSessionModeRequest,
     SetSessionModeResponse, StopReason, UnstructuredCommandInput,
 };
@@ -21,11 +21,13 @@ use acp::{Client, ErrorCode};
 use agent_client_protocol as acp;
 use tokio::sync::mpsc;
 
+use super::mcp;
 use super::pump::{self, Waiting};
+use super::services;
 use super::updates;
 use crate::config::CliOverrides;
 use crate::host::{Attachment, Delivery, HostApi, Loaded, OpenOptions, SessionChoice};
-use crate::protocol::{ApprovalMode, Op};
+use crate::protocol::{ApprovalMode, FrontEndServices, Op};
 
 /// How long a session this process runs may take to end when the client leaves.
 const STOP_WAIT: Duration = Duration::from_secs(10);
@@ -42,6 +44,8 @@ pub(super) struct Front {
     loaded: Arc<Loaded>,
     cli: CliOverrides,
     live: Mutex<HashMap<String, Live>>,
+    /// What the client's `initialize` offered the sessions' tools.
+    offered: Mutex<FrontEndServices>,
 }
 
 /// A JSON-RPC error with `message`.
@@ -56,6 +60,7 @@ impl Front {
             loaded,
             cli,
             live: Mutex::default(),
+            offered: Mutex::default(),
         }
     }
 
@@ -65,13 +70,16 @@ impl Front {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    pub(super) fn initialize(&self, _request: &InitializeRequest) -> InitializeResponse {
+    pub(super) fn initialize(&self, request: &InitializeRequest) -> InitializeResponse {
+        *self.offered.lock().unwrap_or_else(|p| p.into_inner()) =
+            services::offered(&request.client_capabilities);
         let prompts = PromptCapabilities::new().embedded_context(true);
         InitializeResponse::new(ProtocolVersion::V1)
             .agent_capabilities(
                 AgentCapabilities::new()
                     .load_session(true)
-                    .prompt_capabilities(prompts),
+                    .prompt_capabilities(prompts)
+                    .mcp_capabilities(McpCapabilities::new().http(true)),
             )
             .agent_info(Implementation::new("mnemo", env!("CARGO_PKG_VERSION")).title("mnemo"))
     }
@@ -101,28 +109,30 @@ impl Front {
         cx: ConnectionTo<Client>,
     ) {
         let opened = async {
-            let loaded = self.workspace(&request.cwd)?;
+            let mut loaded = self.workspace(&request.cwd)?;
+            let note = mcp::add(&mut loaded, &request.mcp_servers, self.host.served());
             let attached = self
                 .host
                 .open(&loaded, &self.cli, SessionChoice::New, self.options())
                 .await
                 .map_err(|e| error(ErrorCode::INTERNAL_ERROR, e.to_string()))?;
-            Ok::<_, acp::Error>((loaded, attached))
+            Ok::<_, acp::Error>((loaded, attached, note))
         };
-        let (loaded, attached) = match opened.await {
+        let (loaded, attached, note) = match opened.await {
             Ok(opened) => opened,
             Err(e) => {
                 let _ = responder.respond_with_error(e);
                 return;
             }
         };
+        self.offer(&attached).await;
         let id = attached.session.clone();
         let response = NewSessionResponse::new(id.clone())
             .modes(self.modes(&loaded))
             .config_options(vec![self.model_option(&loaded)]);
         self.run(attached, &loaded, &cx);
         let _ = responder.respond(response);
-        self.announce(&id, &loaded, &cx);
+        self.announce(&id, &loaded, note, &cx);
     }
 
     pub(super) async fn load_session(
@@ -138,7 +148,8 @@ impl Front {
             return;
         }
         let opened = async {
-            let loaded = self.workspace(&request.cwd)?;
+            let mut loaded = self.workspace(&request.cwd)?;
+            let note = mcp::add(&mut loaded, &request.mcp_servers, self.host.served());
             let history = self
                 .host
                 .history(id.clone(), None)
@@ -160,20 +171,31 @@ impl Front {
                 )
                 .await
                 .map_err(|e| error(ErrorCode::INTERNAL_ERROR, e.to_string()))?;
-            Ok::<_, acp::Error>((loaded, attached))
+            Ok::<_, acp::Error>((loaded, attached, note))
         };
         match opened.await {
-            Ok((loaded, attached)) => {
+            Ok((loaded, attached, note)) => {
+                self.offer(&attached).await;
                 let response = LoadSessionResponse::new()
                     .modes(self.modes(&loaded))
                     .config_options(vec![self.model_option(&loaded)]);
                 self.run(attached, &loaded, &cx);
                 let _ = responder.respond(response);
-                self.announce(&id, &loaded, &cx);
+                self.announce(&id, &loaded, note, &cx);
             }
             Err(e) => {
                 let _ = responder.respond_with_error(e);
             }
+        }
+    }
+
+    /// Offers the session the client's file-system and terminal services. A served session
+    /// (`--attach`) outlives this client and may be watched by others, so it keeps mnemo's
+    /// own tools.
+    async fn offer(&self, attached: &Attachment) {
+        let services = *self.offered.lock().unwrap_or_else(|p| p.into_inner());
+        if services.any() && !self.host.served() {
+            let _ = attached.ops.send(Op::OfferServices { services }).await;
         }
     }
 
@@ -194,8 +216,9 @@ impl Front {
         tokio::spawn(pump::run(attached, waiting, setting, cx.clone()));
     }
 
-    /// Tells the client the slash commands, and what an untrusted workspace did not get.
-    fn announce(&self, id: &str, loaded: &Loaded, cx: &ConnectionTo<Client>) {
+    /// Tells the client the slash commands, what an untrusted workspace did not get, and
+    /// `note` (the editor's MCP servers that were not started).
+    fn announce(&self, id: &str, loaded: &Loaded, note: Option<String>, cx: &ConnectionTo<Client>) {
         let hint =
             |text: &str| AvailableCommandInput::Unstructured(UnstructuredCommandInput::new(text));
         let commands = vec![
@@ -219,6 +242,11 @@ impl Front {
                 loaded.workspace.display()
             );
             let chunk = ContentChunk::new(ContentBlock::from(text));
+            let update = SessionUpdate::AgentMessageChunk(chunk);
+            let _ = cx.send_notification(SessionNotification::new(id.to_string(), update));
+        }
+        if let Some(note) = note {
+            let chunk = ContentChunk::new(ContentBlock::from(format!("note: {note}\n")));
             let update = SessionUpdate::AgentMessageChunk(chunk);
             let _ = cx.send_notification(SessionNotification::new(id.to_string(), update));
         }

@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use agent_client_protocol::v1::schema::{
     ConfigOptionUpdate, Content, ContentBlock, ContentChunk, CurrentModeUpdate, Diff,
     SessionConfigOption, SessionConfigOptionCategory, SessionConfigSelectOption, SessionUpdate,
-    ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate,
-    ToolCallUpdateFields, ToolKind,
+    Terminal, TerminalId, ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus,
+    ToolCallUpdate, ToolCallUpdateFields, ToolKind,
 };
 use serde_json::Value;
 
@@ -248,4 +248,17 @@ pub(super) fn model_option(current: &str, models: &[String]) -> SessionConfigOpt
 /// The session now uses `current`.
 pub(super) fn model_update(current: &str, models: &[String]) -> SessionUpdate {
     SessionUpdate::ConfigOptionUpdate(ConfigOptionUpdate::new(vec![model_option(current, models)]))
+}
+
+/// A finished tool call's result shown below the terminal its command ran in (the editor
+/// keeps showing a released terminal's output).
+pub(super) fn keep_terminal(update: &mut SessionUpdate, call_id: &str, terminal: TerminalId) {
+    if let SessionUpdate::ToolCallUpdate(finished) = update
+        && *finished.tool_call_id.0 == *call_id
+    {
+        let shown = ToolCallContent::Terminal(Terminal::new(terminal));
+        let mut content = vec![shown];
+        content.extend(finished.fields.content.take().unwrap_or_default());
+        finished.fields.content = Some(content);
+    }
 }

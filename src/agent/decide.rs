@@ -8,7 +8,9 @@ use super::InboxState;
 use super::compaction::CompactReason;
 use super::guards::RepeatGuard;
 use crate::llm::StopReason;
-use crate::protocol::{ApprovalDecision, Op, TurnStatus, UserMessageKind};
+use crate::protocol::{
+    ApprovalDecision, FrontEndReply, FrontEndServices, Op, TurnStatus, UserMessageKind,
+};
 use crate::sandbox::ApprovalMode;
 
 /// The limits a turn runs under.
@@ -216,6 +218,8 @@ pub(super) enum OpAction {
     /// Go on with this model from the running turn's next model call.
     SwitchModelBeforeNextCall(String),
     Answer(String, ApprovalDecision),
+    Offer(FrontEndServices),
+    Reply(String, FrontEndReply),
     SetApprovalMode(ApprovalMode),
     ListMcpServers,
     /// Nothing to do: a withdrawal between turns finds no queued message waiting.
@@ -243,6 +247,8 @@ pub(super) fn on_op(op: Option<Op>, turn_running: bool) -> OpAction {
         Op::SetModel { model } if turn_running => OpAction::SwitchModelBeforeNextCall(model),
         Op::SetModel { model } => OpAction::SwitchModelNow(model),
         Op::Approval { id, decision } => OpAction::Answer(id, decision),
+        Op::OfferServices { services } => OpAction::Offer(services),
+        Op::FrontEndReply { id, reply } => OpAction::Reply(id, reply),
         Op::SetApprovalMode { mode } => OpAction::SetApprovalMode(mode),
         Op::ListMcpServers => OpAction::ListMcpServers,
         Op::Shutdown => OpAction::Shutdown,

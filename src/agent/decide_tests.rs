@@ -318,6 +318,23 @@ fn approvals_and_the_approval_mode_act_alike_during_and_between_turns() {
             on_op(Some(mode), running),
             OpAction::SetApprovalMode(ApprovalMode::ReadOnly)
         );
+        // A tool waits for the front end's reply during a turn; an offer may come any time.
+        let reply = Op::FrontEndReply {
+            id: "front-end-1".into(),
+            reply: FrontEndReply::Written,
+        };
+        assert_eq!(
+            on_op(Some(reply), running),
+            OpAction::Reply("front-end-1".into(), FrontEndReply::Written)
+        );
+        let services = FrontEndServices {
+            terminal: true,
+            ..FrontEndServices::default()
+        };
+        assert_eq!(
+            on_op(Some(Op::OfferServices { services }), running),
+            OpAction::Offer(services)
+        );
     }
 }
 

@@ -148,6 +148,10 @@ async fn drive(
                     let _ = control.events.send(Event::McpServers { servers }).await;
                 }
                 OpAction::Answer(id, decision) => control.answer(&id, decision),
+                OpAction::Offer(services) => control.approvals.front_end().offer(services),
+                OpAction::Reply(id, reply) => {
+                    control.approvals.front_end().resolve(&id, reply);
+                }
                 OpAction::SetApprovalMode(mode) => control.set_mode(mode).await,
                 OpAction::Shutdown => break,
                 // Only a running turn takes these; between turns nothing waits for them.
@@ -195,6 +199,10 @@ async fn drive(
                         shutting_down = true;
                     }
                     OpAction::Answer(id, decision) => control.answer(&id, decision),
+                    OpAction::Offer(services) => control.approvals.front_end().offer(services),
+                    OpAction::Reply(id, reply) => {
+                        control.approvals.front_end().resolve(&id, reply);
+                    }
                     OpAction::SetApprovalMode(mode) => control.set_mode(mode).await,
                     OpAction::Ignore => {}
                 },

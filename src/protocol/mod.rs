@@ -4,8 +4,10 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+mod front_end;
 mod values;
 
+pub use front_end::{FrontEndReply, FrontEndRequest, FrontEndServices};
 pub use values::{ApprovalMode, Escalation, Usage};
 
 /// An event as it leaves the session host: which session, and its place in that session's
@@ -45,6 +47,12 @@ pub enum Op {
     SetModel { model: String },
     /// Asks for the MCP servers' states, answered by `Event::McpServers`.
     ListMcpServers,
+    /// The front end offers these services to the session's tools from now on (sent once,
+    /// right after opening): they use them instead of reading, writing and running
+    /// themselves, always after mnemo's own checks.
+    OfferServices { services: FrontEndServices },
+    /// The front end's answer to `Event::FrontEndRequest` with the same id.
+    FrontEndReply { id: String, reply: FrontEndReply },
     /// Ends the agent task after cancelling any running turn.
     Shutdown,
 }
@@ -265,6 +273,18 @@ pub enum Event {
         /// Why "allow for this session" is not offered, when it is not ("it has a pipe `|`").
         #[serde(default, skip_serializing_if = "Option::is_none")]
         only_once: Option<String>,
+    },
+    /// A tool call asks the front end for a service it offered (`Op::OfferServices`) and waits
+    /// for `Op::FrontEndReply` with the same id, for a limited time.
+    FrontEndRequest {
+        id: String,
+        call_id: String,
+        request: FrontEndRequest,
+    },
+    /// The request `id` is no longer waited for (the call was interrupted or gave up): a
+    /// command the front end runs for it must be stopped.
+    FrontEndWithdrawn {
+        id: String,
     },
     /// `Op::SetApprovalMode` took effect.
     ApprovalModeChanged {

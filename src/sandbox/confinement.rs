@@ -69,7 +69,7 @@ impl SandboxSection {
 }
 
 /// How much one command may use.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Limits {
     pub max_processes: u32,
     pub max_memory_bytes: u64,
@@ -111,8 +111,9 @@ fn physical_memory() -> Option<u64> {
     Some(pages.saturating_mul(size))
 }
 
-/// The confinement of one launch: built once, shared by its sandboxes and file tools.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// The confinement of one launch: built once, shared by its sandboxes and file tools (and
+/// handed whole to `mnemo sandbox-exec`, see `reentry`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Confinement {
     /// Absolute paths (canonical where they exist) hidden from commands and file tools.
     hidden: Vec<PathBuf>,

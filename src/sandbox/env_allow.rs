@@ -54,7 +54,7 @@ pub const BASE_ALLOW: &[&str] = &[
 ];
 
 /// Which variables pass into commands.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct EnvPolicy {
     /// Names or `PREFIX*` patterns from the user's `[sandbox] env_allow`.
     pub extra: Vec<String>,

@@ -15,6 +15,7 @@ pub mod handles;
 pub mod path_guard;
 pub mod policy;
 pub mod process_tree;
+pub mod reentry;
 pub mod seatbelt;
 #[cfg(target_os = "linux")]
 pub mod seccomp;

@@ -13,6 +13,7 @@ use std::time::Instant;
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
+use super::front_end::FrontEnd;
 use super::{Tool, ToolContext, ToolError};
 use crate::protocol::{ApprovalAction, ApprovalDecision, Event};
 use crate::sandbox::approval::{self, Action, CommandGrant, Verdict, command_grant};
@@ -75,6 +76,8 @@ struct Shared {
     confinement: Arc<Confinement>,
     state: Mutex<State>,
     next_id: AtomicU64,
+    /// The front end's services, reached like its answers to questions.
+    front_end: FrontEnd,
 }
 
 /// One session's approvals. Sub-agents share the mode, the answers and the user to ask, so
@@ -109,6 +112,7 @@ impl Approvals {
                     ..State::default()
                 }),
                 next_id: AtomicU64::new(1),
+                front_end: FrontEnd::default(),
             }),
             offline: false,
         }
@@ -169,14 +173,21 @@ impl Approvals {
     /// From now on questions go to `events`, whose reader answers with `Op::Approval` (if it
     /// answers at all: see [`Approvals::enable_questions`]).
     pub fn attach(&self, events: mpsc::Sender<Event>) {
+        self.shared.front_end.attach(events.clone());
         self.state().asker = Some(events);
     }
 
     /// Nobody answers any more: waiting questions are denied, new ones refused.
     pub fn detach(&self) {
+        self.shared.front_end.detach();
         let mut state = self.state();
         state.asker = None;
         state.pending.clear();
+    }
+
+    /// The services the front end that answers the questions offers the tools.
+    pub fn front_end(&self) -> &FrontEnd {
+        &self.shared.front_end
     }
 
     /// Passes the user's decision to the waiting call. `false` when no call waits for `id`.

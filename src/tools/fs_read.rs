@@ -2,14 +2,14 @@
 //! directory. Both read with bounded memory so a huge file or directory cannot flood the
 //! context or the process.
 
-use std::fs;
+use std::fs::{self, File};
 use std::io::{self, BufRead, BufReader, Read};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::{ToolContext, ToolError, TypedTool};
+use super::{ToolContext, ToolError, TypedTool, fs_editor};
 use crate::sandbox::handles::{self, EntryKind};
 use crate::sandbox::path_guard;
 
@@ -44,34 +44,78 @@ impl TypedTool for ReadFile {
         let workspace = ctx.workspace.clone();
         let offset = args.offset.unwrap_or(1).max(1);
         let limit = args.limit.unwrap_or(DEFAULT_LIMIT).max(1);
-        let task = move || read_window(&workspace, &relative, &shown, offset, limit);
+        let from_editor = ctx.approvals.front_end().offered().read_files;
+        let task = move || -> Result<OnDisk, ToolError> {
+            let file = open(&workspace, &relative, &shown)?;
+            if from_editor {
+                return Ok(OnDisk::Checked(shown));
+            }
+            window(file, &shown, offset, limit).map(OnDisk::Read)
+        };
+        let read = tokio::task::spawn_blocking(task)
+            .await
+            .map_err(|e| ToolError::Failed(format!("reading the file failed: {e}")))??;
+        let shown = match read {
+            OnDisk::Read(text) => return Ok(text),
+            OnDisk::Checked(shown) => shown,
+        };
+        if let Some(text) = fs_editor::text(&path, ctx).await? {
+            return window(io::Cursor::new(text.into_bytes()), &shown, offset, limit);
+        }
+        // The editor could not say: the file on disk is what there is.
+        let (workspace, relative) = (ctx.workspace.clone(), relative_of(ctx, &path));
+        let task = move || window(open(&workspace, &relative, &shown)?, &shown, offset, limit);
         tokio::task::spawn_blocking(task)
             .await
             .map_err(|e| ToolError::Failed(format!("reading the file failed: {e}")))?
     }
 }
 
-fn read_window(
-    workspace: &Path,
-    relative: &Path,
+/// A file read on disk, or only checked there (by opening it) for the editor to read.
+enum OnDisk {
+    Read(String),
+    Checked(String),
+}
+
+fn relative_of(ctx: &ToolContext, path: &Path) -> PathBuf {
+    path_guard::relative(&ctx.workspace, path).to_path_buf()
+}
+
+fn path_error(shown: &str, message: String) -> ToolError {
+    ToolError::Path {
+        path: shown.to_string(),
+        message,
+    }
+}
+
+fn io_error(shown: &str, e: io::Error) -> ToolError {
+    match e.kind() {
+        io::ErrorKind::NotFound => path_error(
+            shown,
+            "file not found; use list_dir or glob to find the right path".into(),
+        ),
+        io::ErrorKind::IsADirectory => path_error(
+            shown,
+            "is a directory, not a file; use list_dir to see its contents".into(),
+        ),
+        _ => path_error(shown, e.to_string()),
+    }
+}
+
+/// The regular file at `relative`, opened through the workspace's handles.
+fn open(workspace: &Path, relative: &Path, shown: &str) -> Result<File, ToolError> {
+    handles::open_read(workspace, relative).map_err(|e| io_error(shown, e))
+}
+
+/// The numbered window of `file`'s lines from `offset`, at most `limit` of them.
+fn window(
+    mut file: impl Read,
     shown: &str,
     offset: usize,
     limit: usize,
 ) -> Result<String, ToolError> {
-    let path_error = |message: String| ToolError::Path {
-        path: shown.to_string(),
-        message,
-    };
-    let io_error = |e: io::Error| match e.kind() {
-        io::ErrorKind::NotFound => {
-            path_error("file not found; use list_dir or glob to find the right path".into())
-        }
-        io::ErrorKind::IsADirectory => {
-            path_error("is a directory, not a file; use list_dir to see its contents".into())
-        }
-        _ => path_error(e.to_string()),
-    };
-    let mut file = handles::open_read(workspace, relative).map_err(io_error)?;
+    let path_error = |message: String| path_error(shown, message);
+    let io_error = |e: io::Error| io_error(shown, e);
     let mut probe = Vec::with_capacity(BINARY_PROBE_BYTES);
     (&mut file)
         .take(BINARY_PROBE_BYTES as u64)

@@ -9,7 +9,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::diff_report::{change_report, unified};
-use super::{ToolContext, ToolError, TypedTool};
+use super::{ToolContext, ToolError, TypedTool, fs_editor};
 use crate::protocol::ApprovalAction;
 use crate::sandbox::approval::Action;
 use crate::sandbox::{handles, path_guard};
@@ -50,13 +50,19 @@ impl TypedTool for WriteFile {
 
     async fn run(&self, args: WriteFileArgs, ctx: &ToolContext) -> Result<String, ToolError> {
         let (path, shown) = resolve(&args.path, ctx)?;
-        let relative = path_guard::relative(&ctx.workspace, &path).to_path_buf();
-        let workspace = ctx.workspace.clone();
-        let (content, previous) = blocking(&shown, move || {
-            let previous = handles::replace(&workspace, &relative, args.content.as_bytes())?;
-            Ok((args.content, previous))
-        })
-        .await?;
+        let (content, previous) = if fs_editor::writes(ctx) {
+            let previous = read_text(&path, ctx).await.ok().map(String::into_bytes);
+            fs_editor::write(&path, &shown, &args.content, ctx).await?;
+            (args.content, previous)
+        } else {
+            let relative = path_guard::relative(&ctx.workspace, &path).to_path_buf();
+            let workspace = ctx.workspace.clone();
+            blocking(&shown, move || {
+                let previous = handles::replace(&workspace, &relative, args.content.as_bytes())?;
+                Ok((args.content, previous))
+            })
+            .await?
+        };
         let lines = content.lines().count();
         Ok(match previous.map(String::from_utf8) {
             None => format!("created {shown} ({lines} lines, {} bytes)", content.len()),
@@ -132,6 +138,10 @@ impl TypedTool for EditFile {
         }
         let old = read_text(&path, ctx).await.map_err(path_error)?;
         let new = replace_unique(&old, &args.old_string, &args.new_string).map_err(path_error)?;
+        if fs_editor::writes(ctx) {
+            fs_editor::write(&path, &shown, &new, ctx).await?;
+            return report("edited", shown, old, new).await;
+        }
         let relative = path_guard::relative(&ctx.workspace, &path).to_path_buf();
         let workspace = ctx.workspace.clone();
         let new = blocking(&shown, move || {
@@ -185,8 +195,18 @@ async fn blocking<T: Send + 'static>(
         })
 }
 
-/// The text of the file at `path` (real, checked), read through the workspace's handles.
+/// The text of the file at `path` (real, checked), read through the workspace's handles,
+/// as the editor has it when it offers its buffers.
 async fn read_text(path: &Path, ctx: &ToolContext) -> Result<String, String> {
+    let on_disk = disk_text(path, ctx).await?;
+    match fs_editor::text(path, ctx).await {
+        Ok(Some(text)) => Ok(text),
+        Ok(None) => Ok(on_disk),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+async fn disk_text(path: &Path, ctx: &ToolContext) -> Result<String, String> {
     let relative = path_guard::relative(&ctx.workspace, path).to_path_buf();
     let workspace = ctx.workspace.clone();
     let bytes = tokio::task::spawn_blocking(move || handles::read(&workspace, &relative))

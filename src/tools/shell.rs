@@ -13,7 +13,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::process::{self, SandboxSlot};
-use super::{ToolContext, ToolError, TypedTool};
+use super::{ToolContext, ToolError, TypedTool, shell_terminal};
 use crate::protocol::ApprovalAction;
 use crate::sandbox::approval::Action;
 use crate::sandbox::{Escalation, Sandbox};
@@ -96,6 +96,9 @@ async fn run_command(
     let limit = args.timeout_secs.map_or(ctx.timeout, |secs| {
         Duration::from_secs(secs.max(1)).min(ctx.timeout)
     });
+    if shell_terminal::offered(ctx) {
+        return shell_terminal::run(sandbox, &args.command, limit, ctx).await;
+    }
     let finished = process::run(sandbox, &args.command, None, limit, ctx).await?;
     let mut text = finished.combined;
     if text.is_empty() {

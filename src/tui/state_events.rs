@@ -250,6 +250,8 @@ impl AppState {
                 let text = crate::tui::slash::mcp_text(&servers);
                 self.notice(NoticeLevel::Info, &text);
             }
+            // The terminal offers no services of its own: it never gets a request.
+            Event::FrontEndRequest { .. } | Event::FrontEndWithdrawn { .. } => {}
             Event::TurnFinished {
                 turn,
                 status,

@@ -169,3 +169,5 @@ pub async fn new_session(cx: &ConnectionTo<Agent>, ws: &Workspace) -> Result<Str
 pub fn prompt(session: &str, text: &str) -> PromptRequest {
     PromptRequest::new(session.to_string(), vec![ContentBlock::from(text)])
 }
+
+pub mod editor;

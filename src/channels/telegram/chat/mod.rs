@@ -256,7 +256,9 @@ impl Chat {
             | Event::Compacted { .. }
             | Event::Notice { .. }
             | Event::ToolsChanged { .. }
-            | Event::McpServers { .. } => {}
+            | Event::McpServers { .. }
+            | Event::FrontEndRequest { .. }
+            | Event::FrontEndWithdrawn { .. } => {}
             Event::Reminder { title, body } => {
                 let markdown = format!("**{}**\n\n{body}", escape_markdown(&title));
                 self.say(&markdown).await;
