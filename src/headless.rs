@@ -175,6 +175,7 @@ pub async fn run_prompt(
             | Event::ModelFallback { .. }
             | Event::Compacted { .. }
             | Event::Notice { .. }
+            | Event::Hook { .. }
             | Event::Reminder { .. }
             | Event::ToolsChanged { .. }
             | Event::McpServers { .. }
@@ -268,6 +269,7 @@ fn print_event(
         }
         Event::Error { message } => writeln!(err, "error: {message}")?,
         Event::Notice { message } => writeln!(err, "note: {message}")?,
+        Event::Hook { event, message } => writeln!(err, "hook {event}: {message}")?,
         Event::Reminder { title, body } => writeln!(err, "note: {title}: {body}")?,
         Event::ToolsChanged { added, removed } => writeln!(
             err,

@@ -10,6 +10,7 @@ pub mod config;
 pub mod crash;
 pub mod gateway;
 pub mod headless;
+pub mod hooks;
 pub mod host;
 pub mod jobs;
 pub mod llm;

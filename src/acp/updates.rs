@@ -58,6 +58,7 @@ pub(super) fn live(event: &Event, workspace: &Path) -> Vec<SessionUpdate> {
             ..
         } => note(present::ANSWER_STARTS_OVER),
         Event::Notice { message } => note(message),
+        Event::Hook { event, message } => note(&format!("hook {event}: {message}")),
         Event::Reminder { title, body } => note(&format!("{title}: {body}")),
         Event::Error { message } => note(&format!("error: {message}")),
         _ => Vec::new(),

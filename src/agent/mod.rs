@@ -6,6 +6,7 @@ mod compaction;
 pub mod compaction_plan;
 mod decide;
 mod guards;
+mod hooks;
 mod mcp;
 mod model_call;
 mod model_switch;
@@ -92,6 +93,7 @@ async fn drive(
     runs.attach(events.clone());
     session.attach(events);
     session.announce().await;
+    session.session_start_hooks().await;
     session.start_pending_mcp();
     // A resumed history may reference capabilities: the front end hears of them at once.
     if let Err(err) = session.refresh_tools().await {

@@ -167,6 +167,8 @@ pub struct Session {
     pub(super) runs: Arc<AgentRuns>,
     /// Injections and background results for the next model call.
     pub(super) mailbox: Mailbox,
+    /// What SessionStart hooks added for the model, sent with the next prompt.
+    pub(super) hook_context: Vec<String>,
     events: Option<mpsc::Sender<Event>>,
 }
 
@@ -307,6 +309,7 @@ impl Session {
             prompt_built: false,
             dream_notes: None,
             startup_notices: Vec::new(),
+            hook_context: Vec::new(),
             _lease: None,
             unstored: None,
             step_tools: StepTools::fixed(toolset),

@@ -27,6 +27,14 @@ impl Session {
         cancel: CancellationToken,
         inbox: Inbox,
     ) -> (TurnStatus, Option<String>) {
+        let context = match matches!(kind, UserMessageKind::Prompt | UserMessageKind::Queued) {
+            true => self.prompt_hooks(&text).await,
+            false => Ok(Vec::new()),
+        };
+        let context = match context {
+            Ok(context) => context,
+            Err(why) => return self.refuse_prompt(why).await,
+        };
         self.turns += 1;
         let turn = self.turns;
         self.turn_cancel = cancel.clone();
@@ -37,7 +45,8 @@ impl Session {
         self.emit(Event::TurnStarted { turn }).await;
         let before = (self.total_usage, self.cost_usd);
         let started_at = now_millis();
-        let (status, message) = match self.open_turn(turn, started_at, text, kind).await {
+        let opened = self.open_turn(turn, started_at, text, kind, context).await;
+        let (status, message) = match opened {
             Ok(()) => self.turn_steps(&cancel, &inbox).await,
             Err(err) => (TurnStatus::Failed, Some(store_failure(&err))),
         };
@@ -114,6 +123,7 @@ impl Session {
         started_at: i64,
         text: String,
         kind: UserMessageKind,
+        hook_context: Vec<String>,
     ) -> Result<(), StoreError> {
         self.ensure_stored().await?;
         let id = self.id.clone();
@@ -125,7 +135,28 @@ impl Session {
             true => self.note_growth().await?,
             false => self.refresh_system_prompt().await?,
         }
-        self.add_user_text(text, kind).await
+        self.add_user_text(text, kind).await?;
+        for context in hook_context {
+            let text = format!("[hook context] {context}");
+            self.add_user_text(text, UserMessageKind::Injected).await?;
+        }
+        Ok(())
+    }
+
+    /// Ends a turn a UserPromptSubmit hook blocked before it began: nothing is stored, the
+    /// front end hears why.
+    async fn refuse_prompt(&mut self, why: String) -> (TurnStatus, Option<String>) {
+        let turn = self.turns + 1;
+        self.emit(Event::TurnStarted { turn }).await;
+        self.emit(Event::TurnFinished {
+            turn,
+            status: TurnStatus::Refused,
+            message: Some(why.clone()),
+            usage: Usage::default(),
+            cost_usd: 0.0,
+        })
+        .await;
+        (TurnStatus::Refused, Some(why))
     }
 
     async fn add_user_text(
@@ -183,6 +214,7 @@ impl Session {
             max_continuations: self.settings.max_continuations,
         };
         let mut state = TurnState::new(self.settings.repeat_limit);
+        let mut stop_continued = 0;
         loop {
             if let Some(model) = super::model_switch::take_model(inbox) {
                 self.change_model(&model).await;
@@ -281,6 +313,13 @@ impl Session {
                         .await;
                     }
                     return Ok((TurnStatus::LoopDetected, loop_note));
+                }
+                Next::End(TurnStatus::Completed)
+                    if let Some(why) = self.stop_hooks(stop_continued).await =>
+                {
+                    stop_continued += 1;
+                    self.add_user_text(format!("[Stop hook] {why}"), UserMessageKind::Injected)
+                        .await?;
                 }
                 Next::End(status) => {
                     let note = match status {

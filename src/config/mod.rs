@@ -48,6 +48,9 @@ pub struct Config {
     pub telegram: telegram::TelegramConfig,
     /// `[schedules]`: how many schedules, how often, how many running at once.
     pub schedules: schedules::ScheduleLimits,
+    /// `[hooks]`: the person's commands on the session's events, in Claude Code's shape.
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub hooks: crate::hooks::HooksConfig,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -66,6 +66,10 @@ struct TrustEntry {
     /// without one (trusted before heartbeats were bound) wait for the next `mnemo trust`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     heartbeats_sha256: Option<String>,
+    /// The fingerprint of `.claude/settings.json` (whose hooks run commands) when it was
+    /// trusted; its hooks run only while it is unchanged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    claude_settings_sha256: Option<String>,
     trusted_at: String,
 }
 
@@ -172,6 +176,7 @@ pub fn trust(dirs: &Dirs, workspace: &Path) -> Result<Trust, TrustError> {
         path: workspace.to_path_buf(),
         config_sha256: fingerprint.clone().unwrap_or_default(),
         heartbeats_sha256: super::heartbeat_files::fingerprint(workspace),
+        claude_settings_sha256: claude_settings_fingerprint(workspace),
         trusted_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
     });
     write_list(&path, &list)?;
@@ -191,6 +196,31 @@ pub fn covers(dirs: &Dirs, workspace: &Path, config: Option<&str>, heartbeats: &
         w.path == workspace
             && w.config_sha256 == config.unwrap_or_default()
             && w.heartbeats_sha256.as_deref() == Some(heartbeats)
+    })
+}
+
+/// The fingerprint of `workspace`'s `.claude/settings.json` as it is now; `None` when there
+/// is none or it cannot be read.
+pub fn claude_settings_fingerprint(workspace: &Path) -> Option<String> {
+    let (_, text) = crate::hooks::read_claude_settings(workspace).ok()??;
+    Some(fingerprint(text.as_bytes()))
+}
+
+/// Whether the person trusted `workspace` with this config file (`None`: none) and this
+/// `.claude/settings.json` (its fingerprint). An unreadable trust list trusts nothing.
+pub fn covers_claude_settings(
+    dirs: &Dirs,
+    workspace: &Path,
+    config: Option<&str>,
+    settings: &str,
+) -> bool {
+    let Ok(list) = trust_path(dirs).and_then(|path| read_list(&path)) else {
+        return false;
+    };
+    list.workspaces.iter().any(|w| {
+        w.path == workspace
+            && w.config_sha256 == config.unwrap_or_default()
+            && w.claude_settings_sha256.as_deref() == Some(settings)
     })
 }
 
@@ -271,6 +301,8 @@ pub fn restrict(lower: &Table, mut layer: Table) -> (Table, Vec<Ignored>) {
     drop(&mut layer, "telegram", "");
     // How many schedules run, and how often, is the person's to raise.
     drop(&mut layer, "schedules", "");
+    // Hooks run commands outside the sandbox.
+    drop(&mut layer, "hooks", "");
     // Which models get the conversation is the person's choice, not the repository's.
     for key in ["default_model", "fallbacks"] {
         if layer.get(key).is_some() && layer.get(key) != lower.get(key) {

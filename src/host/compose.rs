@@ -325,6 +325,16 @@ pub async fn prepare_session_with(
     if let Some(warning) = loaded.sources.ignored_warning() {
         session.notify_at_start(warning);
     }
+    let (hooks, notes) = crate::hooks::load(
+        &loaded.config.hooks,
+        &loaded.dirs,
+        &loaded.workspace,
+        cli.distrust_workspace,
+    );
+    session.settings.approvals.set_hooks(Arc::new(hooks));
+    for note in notes {
+        session.notify_at_start(note);
+    }
     for notice in skipped {
         session.notify_at_start(notice);
     }

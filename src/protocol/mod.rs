@@ -404,6 +404,12 @@ pub enum Event {
     McpServers {
         servers: Vec<McpServerStatus>,
     },
+    /// A hook (the person's command on an event, such as `PreToolUse`) failed, timed out,
+    /// blocked something or had a message for the person; the session goes on.
+    Hook {
+        event: String,
+        message: String,
+    },
     /// Something the user should know that is not an error.
     Notice {
         message: String,

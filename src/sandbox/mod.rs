@@ -37,8 +37,9 @@ pub use confinement::{Confinement, Limits, SandboxSection};
 pub use policy::{SandboxConfig, SandboxPolicy};
 
 /// Entries of the workspace that commands may read but never write: hooks and config in `.git`
-/// run code on the user's next git command, and `.mnemo` holds mnemo's own configuration.
-pub const PROTECTED_ENTRIES: &[&str] = &[".git", ".mnemo"];
+/// run code on the user's next git command, `.mnemo` holds mnemo's own configuration and
+/// `.claude` Claude Code's settings, whose hooks run commands.
+pub const PROTECTED_ENTRIES: &[&str] = &[".git", ".mnemo", ".claude"];
 
 /// Why no sandbox can run here; cached for the whole process.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]

@@ -111,6 +111,12 @@ pub fn resolve_for_write(
              cannot write it in any approval mode. Tell the user what to change instead",
         ));
     }
+    if in_entry(&canonical_root(workspace), &path, ".claude") {
+        return Err(refuse(
+            ".claude/ holds settings whose hooks run commands, which only the user edits; the \
+             agent cannot write it in any approval mode. Tell the user what to change instead",
+        ));
+    }
     match policy {
         SandboxPolicy::ReadOnly => Err(refuse(
             "the session is read-only (sandbox policy read-only), so files cannot be written; \
@@ -361,6 +367,8 @@ mod tests {
                 let message = error_text(resolve_for_write(&ws, path, mode));
                 assert!(message.contains("mnemo's own configuration"), "{message}");
             }
+            let message = error_text(resolve_for_write(&ws, ".claude/settings.json", mode));
+            assert!(message.contains("hooks run commands"), "{message}");
         }
         assert_eq!(
             resolve(&ws, ".mnemo/config.toml")?,

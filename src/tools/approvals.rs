@@ -15,6 +15,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::front_end::FrontEnd;
 use super::{Tool, ToolContext, ToolError};
+use crate::hooks::{HookEvent, Permission};
 use crate::protocol::{ApprovalAction, ApprovalDecision, Event};
 use crate::sandbox::approval::{self, Action, CommandGrant, Verdict, command_grant};
 use crate::sandbox::{ApprovalMode, Confinement, Escalation, SandboxConfig, SandboxPolicy};
@@ -78,6 +79,8 @@ struct Shared {
     next_id: AtomicU64,
     /// The front end's services, reached like its answers to questions.
     front_end: FrontEnd,
+    /// The person's hooks, set once when the session starts.
+    hooks: std::sync::OnceLock<crate::hooks::SharedHooks>,
 }
 
 /// One session's approvals. Sub-agents share the mode, the answers and the user to ask, so
@@ -113,6 +116,7 @@ impl Approvals {
                 }),
                 next_id: AtomicU64::new(1),
                 front_end: FrontEnd::default(),
+                hooks: std::sync::OnceLock::new(),
             }),
             offline: false,
         }
@@ -185,6 +189,16 @@ impl Approvals {
         state.pending.clear();
     }
 
+    /// Gives the session (and its sub-agents) `hooks`; only the first call counts.
+    pub fn set_hooks(&self, hooks: crate::hooks::SharedHooks) {
+        let _ = self.shared.hooks.set(hooks);
+    }
+
+    /// The person's hooks, when any are configured.
+    pub fn hooks(&self) -> Option<&crate::hooks::SharedHooks> {
+        self.shared.hooks.get()
+    }
+
     /// The services the front end that answers the questions offers the tools.
     pub fn front_end(&self) -> &FrontEnd {
         &self.shared.front_end
@@ -233,6 +247,19 @@ impl Approvals {
         input: &Value,
         ctx: &ToolContext,
     ) -> Result<(), ToolError> {
+        self.check_hooked(tool, input, ctx, None).await
+    }
+
+    /// [`Approvals::check`] after a pre-tool hook answered `hook` (with its reason): `Allow`
+    /// spares the question, `Ask` puts it whatever the mode; neither lifts a refusal (a
+    /// read-only session, a sub-agent without network).
+    pub async fn check_hooked(
+        &self,
+        tool: &dyn Tool,
+        input: &Value,
+        ctx: &ToolContext,
+        hook: Option<(Permission, Option<String>)>,
+    ) -> Result<(), ToolError> {
         let Some(action) = tool.approval_action(input) else {
             return Ok(());
         };
@@ -244,21 +271,28 @@ impl Approvals {
                     .into(),
             ));
         }
+        let hooked = hook.as_ref().map(|(permission, _)| *permission);
         match approval::verdict(mode, self.base(), action) {
-            Verdict::Allow => return Ok(()),
             Verdict::Refuse(reason) => return Err(ToolError::Denied(reason)),
-            Verdict::Ask => {}
+            Verdict::Allow if hooked != Some(Permission::Ask) => return Ok(()),
+            Verdict::Ask if hooked == Some(Permission::Allow) => return Ok(()),
+            Verdict::Allow | Verdict::Ask => {}
         }
         let request = tool.approval_preview(input, ctx).await?;
         let allowance = allowance(&request);
-        if allowance
-            .as_ref()
-            .is_ok_and(|a| self.state().allowed.contains(a))
+        if hooked != Some(Permission::Ask)
+            && allowance
+                .as_ref()
+                .is_ok_and(|a| self.state().allowed.contains(a))
         {
             return Ok(());
         }
-        let reason = match action {
-            Action::Command(Some(escalation)) => {
+        let reason = match (hook, action) {
+            (Some((Permission::Ask, why)), _) => match why {
+                Some(why) => format!("a PreToolUse hook asks: {why}"),
+                None => "a PreToolUse hook asks".to_string(),
+            },
+            (_, Action::Command(Some(escalation))) => {
                 format!("the command asks for {}", escalation.label())
             }
             _ => format!("approval mode is {mode}"),
@@ -333,9 +367,11 @@ impl Approvals {
             session_grant: grant.as_ref().ok().cloned(),
             only_once: grant.err(),
         };
+        let message = format!("mnemo needs your permission to use {tool}");
         if asker.send(request).await.is_err() {
             return Ok(ApprovalDecision::Deny);
         }
+        self.notify_hooks(ctx, message, asker.clone());
         let asked = Instant::now();
         let decision = tokio::select! {
             answer = answer_rx => answer.unwrap_or(ApprovalDecision::Deny),
@@ -345,6 +381,34 @@ impl Approvals {
         ctx.waited_ms.fetch_add(waited, Ordering::Relaxed);
         pending.answered(decision).await;
         Ok(decision)
+    }
+}
+
+impl Approvals {
+    /// Runs the Notification hooks for a question put to the person, beside it: the question
+    /// does not wait for them. What they report goes to `events`.
+    fn notify_hooks(&self, ctx: &ToolContext, message: String, events: mpsc::Sender<Event>) {
+        let Some(hooks) = self.hooks().filter(|h| h.has(HookEvent::Notification)) else {
+            return;
+        };
+        let (hooks, session) = (hooks.clone(), ctx.session_id.clone());
+        tokio::spawn(async move {
+            let mut fields = serde_json::Map::new();
+            fields.insert("message".into(), message.into());
+            fields.insert("notification_type".into(), "permission_prompt".into());
+            let outcome = hooks
+                .run(
+                    HookEvent::Notification,
+                    &["permission_prompt"],
+                    &session,
+                    fields,
+                )
+                .await;
+            for message in outcome.notes {
+                let event = "Notification".to_string();
+                let _ = events.send(Event::Hook { event, message }).await;
+            }
+        });
     }
 }
 

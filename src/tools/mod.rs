@@ -13,6 +13,7 @@ pub mod front_end;
 pub mod fs_editor;
 pub mod fs_read;
 pub mod fs_write;
+mod hooked;
 pub mod mcp;
 pub mod memory;
 pub mod process;
@@ -132,6 +133,14 @@ impl ToolContext {
                  Tell the user what you would save instead"
             ))),
             _ => Ok(()),
+        }
+    }
+
+    /// Tells the front end what a hook of `event` reported.
+    pub async fn emit_hook(&self, event: crate::hooks::HookEvent, message: String) {
+        if let Some(events) = &self.events {
+            let event = event.name().to_string();
+            let _ = events.send(Event::Hook { event, message }).await;
         }
     }
 

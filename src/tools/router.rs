@@ -238,7 +238,8 @@ impl StepRouter<'_> {
                 Route::Capability(tool) => (tool, "capability", None),
                 Route::Mcp(tool) => (tool, "MCP call", None),
             };
-            ctx.approvals.check(tool, input, ctx).await?;
+            let hooked = super::hooked::before(ctx, name, input).await?;
+            ctx.approvals.check_hooked(tool, input, ctx, hooked).await?;
             let call = async {
                 match route {
                     // The registry caps the output before it reaches the model.
@@ -246,7 +247,8 @@ impl StepRouter<'_> {
                     _ => tool.call(input.clone(), ctx).await,
                 }
             };
-            guarded(call, name, what, session_id, limit).await
+            let output = guarded(call, name, what, session_id, limit).await?;
+            Ok(super::hooked::after(ctx, name, input, output).await)
         };
         tokio::select! {
             result = run => result,

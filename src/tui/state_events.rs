@@ -236,6 +236,9 @@ impl AppState {
                 self.notice(NoticeLevel::Info, &text);
             }
             Event::Notice { message } => self.notice(NoticeLevel::Info, &message),
+            Event::Hook { event, message } => {
+                self.notice(NoticeLevel::Info, &format!("hook {event}: {message}"));
+            }
             Event::Reminder { title, body } => {
                 self.notice(NoticeLevel::Info, &format!("{title}: {body}"));
                 self.desktop.push((title, body));

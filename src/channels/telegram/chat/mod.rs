@@ -255,6 +255,7 @@ impl Chat {
             | Event::Usage { .. }
             | Event::Compacted { .. }
             | Event::Notice { .. }
+            | Event::Hook { .. }
             | Event::ToolsChanged { .. }
             | Event::McpServers { .. }
             | Event::FrontEndRequest { .. }
