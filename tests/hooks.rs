@@ -199,3 +199,61 @@ fn an_untrusted_workspaces_hooks_do_not_run_until_it_is_trusted() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(!ws.path().join("claude-hook-ran").exists());
 }
+
+#[test]
+fn prompt_hooks_add_context_or_block_and_a_stop_hook_sends_the_turn_on_once() {
+    let ws = Workspace::new();
+    user_config(
+        &ws,
+        r#"
+[[hooks.UserPromptSubmit]]
+hooks = [{ type = "command", command = "if grep -q password; then echo 'prompts with passwords are not sent' >&2; exit 2; fi; echo 'branch: main'" }]
+
+[[hooks.Stop]]
+hooks = [{ type = "command", command = "if [ ! -e stopped-once ]; then touch stopped-once; echo '{\"decision\": \"block\", \"reason\": \"run the tests too\"}'; fi" }]
+"#,
+    );
+    let model = ws.script(json!({"turns": [{"text": "done"}, {"text": "tests pass"}]}));
+    let out = ws.mnemo(&["--model", &model, "run", "--json", "fix it"], None);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let first = events(&out.stdout);
+    let said: Vec<String> = first
+        .iter()
+        .filter_map(|e| match e {
+            Event::UserMessage { text, .. } => Some(format!("user: {text}")),
+            Event::AssistantMessage { text } => Some(format!("model: {text}")),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        said,
+        [
+            "user: fix it",
+            "user: [hook context] branch: main",
+            "model: done",
+            "user: [Stop hook] run the tests too",
+            "model: tests pass",
+        ],
+        "{said:?}"
+    );
+
+    let out = ws.mnemo(
+        &["--model", &model, "run", "--json", "my password is x"],
+        None,
+    );
+    let events = events(&out.stdout);
+    assert!(
+        !events.iter().any(|e| matches!(
+            e,
+            Event::AssistantMessage { .. } | Event::UserMessage { .. }
+        )),
+        "{events:?}"
+    );
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, Event::TurnFinished { message: Some(m), .. }
+            if m.contains("prompts with passwords are not sent"))),
+        "{events:?}"
+    );
+}
