@@ -23,6 +23,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("jobs", 7),
     ("config", 8),
     ("memory", 9),
+    ("hooks", 9),
     ("llm", 10),
     ("mcp", 10),
     ("sandbox", 11),

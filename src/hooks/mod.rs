@@ -5,7 +5,6 @@
 //! start, run. A hook that fails or times out is reported and never stops the session.
 
 mod config;
-mod load;
 mod reply;
 mod runner;
 
@@ -22,7 +21,6 @@ pub use config::{
     CLAUDE_SETTINGS, HookCommand, HooksConfig, MatcherGroup, parse_claude_settings,
     read_claude_settings,
 };
-pub use load::load;
 pub use reply::{Outcome, Permission};
 
 /// A hook's time limit when its entry names none (Claude Code's too).

@@ -325,7 +325,7 @@ pub async fn prepare_session_with(
     if let Some(warning) = loaded.sources.ignored_warning() {
         session.notify_at_start(warning);
     }
-    let (hooks, notes) = crate::hooks::load(
+    let (hooks, notes) = super::hooks::load(
         &loaded.config.hooks,
         &loaded.dirs,
         &loaded.workspace,

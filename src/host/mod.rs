@@ -7,6 +7,7 @@ pub mod api;
 mod compose;
 pub mod daemon;
 mod fanout;
+mod hooks;
 mod journal;
 mod local;
 mod providers;

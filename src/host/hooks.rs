@@ -5,8 +5,8 @@
 
 use std::path::Path;
 
-use super::{Hooks, HooksConfig, parse_claude_settings, read_claude_settings};
 use crate::config::{Dirs, trust};
+use crate::hooks::{Hooks, HooksConfig, parse_claude_settings, read_claude_settings};
 
 /// The session's hooks, and a note for the person for each one that does not run.
 pub fn load(
