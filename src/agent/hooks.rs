@@ -19,6 +19,11 @@ impl Session {
         subjects: &[&str],
         fields: Map<String, Value>,
     ) -> Option<Outcome> {
+        // A sub-agent's prompt is the model's, and its stop is its parent's business; its
+        // tool calls run the tool hooks (`tools::hooked`).
+        if self.runs.depth > 0 {
+            return None;
+        }
         let hooks = self.settings.approvals.hooks()?.clone();
         if !hooks.has(event) {
             return None;
