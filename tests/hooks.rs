@@ -257,3 +257,45 @@ hooks = [{ type = "command", command = "if [ ! -e stopped-once ]; then touch sto
         "{events:?}"
     );
 }
+
+#[test]
+fn a_hook_can_ask_where_the_mode_would_not_and_allow_where_it_would_ask() {
+    let ws = Workspace::new();
+    user_config(
+        &ws,
+        r#"
+[[hooks.PreToolUse]]
+matcher = "Write"
+hooks = [{ type = "command", command = "if grep -q 'asked.txt'; then d=ask; else d=allow; fi; echo \"{\\\"hookSpecificOutput\\\": {\\\"permissionDecision\\\": \\\"$d\\\", \\\"permissionDecisionReason\\\": \\\"check writes\\\"}}\"" }]
+"#,
+    );
+    let model = ws.script(json!({"turns": [
+        {"tool_calls": [{"name": "write_file", "arguments": {"path": "asked.txt", "content": "x"}}]},
+        {"tool_calls": [{"name": "write_file", "arguments": {"path": "allowed.txt", "content": "y"}}]},
+        {"text": "done"}
+    ]}));
+    // Under `ask` mnemo run cannot ask: what the hook asks about is denied, and says why;
+    // what it allows is written without the question the mode would put.
+    let out = ws.mnemo(
+        &[
+            "--approval",
+            "ask",
+            "--model",
+            &model,
+            "run",
+            "--json",
+            "write",
+        ],
+        None,
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let results = results(&events(&out.stdout));
+    assert!(!ws.path().join("asked.txt").exists());
+    assert!(
+        results[0]
+            .2
+            .contains("a PreToolUse hook asks: check writes"),
+        "{results:?}"
+    );
+    assert_eq!(ws.read("allowed.txt"), "y");
+}
