@@ -15,7 +15,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::front_end::FrontEnd;
 use super::{Tool, ToolContext, ToolError};
-use crate::hooks::{HookEvent, Permission};
+use crate::hooks::Permission;
 use crate::protocol::{ApprovalAction, ApprovalDecision, Event};
 use crate::sandbox::approval::{self, Action, CommandGrant, Verdict, command_grant};
 use crate::sandbox::{ApprovalMode, Confinement, Escalation, SandboxConfig, SandboxPolicy};
@@ -367,11 +367,10 @@ impl Approvals {
             session_grant: grant.as_ref().ok().cloned(),
             only_once: grant.err(),
         };
-        let message = format!("mnemo needs your permission to use {tool}");
         if asker.send(request).await.is_err() {
             return Ok(ApprovalDecision::Deny);
         }
-        self.notify_hooks(ctx, message, asker.clone());
+        super::hooked::question_put(ctx, tool, asker.clone());
         let asked = Instant::now();
         let decision = tokio::select! {
             answer = answer_rx => answer.unwrap_or(ApprovalDecision::Deny),
@@ -381,34 +380,6 @@ impl Approvals {
         ctx.waited_ms.fetch_add(waited, Ordering::Relaxed);
         pending.answered(decision).await;
         Ok(decision)
-    }
-}
-
-impl Approvals {
-    /// Runs the Notification hooks for a question put to the person, beside it: the question
-    /// does not wait for them. What they report goes to `events`.
-    fn notify_hooks(&self, ctx: &ToolContext, message: String, events: mpsc::Sender<Event>) {
-        let Some(hooks) = self.hooks().filter(|h| h.has(HookEvent::Notification)) else {
-            return;
-        };
-        let (hooks, session) = (hooks.clone(), ctx.session_id.clone());
-        tokio::spawn(async move {
-            let mut fields = serde_json::Map::new();
-            fields.insert("message".into(), message.into());
-            fields.insert("notification_type".into(), "permission_prompt".into());
-            let outcome = hooks
-                .run(
-                    HookEvent::Notification,
-                    &["permission_prompt"],
-                    &session,
-                    fields,
-                )
-                .await;
-            for message in outcome.notes {
-                let event = "Notification".to_string();
-                let _ = events.send(Event::Hook { event, message }).await;
-            }
-        });
     }
 }
 

@@ -2,9 +2,11 @@
 //! call reaches them under its mnemo name and Claude Code's, with Claude Code's input fields.
 
 use serde_json::{Map, Value};
+use tokio::sync::mpsc;
 
 use super::{ToolContext, ToolError};
 use crate::hooks::{self, HookEvent, Permission};
+use crate::protocol::Event;
 
 /// Runs the PreToolUse hooks of the call of `name`: a denial is the error the model is told,
 /// otherwise what they answered for the approval gate.
@@ -66,6 +68,37 @@ pub async fn after(ctx: &ToolContext, name: &str, input: &Value, output: String)
         true => output,
         false => format!("{output}\n\n[PostToolUse hook] {}", said.join("\n")),
     }
+}
+
+/// Runs the Notification hooks for the approval question about `tool` just put to the
+/// person, beside it: the question does not wait for them. What they report goes to `events`.
+pub fn question_put(ctx: &ToolContext, tool: &str, events: mpsc::Sender<Event>) {
+    let Some(hooks) = ctx
+        .approvals
+        .hooks()
+        .filter(|h| h.has(HookEvent::Notification))
+    else {
+        return;
+    };
+    let (hooks, session) = (hooks.clone(), ctx.session_id.clone());
+    let message = format!("mnemo needs your permission to use {tool}");
+    tokio::spawn(async move {
+        let mut fields = Map::new();
+        fields.insert("message".into(), message.into());
+        fields.insert("notification_type".into(), "permission_prompt".into());
+        let outcome = hooks
+            .run(
+                HookEvent::Notification,
+                &["permission_prompt"],
+                &session,
+                fields,
+            )
+            .await;
+        for message in outcome.notes {
+            let event = HookEvent::Notification.name().to_string();
+            let _ = events.send(Event::Hook { event, message }).await;
+        }
+    });
 }
 
 /// The names a matcher is tried on, and the call's fields of the hook's input.
