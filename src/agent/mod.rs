@@ -9,6 +9,7 @@ mod guards;
 mod mcp;
 mod model_call;
 mod model_switch;
+mod nested_context;
 mod oversized;
 pub mod prompt;
 mod services;
