@@ -10,6 +10,7 @@ mod hooks;
 mod mcp;
 mod model_call;
 mod model_switch;
+mod nested_context;
 mod oversized;
 pub mod prompt;
 mod services;

@@ -1,24 +1,30 @@
-//! The system prompt: the constitution, the project's own instructions (AGENTS.md, CLAUDE.md)
-//! and facts about the environment. Built once per session so the prefix stays cacheable.
+//! The system prompt: the constitution, the person's own instructions (`AGENTS.md` in mnemo's
+//! config directory), the project's (its root's `AGENTS.md`, or `CLAUDE.md` where there is
+//! none) and facts about the environment. Built once per session so the prefix stays
+//! cacheable; instruction files of subdirectories come later, as messages
+//! (`nested_context`).
 
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
+use super::nested_context::{MAX_INSTRUCTIONS_BYTES, level_instructions};
 use crate::sandbox::Confinement;
-use crate::sandbox::workspace_read::read_text;
 
 const CONSTITUTION: &str = include_str!("../../assets/constitution.md");
-/// Project instruction files are cut here so a huge file cannot crowd out the conversation.
-const MAX_INSTRUCTIONS_BYTES: usize = 32 * 1024;
-/// At most this much of an instruction file is read; its head and tail are then kept.
-const INSTRUCTIONS_READ_LIMIT: usize = 256 * 1024;
-const INSTRUCTION_FILES: [&str; 2] = ["AGENTS.md", "CLAUDE.md"];
+/// At most this much of the person's own instruction file is read.
+const USER_READ_LIMIT: usize = 256 * 1024;
 
 /// The system prompt of a session in `workspace`, and what the person should be told about
 /// instruction files that were not read (a link out of the workspace, a FIFO, a hidden path).
-pub async fn system_prompt(workspace: &Path, confinement: &Confinement) -> (String, Vec<String>) {
+/// `config_dir` is mnemo's config directory, which may hold the person's own `AGENTS.md`.
+pub async fn system_prompt(
+    workspace: &Path,
+    confinement: &Confinement,
+    config_dir: Option<&Path>,
+) -> (String, Vec<String>) {
     let mut prompt = String::from(CONSTITUTION);
-    let (instructions, notices) = instructions(workspace, confinement).await;
+    let (instructions, notices) = instructions(workspace, confinement, config_dir).await;
     prompt.push_str(&instructions);
     prompt.push_str("\n# Environment\n\n");
     prompt.push_str(&format!("- Working directory: {}\n", workspace.display()));
@@ -35,28 +41,36 @@ pub async fn system_prompt(workspace: &Path, confinement: &Confinement) -> (Stri
     (prompt, notices)
 }
 
-/// The project's instruction files, read through the workspace guard off the async threads.
-async fn instructions(workspace: &Path, confinement: &Confinement) -> (String, Vec<String>) {
+/// The person's and the project's instruction files, off the async threads; the project's
+/// through the workspace guard.
+async fn instructions(
+    workspace: &Path,
+    confinement: &Confinement,
+    config_dir: Option<&Path>,
+) -> (String, Vec<String>) {
     let workspace: PathBuf = workspace.to_path_buf();
     let confinement = confinement.clone();
+    let user_file = config_dir.map(|dir| dir.join("AGENTS.md"));
     let read = move || {
         let mut section = String::new();
         let mut notices = Vec::new();
-        for name in INSTRUCTION_FILES {
-            let found = read_text(
-                &workspace,
-                Path::new(name),
-                &confinement,
-                INSTRUCTIONS_READ_LIMIT,
-            );
-            match found {
-                Ok(Some(file)) => {
-                    let text = crate::text::head_tail(file.text.trim(), MAX_INSTRUCTIONS_BYTES);
-                    section.push_str(&format!("\n# Project instructions from {name}\n\n{text}\n"));
-                }
+        if let Some(path) = user_file {
+            match read_user_file(&path) {
+                Ok(Some(text)) => section.push_str(&format!(
+                    "\n# The person's own instructions (from {})\n\n{text}\n",
+                    path.display()
+                )),
                 Ok(None) => {}
-                Err(skipped) => notices.push(skipped.to_string()),
+                Err(e) => notices.push(format!("{}: {e}; not read", path.display())),
             }
+        }
+        let (found, skipped) = level_instructions(&workspace, Path::new(""), &confinement);
+        notices.extend(skipped);
+        if let Some(file) = found {
+            section.push_str(&format!(
+                "\n# Project instructions from {}\n\n{}\n",
+                file.name, file.text
+            ));
         }
         (section, notices)
     };
@@ -66,6 +80,26 @@ async fn instructions(workspace: &Path, confinement: &Confinement) -> (String, V
             vec!["reading AGENTS.md and CLAUDE.md failed".into()],
         )
     })
+}
+
+/// The person's own instruction file, cut like the project's; `Ok(None)` when there is none.
+fn read_user_file(path: &Path) -> std::io::Result<Option<String>> {
+    let meta = match std::fs::metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        other => other?,
+    };
+    if !meta.is_file() {
+        return Err(std::io::Error::other("not a regular file"));
+    }
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)?
+        .take(USER_READ_LIMIT as u64)
+        .read_to_end(&mut bytes)?;
+    let text = String::from_utf8_lossy(&bytes);
+    Ok(Some(crate::text::head_tail(
+        text.trim(),
+        MAX_INSTRUCTIONS_BYTES,
+    )))
 }
 
 /// One line about the repository: branch and how many files changed, or that there is none.
@@ -106,7 +140,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
         std::fs::write(dir.path().join("AGENTS.md"), "Always run `make check`.")
             .unwrap_or_else(|e| panic!("{e}"));
-        let (prompt, notices) = system_prompt(dir.path(), &Confinement::default()).await;
+        let (prompt, notices) = system_prompt(dir.path(), &Confinement::default(), None).await;
         assert!(notices.is_empty(), "{notices:?}");
         assert!(prompt.starts_with("You are mnemo"));
         assert!(prompt.contains("Project instructions from AGENTS.md"));
@@ -114,5 +148,28 @@ mod tests {
         assert!(!prompt.contains("CLAUDE.md"));
         assert!(prompt.contains(&dir.path().display().to_string()));
         assert!(prompt.contains("not a git repository"));
+    }
+
+    #[tokio::test]
+    async fn claude_md_stands_in_only_where_no_agents_md_is_and_the_person_comes_first() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let (ws, config) = (dir.path().join("ws"), dir.path().join("cfg"));
+        for path in [&ws, &config] {
+            std::fs::create_dir(path).unwrap_or_else(|e| panic!("{e}"));
+        }
+        std::fs::write(ws.join("CLAUDE.md"), "CLAUDE-RULE").unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(config.join("AGENTS.md"), "PERSON-RULE").unwrap_or_else(|e| panic!("{e}"));
+        let confinement = Confinement::default();
+        let (prompt, _) = system_prompt(&ws, &confinement, Some(&config)).await;
+        let person = prompt.find("PERSON-RULE");
+        let project = prompt.find("Project instructions from CLAUDE.md\n\nCLAUDE-RULE");
+        assert!(
+            person.is_some() && project.is_some() && person < project,
+            "{prompt}"
+        );
+        std::fs::write(ws.join("AGENTS.md"), "AGENTS-RULE").unwrap_or_else(|e| panic!("{e}"));
+        let (prompt, _) = system_prompt(&ws, &confinement, None).await;
+        assert!(prompt.contains("AGENTS-RULE"));
+        assert!(!prompt.contains("CLAUDE-RULE") && !prompt.contains("PERSON-RULE"));
     }
 }

@@ -169,6 +169,8 @@ pub struct Session {
     pub(super) mailbox: Mailbox,
     /// What SessionStart hooks added for the model, sent with the next prompt.
     pub(super) hook_context: Vec<String>,
+    /// The subdirectories whose instruction files the conversation has had.
+    pub(super) nested: super::nested_context::NestedContext,
     events: Option<mpsc::Sender<Event>>,
 }
 
@@ -228,7 +230,7 @@ impl Session {
         // Taken before anything is read or repaired: a turn another process still runs is
         // not a killed one.
         let lease = SessionLease::acquire(&store, &id).await?;
-        let (row, active, totals, max_seq, summary) = store
+        let (row, active, totals, max_seq, summary, nested) = store
             .call(move |db| {
                 let row = db.session(&id)?;
                 db.mark_running_turns_killed(&row.id)?;
@@ -236,7 +238,8 @@ impl Session {
                 let totals = db.session_totals(&row.id)?;
                 let max_seq = db.max_seq(&row.id)?;
                 let summary = db.kv_get(&crate::memory::sessions::summary_key(&row.id))?;
-                Ok((row, active, totals, max_seq, summary))
+                let nested = db.kv_get(&crate::memory::sessions::nested_key(&row.id))?;
+                Ok((row, active, totals, max_seq, summary, nested))
             })
             .await?;
         let archived = row.message_count > active.len() as u64;
@@ -248,6 +251,7 @@ impl Session {
         session.next_seq = max_seq.map_or(0, |s| s + 1);
         session.archived_any = archived;
         session.summary = summary;
+        session.nested = super::nested_context::NestedContext::from_stored(nested.as_deref());
         for StoredMessage {
             seq,
             message,
@@ -326,6 +330,7 @@ impl Session {
             skills_pending: false,
             runs,
             mailbox: Mailbox::default(),
+            nested: super::nested_context::NestedContext::default(),
             events: None,
         }
     }

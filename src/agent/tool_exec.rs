@@ -12,6 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::Session;
 use super::guards::RepeatGuard;
+use super::nested_context::touched_dir;
 use super::subagents::is_agent_tool;
 use crate::llm::{ContentBlock, Message, Role};
 use crate::memory::StoreError;
@@ -84,6 +85,25 @@ impl Session {
         }
         results.extend(self.run_batch(batch, cancel).await);
 
+        // Results come in the order of the calls.
+        let workspace = &self.settings.workspace;
+        let touched: Vec<_> = calls
+            .iter()
+            .zip(&results)
+            .filter(|(_, result)| {
+                matches!(
+                    result,
+                    ContentBlock::ToolResult {
+                        is_error: false,
+                        ..
+                    }
+                )
+            })
+            .filter_map(|(call, _)| touched_dir(workspace, &call.name, &call.input))
+            .collect();
+        if let Some(text) = self.nested_instructions(&touched).await? {
+            results.push(ContentBlock::Text { text });
+        }
         self.commit(Message {
             role: Role::User,
             content: results,

@@ -287,7 +287,12 @@ pub async fn prepare_session_with(
     let chain = loaded.chain(cli)?;
     let store = loaded.store()?;
     let confinement = crate::sandbox::Confinement::from_section(&loaded.config.sandbox);
-    let (system_prompt, skipped) = prompt::system_prompt(&loaded.workspace, &confinement).await;
+    let (system_prompt, skipped) = prompt::system_prompt(
+        &loaded.workspace,
+        &confinement,
+        loaded.dirs.config.as_deref(),
+    )
+    .await;
     let settings =
         SessionSettings::from_config(loaded.workspace.clone(), system_prompt, &loaded.config);
     let tools = loaded.tools(&store, settings.approvals.confinement().clone());

@@ -54,6 +54,11 @@ pub fn summary_key(session_id: &str) -> String {
     format!("summary:{session_id}")
 }
 
+/// The settings key of the subdirectories whose instruction files a session has had.
+pub fn nested_key(session_id: &str) -> String {
+    format!("nested_instructions:{session_id}")
+}
+
 impl Db {
     pub fn create_session(&mut self, new: NewSession) -> Result<SessionRow, StoreError> {
         let now = now_ms();
@@ -112,8 +117,11 @@ impl Db {
              WHERE session_id = ?1 AND active = 1",
         )?
         .execute(params![id, new_id])?;
-        tx.prepare_cached("INSERT INTO kv(key, value) SELECT ?2, value FROM kv WHERE key = ?1")?
-            .execute(params![summary_key(id), summary_key(new_id)])?;
+        let mut copy = tx
+            .prepare_cached("INSERT INTO kv(key, value) SELECT ?2, value FROM kv WHERE key = ?1")?;
+        copy.execute(params![summary_key(id), summary_key(new_id)])?;
+        copy.execute(params![nested_key(id), nested_key(new_id)])?;
+        drop(copy);
         tx.commit()?;
         self.session(new_id)
     }
