@@ -116,5 +116,15 @@ pub async fn serve(
         .connect_to(acp::Stdio::new())
         .await;
     front.stop_all().await;
-    served.map_err(|error| AcpError::Connection(error.to_string()))
+    match served {
+        // A client that closed the connection while mnemo still had something to say (the
+        // release of a terminal after a cancel) went away as at the end of its input.
+        Err(error) if error.to_string().contains(&broken_pipe()) => Ok(()),
+        other => other.map_err(|error| AcpError::Connection(error.to_string())),
+    }
+}
+
+/// How the crate words a write to a client that is gone.
+fn broken_pipe() -> String {
+    std::io::Error::from_raw_os_error(libc::EPIPE).to_string()
 }
