@@ -76,26 +76,14 @@ pub enum Command {
         /// Print every event as one JSON line.
         #[arg(long)]
         json: bool,
-        /// Send it to a session of the running `mnemo serve` (a new one, or --resume ID's).
-        #[arg(long)]
-        attach: bool,
-        /// With --attach: the daemon's gateway at HOST:PORT instead of its local socket.
-        #[arg(long, requires = "attach")]
-        url: Option<String>,
         #[command(flatten)]
-        tls: ClientTls,
+        host: HostChoice,
     },
     /// Speak the Agent Client Protocol on stdin/stdout, for editors (Zed and others): each
     /// session works in the editor's project directory.
     Acp {
-        /// Run the sessions in the running `mnemo serve` (through its gateway) instead of here.
-        #[arg(long)]
-        attach: bool,
-        /// With --attach: the daemon's gateway at HOST:PORT instead of its local socket.
-        #[arg(long, requires = "attach")]
-        url: Option<String>,
         #[command(flatten)]
-        tls: ClientTls,
+        host: HostChoice,
     },
     /// Runs one command in a session's sandbox, as described by SPEC (JSON); an editor's
     /// terminal runs this for `mnemo acp`, so the command is confined as mnemo's own are.
@@ -359,6 +347,21 @@ pub enum SkillAction {
     },
     /// Move a skill's folder to the archive (<config dir>/skills-archive/) and forget its stats.
     Rm { name: String },
+}
+
+/// Where the sessions of `mnemo run` and `mnemo acp` run: here, or in the running `mnemo
+/// serve` with `--attach`.
+#[derive(Args, Clone, Default)]
+pub struct HostChoice {
+    /// Run the sessions in the running `mnemo serve` (a new one, or --resume ID's) instead of
+    /// in this process.
+    #[arg(long)]
+    pub attach: bool,
+    /// With --attach: the daemon's gateway at HOST:PORT instead of its local socket.
+    #[arg(long, requires = "attach")]
+    pub url: Option<String>,
+    #[command(flatten)]
+    pub tls: ClientTls,
 }
 
 /// TLS for a client's `--url` (needed off the loopback).

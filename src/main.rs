@@ -98,16 +98,13 @@ fn block_on<F: std::future::Future>(future: F) -> anyhow::Result<F::Output> {
     Ok(output)
 }
 
-/// The exit code of a command that names things (capabilities, skills).
-/// Where `--url` and the TLS flags say the gateway is (its local socket without `--url`).
 /// The daemon's sessions through its gateway with `--attach`, else a host in this process that
 /// only this process watches.
 async fn session_host(
-    attach: bool,
-    url: &Option<String>,
-    tls: &ClientTls,
+    choice: &HostChoice,
     loaded: &Arc<host::Loaded>,
 ) -> anyhow::Result<Arc<dyn HostApi>> {
+    let HostChoice { attach, url, tls } = choice;
     if !attach {
         return Ok(Arc::new(host::LocalHost::new(
             host::SessionHost::in_process_only(),
@@ -392,23 +389,17 @@ fn real_main(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         // `main` runs it before the configuration is read; this arm completes the match.
         Some(Command::SandboxExec { spec }) => Ok(sandbox_exec(&spec)),
-        Some(Command::Acp { attach, url, tls }) => {
+        Some(Command::Acp { host }) => {
             // The protocol owns stdout: holding its lock here would stall every message.
             drop(out);
             block_on(async {
                 let loaded = Arc::new(loaded);
-                let host = session_host(attach, &url, &tls, &loaded).await?;
+                let host = session_host(&host, &loaded).await?;
                 anyhow::Ok(mnemo::acp::serve(host, loaded, overrides).await?)
             })??;
             Ok(ExitCode::SUCCESS)
         }
-        Some(Command::Run {
-            prompt,
-            json,
-            attach,
-            url,
-            tls,
-        }) => {
+        Some(Command::Run { prompt, json, host }) => {
             let prompt = match prompt {
                 Some(prompt) => prompt,
                 None => {
@@ -429,7 +420,7 @@ fn real_main(cli: Cli) -> anyhow::Result<ExitCode> {
             };
             let report = block_on(async {
                 let loaded = Arc::new(loaded);
-                let host = session_host(attach, &url, &tls, &loaded).await?;
+                let host = session_host(&host, &loaded).await?;
                 let options = mnemo::host::OpenOptions {
                     approval_mode: None,
                     questions: false,
