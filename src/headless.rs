@@ -182,6 +182,7 @@ pub async fn run_prompt(
             | Event::FrontEndRequest { .. }
             | Event::FrontEndWithdrawn { .. }
             | Event::ModelChanged { .. }
+            | Event::TodoUpdated { .. }
             | Event::Error { .. } => {}
         }
     };
@@ -266,6 +267,12 @@ fn print_event(
         Event::ApprovalModeChanged { mode } => writeln!(err, "note: approval {}", mode.explain())?,
         Event::ModelChanged { model, .. } => {
             writeln!(err, "note: {}", present::model_changed(model))?;
+        }
+        Event::TodoUpdated { items } => {
+            writeln!(err, "☰ {}", present::todo_heading(items))?;
+            for item in items {
+                writeln!(err, "  {}", present::todo_step(item))?;
+            }
         }
         Event::Error { message } => writeln!(err, "error: {message}")?,
         Event::Notice { message } => writeln!(err, "note: {message}")?,

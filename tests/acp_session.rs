@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 
 use acp_support::{Answer, LIMIT, Seen, Workspace, agent, new_session, prompt, run};
 use agent_client_protocol::v1::schema::{
-    CancelNotification, LoadSessionRequest, SessionConfigKind, SessionUpdate, StopReason,
-    ToolCallContent, ToolCallStatus, ToolKind,
+    CancelNotification, LoadSessionRequest, PlanEntryStatus, SessionConfigKind, SessionUpdate,
+    StopReason, ToolCallContent, ToolCallStatus, ToolKind,
 };
 use serde_json::json;
 
@@ -255,4 +255,50 @@ async fn session_load_replays_the_earlier_conversation() {
     );
     assert_eq!(done.stop_reason, StopReason::EndTurn);
     assert!(later.reply().ends_with("It was PEAR."), "{}", later.reply());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_agents_plan_reaches_the_editors_plan_view() {
+    let ws = Workspace::new();
+    let model = ws.script(json!({"turns": [
+        {"tool_calls": [{"name": "todo", "arguments": {"items": [
+            {"step": "read the parser", "status": "done"},
+            {"step": "fix the bug", "status": "in_progress"}]}}]},
+        {"text": "fixing it"},
+    ]}));
+    let seen = Seen::default();
+    let main = async |cx: agent_client_protocol::v1::ConnectionTo<agent_client_protocol::Agent>| {
+        acp_support::initialize(&cx).await?;
+        let id = new_session(&cx, &ws).await?;
+        cx.send_request(prompt(&id, "fix the parser"))
+            .block_task()
+            .await
+    };
+    tokio::time::timeout(
+        LIMIT,
+        run(agent(&ws, &model, &[]), &seen, Answer::Deny, main),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}"))
+    .unwrap_or_else(|e| panic!("{e:?}"));
+    let plans: Vec<Vec<(String, PlanEntryStatus)>> = seen
+        .updates()
+        .iter()
+        .filter_map(|u| match u {
+            SessionUpdate::Plan(plan) => Some(
+                plan.entries
+                    .iter()
+                    .map(|e| (e.content.clone(), e.status.clone()))
+                    .collect(),
+            ),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        plans,
+        [vec![
+            ("read the parser".to_string(), PlanEntryStatus::Completed),
+            ("fix the bug".to_string(), PlanEntryStatus::InProgress),
+        ]]
+    );
 }

@@ -9,24 +9,11 @@ mod common;
 
 use agent_support::start;
 use cli_support::{Workspace, text};
-use common::{Reply, TestServer, openai_text, run_on_openai_server};
+use common::{Reply, TestServer, openai_text, openai_tool_call, run_on_openai_server};
 use mnemo::protocol::{Event, Op, ToolStatus};
 use serde_json::json;
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;
-
-/// An OpenAI Chat Completions stream that calls one tool.
-fn openai_tool_call(name: &str, arguments: &serde_json::Value) -> String {
-    let arguments = serde_json::to_string(&arguments.to_string()).unwrap_or_default();
-    format!(
-        "data: {{\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"choices\":[{{\"index\":0,\
-         \"delta\":{{\"role\":\"assistant\",\"tool_calls\":[{{\"index\":0,\"id\":\"call_1\",\
-         \"type\":\"function\",\"function\":{{\"name\":\"{name}\",\"arguments\":{arguments}}}}}]}},\
-         \"finish_reason\":null}}]}}\n\n\
-         data: {{\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"choices\":[{{\"index\":0,\
-         \"delta\":{{}},\"finish_reason\":\"tool_calls\"}}]}}\n\ndata: [DONE]\n\n"
-    )
-}
 
 /// Runs the binary on a blocking thread, so in-test servers keep serving meanwhile.
 async fn mnemo(

@@ -269,3 +269,32 @@ async fn sessions_lists_the_chats_sessions_and_resume_finds_one_by_its_short_id(
     assert!(resumed.text.contains("first question"), "{}", resumed.text);
     running.stop().await
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_agents_plan_shows_in_the_reply() -> TestResult {
+    let server = BotServer::start(TOKEN).await?;
+    let script = json!({"turns": [
+        {"when": "fix", "tool_calls": [{"name": "todo", "arguments": {"items": [
+            {"step": "read the parser", "status": "done"},
+            {"step": "fix the bug", "status": "in_progress"}]}}]},
+        {"when": "fix", "text": "fixing it"},
+    ]});
+    let setup = Setup::new(&server, script, "", "")?;
+    let running = setup.start()?;
+    paired(&server, &setup, ADA).await?;
+
+    server.send_text(ADA, "fix the parser");
+    let reply = shown(&server, ADA, "fixing it").await?;
+    for line in [
+        "☰ Plan · 1 of 2 done",
+        "[x] read the parser",
+        "[>] fix the bug",
+    ] {
+        assert!(
+            reply.text.contains(line),
+            "{line:?} is missing: {}",
+            reply.text
+        );
+    }
+    running.stop().await
+}

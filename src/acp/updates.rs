@@ -5,15 +5,16 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use agent_client_protocol::v1::schema::{
-    ConfigOptionUpdate, Content, ContentBlock, ContentChunk, CurrentModeUpdate, Diff,
-    SessionConfigOption, SessionConfigOptionCategory, SessionConfigSelectOption, SessionUpdate,
-    Terminal, TerminalId, ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus,
-    ToolCallUpdate, ToolCallUpdateFields, ToolKind,
+    ConfigOptionUpdate, Content, ContentBlock, ContentChunk, CurrentModeUpdate, Diff, Plan,
+    PlanEntry, PlanEntryPriority, PlanEntryStatus, SessionConfigOption,
+    SessionConfigOptionCategory, SessionConfigSelectOption, SessionUpdate, Terminal, TerminalId,
+    ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate,
+    ToolCallUpdateFields, ToolKind,
 };
 use serde_json::Value;
 
 use crate::present;
-use crate::protocol::{ApprovalAction, Event, ToolStatus};
+use crate::protocol::{ApprovalAction, Event, TodoItem, TodoStatus, ToolStatus};
 use crate::tools::describe::key_argument;
 
 /// What a tool call's result shows in the editor, at most (the model's copy is capped too).
@@ -49,6 +50,7 @@ pub(super) fn live(event: &Event, workspace: &Path) -> Vec<SessionUpdate> {
             CurrentModeUpdate::new(mode.label()),
         )],
         Event::ModelChanged { model, .. } => note(&present::model_changed(model)),
+        Event::TodoUpdated { items } => vec![SessionUpdate::Plan(plan(items))],
         Event::Retry {
             discard_partial: true,
             ..
@@ -63,6 +65,22 @@ pub(super) fn live(event: &Event, workspace: &Path) -> Vec<SessionUpdate> {
         Event::Error { message } => note(&format!("error: {message}")),
         _ => Vec::new(),
     }
+}
+
+/// The agent's plan as the editor's plan view takes it: the whole list each time.
+fn plan(items: &[TodoItem]) -> Plan {
+    let entries = items
+        .iter()
+        .map(|item| {
+            let status = match item.status {
+                TodoStatus::Pending => PlanEntryStatus::Pending,
+                TodoStatus::InProgress => PlanEntryStatus::InProgress,
+                TodoStatus::Done => PlanEntryStatus::Completed,
+            };
+            PlanEntry::new(item.step.clone(), PlanEntryPriority::Medium, status)
+        })
+        .collect();
+    Plan::new(entries)
 }
 
 /// The updates of an event of a stored session's history (`session/load`).

@@ -100,6 +100,7 @@ impl Session {
             }
             tail.push(text);
         }
+        tail.extend(super::todo::tail_text(&self.todo));
         let every = self.settings.checkpoint_every;
         if every > 0 && step > 0 && step.is_multiple_of(every) {
             tail.push(format!(

@@ -17,6 +17,7 @@ mod services;
 mod session;
 mod skills;
 pub mod subagents;
+mod todo;
 mod tool_exec;
 mod tool_set;
 mod turn_loop;

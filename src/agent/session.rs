@@ -171,6 +171,8 @@ pub struct Session {
     pub(super) hook_context: Vec<String>,
     /// The subdirectories whose instruction files the conversation has had.
     pub(super) nested: super::nested_context::NestedContext,
+    /// The agent's visible plan (the `todo` tool), kept across turns until it is finished.
+    pub(super) todo: Vec<crate::protocol::TodoItem>,
     events: Option<mpsc::Sender<Event>>,
 }
 
@@ -230,7 +232,7 @@ impl Session {
         // Taken before anything is read or repaired: a turn another process still runs is
         // not a killed one.
         let lease = SessionLease::acquire(&store, &id).await?;
-        let (row, active, totals, max_seq, summary, nested) = store
+        let (row, active, totals, max_seq, summary, (nested, todo)) = store
             .call(move |db| {
                 let row = db.session(&id)?;
                 db.mark_running_turns_killed(&row.id)?;
@@ -239,7 +241,8 @@ impl Session {
                 let max_seq = db.max_seq(&row.id)?;
                 let summary = db.kv_get(&crate::memory::sessions::summary_key(&row.id))?;
                 let nested = db.kv_get(&crate::memory::sessions::nested_key(&row.id))?;
-                Ok((row, active, totals, max_seq, summary, nested))
+                let todo = db.kv_get(&crate::memory::sessions::todo_key(&row.id))?;
+                Ok((row, active, totals, max_seq, summary, (nested, todo)))
             })
             .await?;
         let archived = row.message_count > active.len() as u64;
@@ -252,6 +255,7 @@ impl Session {
         session.archived_any = archived;
         session.summary = summary;
         session.nested = super::nested_context::NestedContext::from_stored(nested.as_deref());
+        session.todo = super::todo::from_stored(todo.as_deref());
         for StoredMessage {
             seq,
             message,
@@ -288,6 +292,7 @@ impl Session {
         let mut tools = tools;
         super::subagents::register(&mut tools);
         tools.register(super::checkpoint::UpdateWorkingCheckpoint);
+        tools.register(super::todo::Todo);
         let cap_runner = Arc::new(CapabilityRunner::new(store.clone()));
         crate::tools::capability::register(&mut tools, &store, None, cap_runner.clone());
         let toolset = Arc::new(ToolSet::fixed(tools.specs()));
@@ -331,6 +336,7 @@ impl Session {
             runs,
             mailbox: Mailbox::default(),
             nested: super::nested_context::NestedContext::default(),
+            todo: Vec::new(),
             events: None,
         }
     }
@@ -409,6 +415,10 @@ impl Session {
             workspace: self.settings.workspace.display().to_string(),
         })
         .await;
+        if !self.todo.is_empty() {
+            let items = self.todo.clone();
+            self.emit(Event::TodoUpdated { items }).await;
+        }
         for message in &self.startup_notices {
             let message = message.clone();
             self.emit(Event::Notice { message }).await;

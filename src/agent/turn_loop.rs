@@ -41,6 +41,10 @@ impl Session {
         // A new task starts with a clean working checkpoint; an injection goes on with it.
         if matches!(kind, UserMessageKind::Prompt | UserMessageKind::Queued) {
             self.checkpoint = None;
+            if let Err(err) = self.drop_finished_todo().await {
+                let message = store_failure(&err);
+                self.emit(Event::Error { message }).await;
+            }
         }
         self.emit(Event::TurnStarted { turn }).await;
         let before = (self.total_usage, self.cost_usd);
@@ -285,6 +289,7 @@ impl Session {
                     .run_tool_calls(&mut state.guard, cancel, cut_off)
                     .await?;
                 self.note_checkpoint();
+                self.note_todo().await?;
                 self.note_skills();
                 next = state.after_tools(ToolsRan {
                     looped: loop_note.is_some(),

@@ -59,6 +59,11 @@ pub fn nested_key(session_id: &str) -> String {
     format!("nested_instructions:{session_id}")
 }
 
+/// The settings key of a session's visible plan (the `todo` tool's last list).
+pub fn todo_key(session_id: &str) -> String {
+    format!("todo:{session_id}")
+}
+
 impl Db {
     pub fn create_session(&mut self, new: NewSession) -> Result<SessionRow, StoreError> {
         let now = now_ms();

@@ -2,7 +2,9 @@
 //! TUI, Telegram) only lay these lines out: colours, widgets, markdown. Only protocol values
 //! come in, so a front end cannot word an event its own way by reaching into the agent.
 
-use crate::protocol::{AgentStatus, CompactionKind, TurnStatus, UserMessageKind};
+use crate::protocol::{
+    AgentStatus, CompactionKind, TodoItem, TodoStatus, TurnStatus, UserMessageKind,
+};
 
 #[cfg(test)]
 mod tests;
@@ -118,4 +120,21 @@ pub fn compacted(before: u64, after: u64, archive_id: i64, kind: CompactionKind)
         compact_count(before),
         compact_count(after)
     )
+}
+
+/// The agent's plan's heading: how far it is.
+pub fn todo_heading(items: &[TodoItem]) -> String {
+    let done = items
+        .iter()
+        .filter(|i| i.status == TodoStatus::Done)
+        .count();
+    match items.len() {
+        0 => "Plan cleared".into(),
+        n => format!("Plan · {done} of {n} done"),
+    }
+}
+
+/// One step of the plan as a line: its box and its text.
+pub fn todo_step(item: &TodoItem) -> String {
+    format!("{} {}", item.status.mark(), item.step)
 }

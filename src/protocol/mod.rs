@@ -8,7 +8,7 @@ mod front_end;
 mod values;
 
 pub use front_end::{FrontEndReply, FrontEndRequest, FrontEndServices};
-pub use values::{ApprovalMode, Escalation, Usage};
+pub use values::{ApprovalMode, Escalation, TodoItem, TodoStatus, Usage};
 
 /// An event as it leaves the session host: which session, and its place in that session's
 /// stream (1 for the first event the host handed out).
@@ -422,5 +422,10 @@ pub enum Event {
     },
     Error {
         message: String,
+    },
+    /// The agent's plan for the task as it now stands (the `todo` tool): every step in order
+    /// with its status. An empty list means the plan was cleared.
+    TodoUpdated {
+        items: Vec<TodoItem>,
     },
 }

@@ -105,3 +105,34 @@ impl Escalation {
         }
     }
 }
+
+// The `todo` tool's items and `Event::TodoUpdated`'s: one step of the agent's visible plan.
+// (A plain comment: a doc comment would be sent to the model in every request.)
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(inline)]
+pub struct TodoItem {
+    /// The step, in a few words.
+    pub step: String,
+    pub status: TodoStatus,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+#[schemars(inline)]
+pub enum TodoStatus {
+    Pending,
+    InProgress,
+    Done,
+}
+
+impl TodoStatus {
+    /// The box a step is drawn with, in the transcript and in the request's checkpoint.
+    pub fn mark(self) -> &'static str {
+        match self {
+            TodoStatus::Pending => "[ ]",
+            TodoStatus::InProgress => "[>]",
+            TodoStatus::Done => "[x]",
+        }
+    }
+}

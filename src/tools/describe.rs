@@ -43,6 +43,10 @@ pub fn key_argument(name: &str, arguments: &Value) -> String {
             None => n.to_string(),
         }),
         "update_working_checkpoint" => field("key_info").map(str::to_string),
+        "todo" => arguments
+            .get("items")
+            .and_then(Value::as_array)
+            .map(|items| format!("{} steps", items.len())),
         "schedule_create" => field("when").map(|w| match field("prompt") {
             Some(prompt) => format!("{w}: {prompt}"),
             None => w.to_string(),

@@ -43,6 +43,10 @@ pub enum Cell {
         level: NoticeLevel,
         text: String,
     },
+    /// The agent's plan as it changed.
+    Plan {
+        items: Vec<crate::protocol::TodoItem>,
+    },
 }
 
 /// Longest reasoning summary in the collapsed one-line form.
@@ -54,7 +58,7 @@ impl Cell {
         match self {
             Cell::Tool(_) | Cell::Reasoning { .. } => true,
             Cell::User { folded, .. } => folded.is_some(),
-            Cell::Assistant { .. } | Cell::Notice { .. } => false,
+            Cell::Assistant { .. } | Cell::Notice { .. } | Cell::Plan { .. } => false,
         }
     }
 
@@ -70,6 +74,7 @@ impl Cell {
             Cell::Reasoning { text } => reasoning_lines(text, detail),
             Cell::Tool(tool) => tool.lines(detail),
             Cell::Notice { level, text } => notice_lines(*level, text),
+            Cell::Plan { items } => super::todo_panel::plan_lines(items),
         }
     }
 }

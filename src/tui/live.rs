@@ -76,6 +76,11 @@ fn content_lines(state: &AppState, width: u16, now: Instant) -> Vec<Line<'static
             logical.push(pane.line(now));
         }
     }
+    let plan = super::todo_panel::panel_lines(&state.todo);
+    if !plan.is_empty() {
+        logical.push(Line::default());
+        logical.extend(plan);
+    }
     if !state.pending.is_empty() {
         logical.push(Line::default());
     }

@@ -39,6 +39,7 @@ mod stream;
 mod switch;
 mod term_events;
 mod terminal;
+mod todo_panel;
 pub mod tool_pane;
 pub mod wrap;
 

@@ -90,6 +90,8 @@ pub struct AppState {
     pub pending: Vec<PendingInput>,
     /// Running sub-agents, in start order.
     pub agents: Vec<AgentPane>,
+    /// The agent's plan as it last stood (the `todo` tool).
+    pub todo: Vec<crate::protocol::TodoItem>,
     /// Questions from the agent, oldest first; the first one is shown and answered.
     pub approvals: Vec<ApprovalPrompt>,
     pub status: Status,
@@ -134,6 +136,7 @@ impl AppState {
             pending: Vec::new(),
             approvals: Vec::new(),
             agents: Vec::new(),
+            todo: Vec::new(),
             status: Status::default(),
             composer: Composer::new(),
             pager: None,

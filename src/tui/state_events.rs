@@ -169,6 +169,15 @@ impl AppState {
                 activity: AgentActivity::Thinking,
                 started: now,
             }),
+            Event::TodoUpdated { items } => {
+                // A plan announced again (a replay, a resume) is recorded once.
+                if items != self.todo {
+                    self.commit_cell(Cell::Plan {
+                        items: items.clone(),
+                    });
+                }
+                self.todo = items;
+            }
             Event::AgentActivity { run_id, activity } => {
                 if let Some(pane) = self.agents.iter_mut().find(|p| p.run_id == run_id) {
                     pane.activity = activity;

@@ -418,6 +418,19 @@ pub fn openai_text(text: &str) -> String {
     )
 }
 
+/// An OpenAI Chat Completions stream that calls one tool.
+pub fn openai_tool_call(name: &str, arguments: &serde_json::Value) -> String {
+    let arguments = serde_json::to_string(&arguments.to_string()).unwrap_or_default();
+    format!(
+        "data: {{\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"choices\":[{{\"index\":0,\
+         \"delta\":{{\"role\":\"assistant\",\"tool_calls\":[{{\"index\":0,\"id\":\"call_1\",\
+         \"type\":\"function\",\"function\":{{\"name\":\"{name}\",\"arguments\":{arguments}}}}}]}},\
+         \"finish_reason\":null}}]}}\n\n\
+         data: {{\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"choices\":[{{\"index\":0,\
+         \"delta\":{{}},\"finish_reason\":\"tool_calls\"}}]}}\n\ndata: [DONE]\n\n"
+    )
+}
+
 /// An OpenAI Chat Completions stream whose text comes in `pieces`, one event each.
 pub fn openai_pieces(pieces: &[&str]) -> String {
     let mut body = String::new();

@@ -229,6 +229,14 @@ impl Chat {
                 let line = format!("⚠️ {}", escape_markdown(&message));
                 self.reply().push_line(&line);
             }
+            Event::TodoUpdated { items } => {
+                let heading = escape_markdown(&crate::present::todo_heading(&items));
+                self.reply().push_line(&format!("☰ {heading}"));
+                for item in &items {
+                    let step = escape_markdown(&crate::present::todo_step(item));
+                    self.reply().push_line(&step);
+                }
+            }
             // A retried or handed-over step streams its whole message again.
             Event::Retry {
                 discard_partial, ..
