@@ -64,6 +64,10 @@ pub fn todo_key(session_id: &str) -> String {
     format!("todo:{session_id}")
 }
 
+/// Every settings key that holds a part of one session's state: deleting the session deletes
+/// them.
+const SESSION_STATE_KEYS: [fn(&str) -> String; 3] = [summary_key, nested_key, todo_key];
+
 impl Db {
     pub fn create_session(&mut self, new: NewSession) -> Result<SessionRow, StoreError> {
         let now = now_ms();
@@ -302,6 +306,10 @@ impl Db {
                 SELECT ?1 UNION ALL SELECT s.id FROM sessions s JOIN tree t ON s.parent_id = t.id
             )";
         let tx = self.conn.transaction()?;
+        let ids: Vec<String> = tx
+            .prepare_cached(&format!("{TREE} SELECT id FROM tree"))?
+            .query_map([id], |row| row.get(0))?
+            .collect::<Result<_, _>>()?;
         let changed = tx
             .prepare_cached(&format!(
                 "{TREE} DELETE FROM sessions WHERE id IN (SELECT id FROM tree)"
@@ -310,6 +318,13 @@ impl Db {
         if changed == 0 {
             return Err(not_found(id));
         }
+        let mut forget = tx.prepare_cached("DELETE FROM kv WHERE key = ?1")?;
+        for id in &ids {
+            for key in SESSION_STATE_KEYS.map(|key| key(id)) {
+                forget.execute([key])?;
+            }
+        }
+        drop(forget);
         tx.commit()?;
         // Its pieces went with its entries; the in-memory index is read again when needed.
         self.pieces = None;

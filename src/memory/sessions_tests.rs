@@ -109,7 +109,8 @@ fn title_subtitle_and_status_are_updated_and_unknown_ids_reported() -> TestResul
 }
 
 #[test]
-fn deleting_a_session_removes_its_messages_turns_archive_and_sub_agent_sessions() -> TestResult {
+fn deleting_a_session_removes_its_messages_turns_archive_state_and_sub_agent_sessions() -> TestResult
+{
     let mut db = Db::open_in_memory()?;
     db.create_session(new_session("gone", "/w"))?;
     db.create_session(new_session("kept", "/w"))?;
@@ -127,8 +128,18 @@ fn deleting_a_session_removes_its_messages_turns_archive_and_sub_agent_sessions(
     grandchild.parent_id = Some("child".to_owned());
     db.create_session(grandchild)?;
     db.archive_messages(new_entry("grandchild", "zebra", "zebra deep notes", (1, 1)))?;
+    for id in ["gone", "grandchild", "kept"] {
+        db.kv_set(&super::todo_key(id), "[]")?;
+        db.kv_set(&super::summary_key(id), "a summary")?;
+    }
 
     db.delete_session("gone")?;
+    // Its state (summary, plan, instruction files had) goes too; another session's stays.
+    for id in ["gone", "grandchild"] {
+        assert_eq!(db.kv_get(&super::todo_key(id))?, None);
+        assert_eq!(db.kv_get(&super::summary_key(id))?, None);
+    }
+    assert_eq!(db.kv_get(&super::todo_key("kept"))?.as_deref(), Some("[]"));
     assert!(matches!(
         db.session("gone"),
         Err(StoreError::NotFound { .. })
