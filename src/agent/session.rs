@@ -423,6 +423,11 @@ impl Session {
             let message = message.clone();
             self.emit(Event::Notice { message }).await;
         }
+        let sandbox = self.settings.approvals.sandbox_for(None);
+        if let Err(error) = crate::sandbox::preflight(&sandbox).await {
+            let message = error.to_string();
+            self.emit(Event::Notice { message }).await;
+        }
         if let Some(message) = self.window_too_small() {
             self.emit(Event::Error { message }).await;
         }

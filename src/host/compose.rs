@@ -343,10 +343,10 @@ pub async fn prepare_session_with(
     for notice in skipped {
         session.notify_at_start(notice);
     }
-    // Said at once, not at the first refused command.
-    let sandbox = session.settings.approvals.sandbox_for(None);
-    if let Err(error) = crate::sandbox::preflight(&sandbox).await {
-        session.notify_at_start(error.to_string());
+    // The sandbox's start-up check (a bwrap run) goes on while the session starts; the
+    // session says its answer right after announcing itself, not at the first refused command.
+    if session.settings.approvals.sandbox_for(None).is_sandboxed() {
+        tokio::spawn(crate::sandbox::availability());
     }
     Ok(session)
 }

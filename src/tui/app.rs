@@ -35,8 +35,10 @@ use crate::signals::{Signals, Stop};
 
 /// At most about 60 frames per second after a key.
 const FRAME: Duration = Duration::from_millis(16);
-/// Frames that only show what the agent did come at most about 30 times a second: streamed
-/// text looks no smoother at 60, and each frame lays out the reply's tail again.
+/// Frames that only show what the agent did during a turn come at most about 30 times a
+/// second: streamed text looks no smoother at 60, and each frame lays out the reply's tail
+/// again. Between turns (the session starting, a notice) events are few and someone waits for
+/// them, so they get the faster pace.
 const AGENT_FRAME: Duration = Duration::from_millis(33);
 /// Frames wait this long after the last resize: while a window is dragged, a frame drawn for
 /// a size the terminal has already left breaks the rows it lands on.
@@ -128,11 +130,12 @@ impl<W: Write> App<W> {
         loop {
             let now = Instant::now();
             let settled = self.resized_at.map(|at| at + RESIZE_SETTLE);
-            let next_frame = last_frame + if typed { FRAME } else { AGENT_FRAME };
+            let paced = self.state.status.turn_started.is_some();
+            let next_frame = last_frame + if typed || !paced { FRAME } else { AGENT_FRAME };
             let frame_due =
                 draw_pending.then(|| settled.map_or(next_frame, |at| at.max(next_frame)));
             // Events that arrive meanwhile wait in the queue, drained at this wake.
-            let agent_waits = now < last_frame + AGENT_FRAME;
+            let agent_waits = paced && now < last_frame + AGENT_FRAME;
             let state_due = self.state.next_deadline(now);
             let deadline = [
                 frame_due,
@@ -205,7 +208,8 @@ impl<W: Write> App<W> {
             }
             draw_pending |= self.state.take_dirty();
             let now = Instant::now();
-            let next_frame = last_frame + if typed { FRAME } else { AGENT_FRAME };
+            let paced = self.state.status.turn_started.is_some();
+            let next_frame = last_frame + if typed || !paced { FRAME } else { AGENT_FRAME };
             // A resize whose event has not arrived yet: a frame drawn for the old size would
             // wrap on the terminal and leave broken rows behind. Asked only when a frame is
             // due.
