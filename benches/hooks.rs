@@ -7,6 +7,7 @@ use std::error::Error;
 use std::time::{Duration, Instant};
 
 use mnemo::hooks::{HookCommand, HookEvent, Hooks, HooksConfig, MatcherGroup};
+use mnemo::protocol::ApprovalMode;
 use serde_json::{Map, Value, json};
 
 type BenchResult<T = ()> = Result<T, Box<dyn Error>>;
@@ -39,7 +40,13 @@ async fn one_call(hooks: &Hooks) -> Duration {
         fields.insert("tool_input".into(), json!({"command": "cargo test"}));
         fields.insert("tool_use_id".into(), Value::String("call-1".into()));
         let outcome = hooks
-            .run(HookEvent::PreToolUse, &["shell", "Bash"], "bench", fields)
+            .run(
+                HookEvent::PreToolUse,
+                &["shell", "Bash"],
+                "bench",
+                ApprovalMode::Auto,
+                fields,
+            )
             .await;
         assert!(outcome.permission.is_none() && outcome.notes.is_empty());
     }

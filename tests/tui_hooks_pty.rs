@@ -45,6 +45,8 @@ fn a_notification_hook_hears_of_an_approval_question() -> TestResult {
     };
     assert_eq!(input["hook_event_name"], "Notification");
     assert_eq!(input["notification_type"], "permission_prompt");
+    // `--approval ask` under Claude Code's name for it.
+    assert_eq!(input["permission_mode"], "default");
     let message = input["message"].as_str().unwrap_or_default();
     assert!(message.contains("needs your permission"), "{input}");
     assert!(input["session_id"].as_str().is_some_and(|s| !s.is_empty()));

@@ -28,7 +28,8 @@ impl Session {
         if !hooks.has(event) {
             return None;
         }
-        let outcome = hooks.run(event, subjects, &self.id, fields).await;
+        let mode = self.settings.approvals.mode();
+        let outcome = hooks.run(event, subjects, &self.id, mode, fields).await;
         for message in &outcome.notes {
             let event = event.name().to_string();
             self.emit(Event::Hook {

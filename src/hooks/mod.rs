@@ -12,6 +12,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::protocol::ApprovalMode;
 use futures_util::future::join_all;
 use grep_matcher::Matcher;
 use grep_regex::RegexMatcher;
@@ -148,6 +149,7 @@ impl Hooks {
         event: HookEvent,
         subjects: &[&str],
         session_id: &str,
+        mode: ApprovalMode,
         fields: Map<String, Value>,
     ) -> Outcome {
         let commands: Vec<&(String, Duration)> = self
@@ -162,6 +164,7 @@ impl Hooks {
         let mut input = json!({
             "session_id": session_id,
             "cwd": self.workspace,
+            "permission_mode": permission_mode(mode),
             "hook_event_name": event.name(),
         });
         if let Value::Object(map) = &mut input {
@@ -177,6 +180,17 @@ impl Hooks {
             outcome.add(event, command, ran);
         }
         outcome
+    }
+}
+
+/// The approval mode under Claude Code's name for the nearest of its permission modes, as its
+/// hook scripts compare it.
+fn permission_mode(mode: ApprovalMode) -> &'static str {
+    match mode {
+        ApprovalMode::ReadOnly => "plan",
+        ApprovalMode::Ask => "default",
+        ApprovalMode::Auto => "acceptEdits",
+        ApprovalMode::Full => "bypassPermissions",
     }
 }
 

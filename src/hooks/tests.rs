@@ -18,7 +18,13 @@ fn hooks(event: &str, matcher: &str, command: &str, timeout: Option<u64>) -> Hoo
 async fn pre(hooks: &Hooks, tool: &str) -> Outcome {
     let names: Vec<&str> = [tool].into_iter().chain(claude_tool_name(tool)).collect();
     hooks
-        .run(HookEvent::PreToolUse, &names, "s", Map::new())
+        .run(
+            HookEvent::PreToolUse,
+            &names,
+            "s",
+            ApprovalMode::Auto,
+            Map::new(),
+        )
         .await
 }
 

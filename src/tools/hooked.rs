@@ -24,7 +24,13 @@ pub async fn before(
     };
     let (names, fields) = describe(ctx, name, input);
     let outcome = hooks
-        .run(HookEvent::PreToolUse, &names, &ctx.session_id, fields)
+        .run(
+            HookEvent::PreToolUse,
+            &names,
+            &ctx.session_id,
+            ctx.approvals.mode(),
+            fields,
+        )
         .await;
     for note in &outcome.notes {
         ctx.emit_hook(HookEvent::PreToolUse, note.clone()).await;
@@ -58,7 +64,13 @@ pub async fn after(ctx: &ToolContext, name: &str, input: &Value, output: String)
     response.insert("output".into(), Value::String(output.clone()));
     fields.insert("tool_response".into(), Value::Object(response));
     let outcome = hooks
-        .run(HookEvent::PostToolUse, &names, &ctx.session_id, fields)
+        .run(
+            HookEvent::PostToolUse,
+            &names,
+            &ctx.session_id,
+            ctx.approvals.mode(),
+            fields,
+        )
         .await;
     for note in &outcome.notes {
         ctx.emit_hook(HookEvent::PostToolUse, note.clone()).await;
@@ -80,7 +92,7 @@ pub fn question_put(ctx: &ToolContext, tool: &str, events: mpsc::Sender<Event>) 
     else {
         return;
     };
-    let (hooks, session) = (hooks.clone(), ctx.session_id.clone());
+    let (hooks, session, mode) = (hooks.clone(), ctx.session_id.clone(), ctx.approvals.mode());
     let message = format!("mnemo needs your permission to use {tool}");
     tokio::spawn(async move {
         let mut fields = Map::new();
@@ -91,6 +103,7 @@ pub fn question_put(ctx: &ToolContext, tool: &str, events: mpsc::Sender<Event>) 
                 HookEvent::Notification,
                 &["permission_prompt"],
                 &session,
+                mode,
                 fields,
             )
             .await;
