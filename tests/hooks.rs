@@ -299,3 +299,31 @@ hooks = [{ type = "command", command = "if grep -q 'asked.txt'; then d=ask; else
     );
     assert_eq!(ws.read("allowed.txt"), "y");
 }
+
+#[test]
+fn hooks_do_not_get_the_model_providers_keys() {
+    let ws = Workspace::new();
+    user_config(
+        &ws,
+        r#"
+[[hooks.SessionStart]]
+hooks = [{ type = "command", command = "env > hook-env.txt" }]
+"#,
+    );
+    let model = ws.script(json!({"turns": [{"text": "done"}]}));
+    let env = [
+        ("ANTHROPIC_API_KEY", "anthropic-secret-value"),
+        ("OPENAI_API_KEY", "openai-secret-value"),
+        ("SLACK_WEBHOOK_URL", "https://hooks.example/keep"),
+    ];
+    let out = ws.mnemo_with(&["--model", &model, "run", "hi"], None, &env);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let seen = ws.read("hook-env.txt");
+    assert!(
+        seen.contains("SLACK_WEBHOOK_URL=https://hooks.example/keep"),
+        "{seen}"
+    );
+    for secret in ["anthropic-secret-value", "openai-secret-value"] {
+        assert!(!seen.contains(secret), "{secret} reached a hook");
+    }
+}

@@ -100,6 +100,8 @@ impl Group {
 pub struct Hooks {
     groups: Vec<(HookEvent, Group)>,
     workspace: PathBuf,
+    /// Variables hooks do not get: the model providers' keys (a hook has no use for them).
+    withheld: Vec<String>,
 }
 
 impl std::fmt::Debug for Hooks {
@@ -134,7 +136,21 @@ impl Hooks {
                 }
             }
         }
-        (Self { groups, workspace }, notes)
+        let withheld = Vec::new();
+        (
+            Self {
+                groups,
+                workspace,
+                withheld,
+            },
+            notes,
+        )
+    }
+
+    /// Hooks run without these variables in their environment.
+    pub fn withhold(mut self, vars: &[String]) -> Self {
+        self.withheld = vars.to_vec();
+        self
     }
 
     /// Whether any hook runs on `event`.
@@ -172,7 +188,7 @@ impl Hooks {
         }
         let input = input.to_string().into_bytes();
         let runs = commands.iter().map(|(command, limit)| async {
-            let ran = runner::run(command, &self.workspace, &input, *limit).await;
+            let ran = runner::run(command, &self.workspace, &self.withheld, &input, *limit).await;
             (command.as_str(), ran)
         });
         let mut outcome = Outcome::default();

@@ -24,10 +24,15 @@ pub struct Ran {
 pub async fn run(
     command: &str,
     workspace: &Path,
+    withheld: &[String],
     input: &[u8],
     limit: Duration,
 ) -> Result<Ran, String> {
-    let mut child = Command::new("sh")
+    let mut command_line = Command::new("sh");
+    for var in withheld {
+        command_line.env_remove(var);
+    }
+    let mut child = command_line
         .arg("-c")
         .arg(command)
         .current_dir(workspace)

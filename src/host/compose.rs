@@ -335,6 +335,7 @@ pub async fn prepare_session_with(
         &loaded.dirs,
         &loaded.workspace,
         cli.distrust_workspace,
+        &loaded.config.sandbox.key_vars,
     );
     session.settings.approvals.set_hooks(Arc::new(hooks));
     for note in notes {

@@ -14,6 +14,7 @@ pub fn load(
     dirs: &Dirs,
     workspace: &Path,
     distrust_workspace: bool,
+    key_vars: &[String],
 ) -> (Hooks, Vec<String>) {
     let mut sources = Vec::new();
     let mut notes = Vec::new();
@@ -44,5 +45,5 @@ pub fn load(
     }
     let (hooks, more) = Hooks::build(workspace.to_path_buf(), &sources);
     notes.extend(more);
-    (hooks, notes)
+    (hooks.withhold(key_vars), notes)
 }
