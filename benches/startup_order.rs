@@ -1,5 +1,5 @@
 //! Writes `assets/startup-order.txt`, the functions a release `mnemo` runs when it starts, one
-//! shot and in the TUI; build.rs hands the list to the linker so those functions sit together
+//! shot (a short and a long reply) and in the TUI; build.rs hands the list to the linker so those functions sit together
 //! and a start faults in a few megabytes of code instead of most of the binary (see
 //! docs/building.md). It needs valgrind and a release binary built as `cargo install` builds
 //! it (`cargo build --release --locked`):
@@ -55,6 +55,13 @@ fn main() -> Result<()> {
         4
     ]))?;
     run("run-openai", &openai_flags(&openai, &["run", "hi"]))?;
+    // A long reply streamed at once: the journal's full batches and the larger buffers.
+    let words: Vec<String> = (0..2000).map(|i| format!("word{i} ")).collect();
+    let words: Vec<&str> = words.iter().map(String::as_str).collect();
+    let long = runtime.block_on(TestServer::start(vec![Reply::sse(&common::openai_pieces(
+        &words,
+    ))]))?;
+    run("run-long", &openai_flags(&long, &["run", "hi"]))?;
     let anthropic = runtime.block_on(TestServer::start(vec![
         Reply::sse(&anthropic_tool_call()),
         Reply::sse(&anthropic_text("The file says hello.")),
