@@ -182,6 +182,8 @@ pub async fn run_prompt(
             | Event::FrontEndRequest { .. }
             | Event::FrontEndWithdrawn { .. }
             | Event::ModelChanged { .. }
+            | Event::Turns { .. }
+            | Event::Rewound { .. }
             | Event::Error { .. } => {}
         }
     };
@@ -268,6 +270,8 @@ fn print_event(
             writeln!(err, "note: {}", present::model_changed(model))?;
         }
         Event::Error { message } => writeln!(err, "error: {message}")?,
+        Event::Rewound { report, .. } => writeln!(err, "{}", report.describe())?,
+        Event::Turns { turns } => writeln!(err, "{}", crate::rewind::describe_turns(turns))?,
         Event::Notice { message } => writeln!(err, "note: {message}")?,
         Event::Hook { event, message } => writeln!(err, "hook {event}: {message}")?,
         Event::Reminder { title, body } => writeln!(err, "note: {title}: {body}")?,

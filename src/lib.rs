@@ -18,6 +18,7 @@ pub mod mcp;
 pub mod memory;
 pub mod present;
 pub mod protocol;
+pub mod rewind;
 pub mod sandbox;
 pub mod serve;
 pub mod signals;

@@ -171,6 +171,8 @@ pub struct Session {
     pub(super) hook_context: Vec<String>,
     /// The subdirectories whose instruction files the conversation has had.
     pub(super) nested: super::nested_context::NestedContext,
+    /// Keeps files before the agent changes them, so turns can be rewound.
+    pub(super) rewind: Option<Arc<crate::rewind::Keeper>>,
     events: Option<mpsc::Sender<Event>>,
 }
 
@@ -331,6 +333,7 @@ impl Session {
             runs,
             mailbox: Mailbox::default(),
             nested: super::nested_context::NestedContext::default(),
+            rewind: None,
             events: None,
         }
     }

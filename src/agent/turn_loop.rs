@@ -45,7 +45,13 @@ impl Session {
         self.emit(Event::TurnStarted { turn }).await;
         let before = (self.total_usage, self.cost_usd);
         let started_at = now_millis();
+        let first_seq = self.next_seq;
+        let prompt = text.clone();
         let opened = self.open_turn(turn, started_at, text, kind, context).await;
+        if opened.is_ok() {
+            self.keep_for_rewind(turn, prompt, first_seq, started_at)
+                .await;
+        }
         let (status, message) = match opened {
             Ok(()) => self.turn_steps(&cancel, &inbox).await,
             Err(err) => (TurnStatus::Failed, Some(store_failure(&err))),

@@ -9,6 +9,7 @@ pub mod doctor;
 pub mod dream;
 pub mod mcp;
 pub mod memory;
+pub mod rewind;
 pub mod schedules;
 pub mod sessions;
 pub mod skills;

@@ -164,6 +164,12 @@ impl Loaded {
         Ok(self.store.get_or_init(|| store).clone())
     }
 
+    /// Where sessions keep files for rewinding: `rewind/` beside the database.
+    pub fn rewind_root(&self) -> Option<PathBuf> {
+        let db = self.db_path.as_ref()?;
+        Some(db.with_file_name("rewind"))
+    }
+
     pub fn workspace_str(&self) -> String {
         self.workspace.display().to_string()
     }
@@ -310,6 +316,11 @@ pub async fn prepare_session_with(
         }
     };
     session.set_embedder(loaded.embedder());
+    if let Some(root) = loaded.rewind_root() {
+        let limits = crate::rewind::Limits::default();
+        let keeper = crate::rewind::Keeper::new(root, &session.id, limits);
+        session.set_rewind(Arc::new(keeper));
+    }
     let settings = loaded.mcp_settings(session.settings.approvals.confinement().env.clone());
     if !settings.servers.is_empty() || !settings.not_trusted.is_empty() {
         session.start_mcp_later(settings);

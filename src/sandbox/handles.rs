@@ -166,6 +166,13 @@ pub fn replace(workspace: &Path, relative: &Path, content: &[u8]) -> io::Result<
     Ok(previous)
 }
 
+/// Removes the file at `relative` (a symlink there is removed as a link, never followed).
+pub fn remove(workspace: &Path, relative: &Path) -> io::Result<()> {
+    let (parents, name) = split(relative)?;
+    let dir = open_dirs(workspace, &parents, false)?;
+    dir.remove_file(name).map_err(|e| moved(&dir, name, e))
+}
+
 /// Reads the whole regular file at `relative`.
 pub fn read(workspace: &Path, relative: &Path) -> io::Result<Vec<u8>> {
     let mut bytes = Vec::new();

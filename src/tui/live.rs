@@ -117,6 +117,9 @@ fn content_lines(state: &AppState, width: u16, now: Instant) -> Vec<Line<'static
     if let Some(picker) = &state.model_picker {
         logical.extend(picker.lines());
     }
+    if let Some(picker) = &state.rewind_picker {
+        logical.extend(picker.lines());
+    }
     let mut lines = Vec::with_capacity(logical.len());
     for line in &logical {
         wrap_line(line, width, &mut lines);

@@ -24,11 +24,12 @@ pub enum SlashCommand {
     Mcp,
     Approval,
     Cost,
+    Rewind,
     Quit,
 }
 
 impl SlashCommand {
-    pub const ALL: [SlashCommand; 14] = [
+    pub const ALL: [SlashCommand; 15] = [
         SlashCommand::Help,
         SlashCommand::Model,
         SlashCommand::Compact,
@@ -42,6 +43,7 @@ impl SlashCommand {
         SlashCommand::Mcp,
         SlashCommand::Approval,
         SlashCommand::Cost,
+        SlashCommand::Rewind,
         SlashCommand::Quit,
     ];
 
@@ -63,6 +65,7 @@ impl SlashCommand {
             SlashCommand::Mcp => "mcp",
             SlashCommand::Approval => "approval",
             SlashCommand::Cost => "cost",
+            SlashCommand::Rewind => "rewind",
             SlashCommand::Quit => "quit",
         }
     }
@@ -82,6 +85,7 @@ impl SlashCommand {
             SlashCommand::Mcp => "MCP servers and their state",
             SlashCommand::Approval => "when to ask before acting: read-only, ask, auto, full",
             SlashCommand::Cost => "tokens and cost of this session",
+            SlashCommand::Rewind => "take back turns: files, conversation or both (Esc Esc)",
             SlashCommand::Quit => "leave mnemo",
         }
     }
@@ -137,6 +141,12 @@ pub fn execute(command: SlashCommand, args: &str, state: &mut AppState) -> Vec<E
         SlashCommand::Skills => vec![Effect::ListSkills],
         SlashCommand::Schedule => vec![Effect::ListSchedules],
         SlashCommand::Mcp => vec![Effect::Send(Op::ListMcpServers)],
+        SlashCommand::Rewind => {
+            if refuse_while_busy(state, "rewinding") {
+                return Vec::new();
+            }
+            vec![Effect::Send(Op::ListTurns)]
+        }
         SlashCommand::Quit => vec![Effect::Quit],
         SlashCommand::Sessions => vec![Effect::ListSessions],
         SlashCommand::Resume => {

@@ -229,6 +229,14 @@ impl Chat {
                 let line = format!("⚠️ {}", escape_markdown(&message));
                 self.reply().push_line(&line);
             }
+            Event::Rewound { report, .. } => {
+                let line = escape_markdown(&report.describe());
+                self.reply().push_line(&line);
+            }
+            Event::Turns { turns } => {
+                let line = escape_markdown(&crate::rewind::describe_turns(&turns));
+                self.reply().push_line(&line);
+            }
             // A retried or handed-over step streams its whole message again.
             Event::Retry {
                 discard_partial, ..
