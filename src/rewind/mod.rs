@@ -60,3 +60,6 @@ pub fn describe_turns(turns: &[crate::protocol::TurnSummary]) -> String {
     }
     lines.join("\n")
 }
+
+#[cfg(test)]
+mod tests;

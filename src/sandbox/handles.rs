@@ -160,9 +160,11 @@ pub fn replace(workspace: &Path, relative: &Path, content: &[u8]) -> io::Result<
         }
         false => None,
     };
-    file.set_len(0)?;
+    // Written over in place, then cut to length: truncating first frees the file's blocks
+    // only to allocate them again, which costs a rewind of many files several times over.
     file.rewind()?;
     file.write_all(content)?;
+    file.set_len(content.len() as u64)?;
     Ok(previous)
 }
 
