@@ -184,6 +184,7 @@ pub async fn run_prompt(
             | Event::ModelChanged { .. }
             | Event::Turns { .. }
             | Event::Rewound { .. }
+            | Event::UserCommands { .. }
             | Event::Error { .. } => {}
         }
     };
@@ -327,6 +328,7 @@ fn print_event(
         | Event::McpServers { .. }
         | Event::FrontEndRequest { .. }
         | Event::FrontEndWithdrawn { .. }
+        | Event::UserCommands { .. }
         | Event::TurnFinished { .. } => {}
     }
     Ok(())

@@ -26,3 +26,4 @@ pub mod skills;
 pub mod text;
 pub mod tools;
 pub mod tui;
+pub mod user_commands;

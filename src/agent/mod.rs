@@ -22,6 +22,7 @@ mod tool_exec;
 mod tool_set;
 mod turn_loop;
 mod turn_report;
+mod user_commands;
 mod window;
 mod working_set;
 
@@ -95,6 +96,7 @@ async fn drive(
     runs.attach(events.clone());
     session.attach(events);
     session.announce().await;
+    session.announce_user_commands().await;
     session.session_start_hooks().await;
     session.start_pending_mcp();
     // A resumed history may reference capabilities: the front end hears of them at once.

@@ -173,6 +173,8 @@ pub struct Session {
     pub(super) nested: super::nested_context::NestedContext,
     /// Keeps files before the agent changes them, so turns can be rewound.
     pub(super) rewind: Option<Arc<crate::rewind::Keeper>>,
+    /// The person's own slash commands, expanded when a prompt names one.
+    pub(super) user_commands: Arc<crate::user_commands::UserCommands>,
     events: Option<mpsc::Sender<Event>>,
 }
 
@@ -334,6 +336,7 @@ impl Session {
             mailbox: Mailbox::default(),
             nested: super::nested_context::NestedContext::default(),
             rewind: None,
+            user_commands: Arc::default(),
             events: None,
         }
     }

@@ -27,6 +27,24 @@ impl Session {
         cancel: CancellationToken,
         inbox: Inbox,
     ) -> (TurnStatus, Option<String>) {
+        let (text, model_after) = match self.expand_user_command(text, kind).await {
+            Ok(expanded) => expanded,
+            Err(why) => return self.refuse_prompt(why).await,
+        };
+        let ended = self.run_prompt(text, kind, cancel, inbox).await;
+        if let Some(model) = model_after {
+            self.change_model(&model).await;
+        }
+        ended
+    }
+
+    async fn run_prompt(
+        &mut self,
+        text: String,
+        kind: UserMessageKind,
+        cancel: CancellationToken,
+        inbox: Inbox,
+    ) -> (TurnStatus, Option<String>) {
         let context = match matches!(kind, UserMessageKind::Prompt | UserMessageKind::Queued) {
             true => self.prompt_hooks(&text).await,
             false => Ok(Vec::new()),

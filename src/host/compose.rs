@@ -316,6 +316,21 @@ pub async fn prepare_session_with(
         }
     };
     session.set_embedder(loaded.embedder());
+    let reserved: Vec<&str> = crate::tui::slash::SlashCommand::ALL
+        .iter()
+        .map(|c| c.name())
+        .collect();
+    let commands = crate::user_commands::load(
+        &loaded.workspace,
+        session.settings.approvals.confinement(),
+        loaded.dirs.config.as_deref(),
+        loaded.workspace_trusted() && !cli.distrust_workspace,
+        &reserved,
+    );
+    for notice in &commands.notices {
+        session.notify_at_start(notice.clone());
+    }
+    session.set_user_commands(Arc::new(commands));
     if let Some(root) = loaded.rewind_root() {
         let limits = crate::rewind::Limits::default();
         let keeper = crate::rewind::Keeper::new(root, &session.id, limits);

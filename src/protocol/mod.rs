@@ -6,10 +6,12 @@ use serde_json::Value;
 
 mod front_end;
 mod rewind;
+mod user_commands;
 mod values;
 
 pub use front_end::{FrontEndReply, FrontEndRequest, FrontEndServices};
 pub use rewind::{NotRestored, RewindReport, RewindWhat, TurnSummary};
+pub use user_commands::UserCommandInfo;
 pub use values::{ApprovalMode, Escalation, Usage};
 
 /// An event as it leaves the session host: which session, and its place in that session's
@@ -439,5 +441,10 @@ pub enum Event {
     Rewound {
         what: RewindWhat,
         report: RewindReport,
+    },
+    /// The person's own slash commands this session expands (sent after `SessionStarted`): a
+    /// message `/NAME args` becomes the command's prompt.
+    UserCommands {
+        commands: Vec<UserCommandInfo>,
     },
 }

@@ -242,6 +242,9 @@ impl AppState {
     fn submit(&mut self, text: String, busy_kind: UserMessageKind, now: Instant) -> Vec<Effect> {
         match slash::parse(&text) {
             Parsed::Command(command, args) => return slash::execute(command, args, self),
+            // The session expands the person's own commands.
+            Parsed::Unknown(name)
+                if self.composer.user_commands().iter().any(|c| c.name == name) => {}
             Parsed::Unknown(name) => {
                 let note = format!("Unknown command /{name}; /help lists the commands");
                 self.notice(NoticeLevel::Warning, &note);

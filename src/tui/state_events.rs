@@ -259,6 +259,7 @@ impl AppState {
             Event::Turns { turns } => {
                 self.rewind_picker = Some(crate::tui::rewind_picker::RewindPicker::new(turns));
             }
+            Event::UserCommands { commands } => self.composer.set_user_commands(commands),
             Event::Rewound { report, .. } => {
                 self.notice(NoticeLevel::Info, &report.describe());
                 if let Some(prompt) = &report.prompt

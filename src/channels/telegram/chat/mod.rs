@@ -266,6 +266,7 @@ impl Chat {
             | Event::Hook { .. }
             | Event::ToolsChanged { .. }
             | Event::McpServers { .. }
+            | Event::UserCommands { .. }
             | Event::FrontEndRequest { .. }
             | Event::FrontEndWithdrawn { .. } => {}
             Event::Reminder { title, body } => {
