@@ -198,6 +198,22 @@ pub enum SessionAction {
         #[arg(long, value_enum, default_value_t = FormatArg::Md)]
         format: FormatArg,
     },
+    /// Take back turn TURN and every later one: the files the agent changed since (kept
+    /// before each change), the conversation, or both (the default). Without TURN, list the
+    /// turns. Shell commands' effects cannot be taken back; they are named.
+    Rewind {
+        id: String,
+        turn: Option<u64>,
+        /// Only the files; the conversation stays.
+        #[arg(long, conflicts_with_all = ["conversation", "both"])]
+        files: bool,
+        /// Only the conversation; the files stay as they are.
+        #[arg(long, conflicts_with = "both")]
+        conversation: bool,
+        /// The files and the conversation (the default).
+        #[arg(long)]
+        both: bool,
+    },
 }
 
 #[derive(Clone, Copy, ValueEnum)]

@@ -183,6 +183,9 @@ pub async fn run_prompt(
             | Event::FrontEndWithdrawn { .. }
             | Event::ModelChanged { .. }
             | Event::TodoUpdated { .. }
+            | Event::Turns { .. }
+            | Event::Rewound { .. }
+            | Event::UserCommands { .. }
             | Event::Error { .. } => {}
         }
     };
@@ -275,6 +278,8 @@ fn print_event(
             }
         }
         Event::Error { message } => writeln!(err, "error: {message}")?,
+        Event::Rewound { report, .. } => writeln!(err, "{}", report.describe())?,
+        Event::Turns { turns } => writeln!(err, "{}", crate::rewind::describe_turns(turns))?,
         Event::Notice { message } => writeln!(err, "note: {message}")?,
         Event::Hook { event, message } => writeln!(err, "hook {event}: {message}")?,
         Event::Reminder { title, body } => writeln!(err, "note: {title}: {body}")?,
@@ -330,6 +335,7 @@ fn print_event(
         | Event::McpServers { .. }
         | Event::FrontEndRequest { .. }
         | Event::FrontEndWithdrawn { .. }
+        | Event::UserCommands { .. }
         | Event::TurnFinished { .. } => {}
     }
     Ok(())

@@ -209,6 +209,21 @@ fn real_main(cli: Cli) -> anyhow::Result<ExitCode> {
                 Some(SessionAction::Fork { id }) => {
                     commands::sessions::fork(&loaded, &id, &mut out)?
                 }
+                Some(SessionAction::Rewind {
+                    id,
+                    turn,
+                    files,
+                    conversation,
+                    both: _,
+                }) => {
+                    let what = match (files, conversation) {
+                        (true, _) => mnemo::protocol::RewindWhat::Files,
+                        (_, true) => mnemo::protocol::RewindWhat::Conversation,
+                        _ => mnemo::protocol::RewindWhat::Both,
+                    };
+                    let rewind = commands::rewind::rewind(&loaded, &id, turn, what, &mut out);
+                    block_on(rewind)??
+                }
                 Some(SessionAction::Export { id, format }) => {
                     let format = match format {
                         FormatArg::Md => ExportFormat::Markdown,

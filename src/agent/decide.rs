@@ -9,7 +9,7 @@ use super::compaction::CompactReason;
 use super::guards::RepeatGuard;
 use crate::llm::StopReason;
 use crate::protocol::{
-    ApprovalDecision, FrontEndReply, FrontEndServices, Op, TurnStatus, UserMessageKind,
+    ApprovalDecision, FrontEndReply, FrontEndServices, Op, RewindWhat, TurnStatus, UserMessageKind,
 };
 use crate::sandbox::ApprovalMode;
 
@@ -222,6 +222,12 @@ pub(super) enum OpAction {
     Reply(String, FrontEndReply),
     SetApprovalMode(ApprovalMode),
     ListMcpServers,
+    /// No turn runs: list the turns a rewind can go back to.
+    ListTurns,
+    /// No turn runs: take back turn `.0` and the later ones.
+    Rewind(u64, RewindWhat),
+    /// A turn runs: a rewind waits until it is interrupted or ends.
+    RefuseRewind,
     /// Nothing to do: a withdrawal between turns finds no queued message waiting.
     Ignore,
     Shutdown,
@@ -252,6 +258,9 @@ pub(super) fn on_op(op: Option<Op>, turn_running: bool) -> OpAction {
         Op::SetApprovalMode { mode } => OpAction::SetApprovalMode(mode),
         Op::ListMcpServers => OpAction::ListMcpServers,
         Op::Shutdown => OpAction::Shutdown,
+        Op::ListTurns | Op::Rewind { .. } if turn_running => OpAction::RefuseRewind,
+        Op::ListTurns => OpAction::ListTurns,
+        Op::Rewind { turn, what } => OpAction::Rewind(turn, what),
     }
 }
 

@@ -13,6 +13,7 @@ mod model_switch;
 mod nested_context;
 mod oversized;
 pub mod prompt;
+mod rewind;
 mod services;
 mod session;
 mod skills;
@@ -22,6 +23,7 @@ mod tool_exec;
 mod tool_set;
 mod turn_loop;
 mod turn_report;
+mod user_commands;
 mod window;
 mod working_set;
 
@@ -95,6 +97,7 @@ async fn drive(
     runs.attach(events.clone());
     session.attach(events);
     session.announce().await;
+    session.announce_user_commands().await;
     session.session_start_hooks().await;
     session.start_pending_mcp();
     // A resumed history may reference capabilities: the front end hears of them at once.
@@ -157,9 +160,20 @@ async fn drive(
                     control.approvals.front_end().resolve(&id, reply);
                 }
                 OpAction::SetApprovalMode(mode) => control.set_mode(mode).await,
+                OpAction::ListTurns => {
+                    let event = session.list_turns().await;
+                    let _ = control.events.send(event).await;
+                }
+                OpAction::Rewind(turn, what) => {
+                    let event = session.rewind(turn, what).await;
+                    let _ = control.events.send(event).await;
+                }
                 OpAction::Shutdown => break,
                 // Only a running turn takes these; between turns nothing waits for them.
-                OpAction::Deliver(_) | OpAction::Withdraw(_) | OpAction::Ignore => {}
+                OpAction::Deliver(_)
+                | OpAction::Withdraw(_)
+                | OpAction::RefuseRewind
+                | OpAction::Ignore => {}
             }
             continue;
         };
@@ -208,7 +222,11 @@ async fn drive(
                         control.approvals.front_end().resolve(&id, reply);
                     }
                     OpAction::SetApprovalMode(mode) => control.set_mode(mode).await,
-                    OpAction::Ignore => {}
+                    OpAction::RefuseRewind => {
+                        let message = rewind::REFUSED_WHILE_RUNNING.to_string();
+                        let _ = control.events.send(Event::Error { message }).await;
+                    }
+                    OpAction::ListTurns | OpAction::Rewind(..) | OpAction::Ignore => {}
                 },
             }
         }

@@ -173,6 +173,10 @@ pub struct Session {
     pub(super) nested: super::nested_context::NestedContext,
     /// The agent's visible plan (the `todo` tool), kept across turns until it is finished.
     pub(super) todo: Vec<crate::protocol::TodoItem>,
+    /// Keeps files before the agent changes them, so turns can be rewound.
+    pub(super) rewind: Option<Arc<crate::rewind::Keeper>>,
+    /// The person's own slash commands, expanded when a prompt names one.
+    pub(super) user_commands: Arc<crate::user_commands::UserCommands>,
     events: Option<mpsc::Sender<Event>>,
 }
 
@@ -337,6 +341,8 @@ impl Session {
             mailbox: Mailbox::default(),
             nested: super::nested_context::NestedContext::default(),
             todo: Vec::new(),
+            rewind: None,
+            user_commands: Arc::default(),
             events: None,
         }
     }

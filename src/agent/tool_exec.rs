@@ -178,6 +178,7 @@ impl Session {
         )
         .in_turn(self.turns);
         ctx.waited_ms = Arc::clone(waited_ms);
+        ctx.rewind = self.rewind.clone();
         if is_agent_tool(&call.name) {
             ctx.agents = Some(self.agent_host());
         }

@@ -27,6 +27,24 @@ impl Session {
         cancel: CancellationToken,
         inbox: Inbox,
     ) -> (TurnStatus, Option<String>) {
+        let (text, model_after) = match self.expand_user_command(text, kind).await {
+            Ok(expanded) => expanded,
+            Err(why) => return self.refuse_prompt(why).await,
+        };
+        let ended = self.run_prompt(text, kind, cancel, inbox).await;
+        if let Some(model) = model_after {
+            self.change_model(&model).await;
+        }
+        ended
+    }
+
+    async fn run_prompt(
+        &mut self,
+        text: String,
+        kind: UserMessageKind,
+        cancel: CancellationToken,
+        inbox: Inbox,
+    ) -> (TurnStatus, Option<String>) {
         let context = match matches!(kind, UserMessageKind::Prompt | UserMessageKind::Queued) {
             true => self.prompt_hooks(&text).await,
             false => Ok(Vec::new()),
@@ -49,7 +67,13 @@ impl Session {
         self.emit(Event::TurnStarted { turn }).await;
         let before = (self.total_usage, self.cost_usd);
         let started_at = now_millis();
+        let first_seq = self.next_seq;
+        let prompt = text.clone();
         let opened = self.open_turn(turn, started_at, text, kind, context).await;
+        if opened.is_ok() {
+            self.keep_for_rewind(turn, prompt, first_seq, started_at)
+                .await;
+        }
         let (status, message) = match opened {
             Ok(()) => self.turn_steps(&cancel, &inbox).await,
             Err(err) => (TurnStatus::Failed, Some(store_failure(&err))),

@@ -9,6 +9,7 @@ pub mod doctor;
 pub mod dream;
 pub mod mcp;
 pub mod memory;
+pub mod rewind;
 pub mod schedules;
 pub mod sessions;
 pub mod skills;
@@ -29,6 +30,8 @@ pub enum CommandError {
     Skill(#[from] crate::skills::SkillError),
     #[error(transparent)]
     Dream(#[from] crate::jobs::DreamError),
+    #[error(transparent)]
+    Rewind(#[from] crate::rewind::RewindError),
     #[error("cannot write the output: {0}")]
     Output(#[from] std::io::Error),
     #[error("{0}")]

@@ -105,6 +105,9 @@ pub fn remove(loaded: &Loaded, id: &str, out: &mut impl Write) -> Result<(), Com
         db.delete_session(&row.id)?;
         Ok(row)
     })?;
+    if let Some(root) = loaded.rewind_root() {
+        crate::rewind::forget_session(&root, &removed.id)?;
+    }
     writeln!(out, "removed session {} ({})", removed.id, removed.title)?;
     Ok(())
 }

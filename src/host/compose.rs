@@ -164,6 +164,12 @@ impl Loaded {
         Ok(self.store.get_or_init(|| store).clone())
     }
 
+    /// Where sessions keep files for rewinding: `rewind/` beside the database.
+    pub fn rewind_root(&self) -> Option<PathBuf> {
+        let db = self.db_path.as_ref()?;
+        Some(db.with_file_name("rewind"))
+    }
+
     pub fn workspace_str(&self) -> String {
         self.workspace.display().to_string()
     }
@@ -310,6 +316,26 @@ pub async fn prepare_session_with(
         }
     };
     session.set_embedder(loaded.embedder());
+    let reserved: Vec<&str> = crate::tui::slash::SlashCommand::ALL
+        .iter()
+        .map(|c| c.name())
+        .collect();
+    let commands = crate::user_commands::load(
+        &loaded.workspace,
+        session.settings.approvals.confinement(),
+        loaded.dirs.config.as_deref(),
+        loaded.workspace_trusted() && !cli.distrust_workspace,
+        &reserved,
+    );
+    for notice in &commands.notices {
+        session.notify_at_start(notice.clone());
+    }
+    session.set_user_commands(Arc::new(commands));
+    if let Some(root) = loaded.rewind_root() {
+        let limits = crate::rewind::Limits::default();
+        let keeper = crate::rewind::Keeper::new(root, &session.id, limits);
+        session.set_rewind(Arc::new(keeper));
+    }
     let settings = loaded.mcp_settings(session.settings.approvals.confinement().env.clone());
     if !settings.servers.is_empty() || !settings.not_trusted.is_empty() {
         session.start_mcp_later(settings);

@@ -276,6 +276,23 @@ impl Db {
         Ok(u64::try_from(changed).unwrap_or(u64::MAX))
     }
 
+    /// Takes the conversation back to before message `from_seq` (a rewind): the messages from
+    /// it on are deleted. The turns' records (and what they cost) stay. Returns how many went.
+    pub fn delete_messages_from(
+        &mut self,
+        session_id: &str,
+        from_seq: i64,
+    ) -> Result<u64, StoreError> {
+        let tx = self.conn.transaction()?;
+        let deleted = tx
+            .prepare_cached("DELETE FROM messages WHERE session_id = ?1 AND seq >= ?2")?
+            .execute(params![session_id, from_seq])?;
+        tx.prepare_cached("UPDATE sessions SET updated_at = ?2 WHERE id = ?1")?
+            .execute(params![session_id, now_ms()])?;
+        tx.commit()?;
+        Ok(u64::try_from(deleted).unwrap_or(u64::MAX))
+    }
+
     /// Turn count, usage and cost over the session's turns that are no longer running.
     pub fn session_totals(&self, session_id: &str) -> Result<SessionTotals, StoreError> {
         let mut stmt = self.conn.prepare_cached(

@@ -5,9 +5,13 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 mod front_end;
+mod rewind;
+mod user_commands;
 mod values;
 
 pub use front_end::{FrontEndReply, FrontEndRequest, FrontEndServices};
+pub use rewind::{NotRestored, RewindReport, RewindWhat, TurnSummary};
+pub use user_commands::UserCommandInfo;
 pub use values::{ApprovalMode, Escalation, TodoItem, TodoStatus, Usage};
 
 /// An event as it leaves the session host: which session, and its place in that session's
@@ -55,6 +59,12 @@ pub enum Op {
     FrontEndReply { id: String, reply: FrontEndReply },
     /// Ends the agent task after cancelling any running turn.
     Shutdown,
+    /// Asks for the turns a rewind can go back to, answered by `Event::Turns`.
+    ListTurns,
+    /// Takes back turn `turn` and every later one: the files the agent changed, the
+    /// conversation, or both. Answered by `Event::Rewound`, or `Event::Error` (refused while a
+    /// turn runs: interrupt it first).
+    Rewind { turn: u64, what: RewindWhat },
 }
 
 /// One configured MCP server as `/mcp` shows it.
@@ -427,5 +437,19 @@ pub enum Event {
     /// with its status. An empty list means the plan was cleared.
     TodoUpdated {
         items: Vec<TodoItem>,
+    },
+    /// The answer to `Op::ListTurns`, oldest first.
+    Turns {
+        turns: Vec<TurnSummary>,
+    },
+    /// `Op::Rewind` was carried out.
+    Rewound {
+        what: RewindWhat,
+        report: RewindReport,
+    },
+    /// The person's own slash commands this session expands (sent after `SessionStarted`): a
+    /// message `/NAME args` becomes the command's prompt.
+    UserCommands {
+        commands: Vec<UserCommandInfo>,
     },
 }

@@ -160,10 +160,19 @@ pub fn replace(workspace: &Path, relative: &Path, content: &[u8]) -> io::Result<
         }
         false => None,
     };
-    file.set_len(0)?;
+    // Written over in place, then cut to length: truncating first frees the file's blocks
+    // only to allocate them again, which costs a rewind of many files several times over.
     file.rewind()?;
     file.write_all(content)?;
+    file.set_len(content.len() as u64)?;
     Ok(previous)
+}
+
+/// Removes the file at `relative` (a symlink there is removed as a link, never followed).
+pub fn remove(workspace: &Path, relative: &Path) -> io::Result<()> {
+    let (parents, name) = split(relative)?;
+    let dir = open_dirs(workspace, &parents, false)?;
+    dir.remove_file(name).map_err(|e| moved(&dir, name, e))
 }
 
 /// Reads the whole regular file at `relative`.

@@ -9,7 +9,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::diff_report::{change_report, unified};
-use super::{ToolContext, ToolError, TypedTool, fs_editor};
+use super::{ToolContext, ToolError, TypedTool, fs_editor, rewind_keep};
 use crate::protocol::ApprovalAction;
 use crate::sandbox::approval::Action;
 use crate::sandbox::{handles, path_guard};
@@ -50,6 +50,7 @@ impl TypedTool for WriteFile {
 
     async fn run(&self, args: WriteFileArgs, ctx: &ToolContext) -> Result<String, ToolError> {
         let (path, shown) = resolve(&args.path, ctx)?;
+        rewind_keep::keep_before_write(ctx, &path).await;
         let (content, previous) = if fs_editor::writes(ctx) {
             let previous = read_text(&path, ctx).await.ok().map(String::into_bytes);
             fs_editor::write(&path, &shown, &args.content, ctx).await?;
@@ -138,6 +139,7 @@ impl TypedTool for EditFile {
         }
         let old = read_text(&path, ctx).await.map_err(path_error)?;
         let new = replace_unique(&old, &args.old_string, &args.new_string).map_err(path_error)?;
+        rewind_keep::keep_before_write(ctx, &path).await;
         if fs_editor::writes(ctx) {
             fs_editor::write(&path, &shown, &new, ctx).await?;
             return report("edited", shown, old, new).await;

@@ -18,6 +18,7 @@ pub mod mcp;
 pub mod memory;
 pub mod process;
 pub mod registry;
+pub mod rewind_keep;
 pub mod router;
 pub mod schedule;
 pub mod search;
@@ -72,6 +73,9 @@ pub struct ToolContext {
     /// Milliseconds this call waited for the person to answer an approval question, so the
     /// time shown for the call is the tool's own.
     pub waited_ms: Arc<AtomicU64>,
+    /// Keeps files before their first change in a turn, and names the commands run, for
+    /// rewinding; `None` where nothing is kept (sub-agents, tests).
+    pub rewind: Option<Arc<crate::rewind::Keeper>>,
     events: Option<mpsc::Sender<Event>>,
 }
 
@@ -95,6 +99,7 @@ impl ToolContext {
             turn: 0,
             agents: None,
             waited_ms: Arc::default(),
+            rewind: None,
             events,
         }
     }

@@ -84,6 +84,7 @@ impl TypedTool for Shell {
 
     async fn run(&self, args: ShellArgs, ctx: &ToolContext) -> Result<String, ToolError> {
         let sandbox = self.sandbox(ctx, args.escalation)?;
+        super::rewind_keep::note_command(ctx, &args.command).await;
         run_command(&sandbox, args, ctx).await
     }
 }

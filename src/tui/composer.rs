@@ -13,7 +13,7 @@ use ratatui::widgets::Widget;
 use ratatui_textarea::{CursorMove, TextArea, WrapMode};
 
 use super::paste::PasteChips;
-use super::slash::SlashCommand;
+use super::slash::{PopupItem, popup_items};
 use super::wrap::wrap_line;
 
 /// Most rows the box grows to before it scrolls.
@@ -43,6 +43,8 @@ pub struct Composer {
     recalled: Option<usize>,
     popup_selected: usize,
     popup_dismissed: bool,
+    /// The person's own commands, offered in the popup after mnemo's.
+    user_commands: Vec<crate::protocol::UserCommandInfo>,
 }
 
 impl Default for Composer {
@@ -61,7 +63,17 @@ impl Composer {
             recalled: None,
             popup_selected: 0,
             popup_dismissed: false,
+            user_commands: Vec::new(),
         }
+    }
+
+    /// The person's own commands the session expands.
+    pub fn set_user_commands(&mut self, commands: Vec<crate::protocol::UserCommandInfo>) {
+        self.user_commands = commands;
+    }
+
+    pub fn user_commands(&self) -> &[crate::protocol::UserCommandInfo] {
+        &self.user_commands
     }
 
     pub fn text(&self) -> String {
@@ -114,7 +126,7 @@ impl Composer {
     }
 
     /// The commands the popup offers, when the text is a `/` prefix being typed.
-    pub fn popup(&self) -> Option<(Vec<SlashCommand>, usize)> {
+    pub fn popup(&self) -> Option<(Vec<PopupItem>, usize)> {
         if self.popup_dismissed {
             return None;
         }
@@ -125,7 +137,7 @@ impl Composer {
         if prefix.contains(char::is_whitespace) {
             return None;
         }
-        let matches = SlashCommand::matching(prefix);
+        let matches = popup_items(prefix, &self.user_commands);
         if matches.is_empty() {
             return None;
         }
@@ -152,7 +164,7 @@ impl Composer {
                 if let Some((commands, selected)) = popup
                     && let Some(command) = commands.get(selected)
                 {
-                    self.set_text(&format!("/{}", command.name()));
+                    self.set_text(&format!("/{}", command.name));
                 }
                 self.take()
                     .map_or(ComposerOutcome::Ignored, ComposerOutcome::Submit)
@@ -160,7 +172,7 @@ impl Composer {
             KeyCode::Tab => match popup {
                 Some((commands, selected)) => {
                     if let Some(command) = commands.get(selected) {
-                        self.set_text(&format!("/{} ", command.name()));
+                        self.set_text(&format!("/{} ", command.name));
                     }
                     ComposerOutcome::Handled
                 }

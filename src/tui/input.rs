@@ -16,6 +16,7 @@ use super::first_run::FirstRun;
 use super::model_picker::ModelOutcome;
 use super::pager::{Pager, PagerOutcome};
 use super::picker::{PickerCancel, PickerOutcome};
+use super::rewind_picker::RewindOutcome;
 use super::slash::{self, Parsed, SlashCommand};
 use super::state::{AppState, Effect, PendingInput, QUIT_WINDOW};
 use super::status::Activity;
@@ -76,6 +77,18 @@ impl AppState {
                 ModelOutcome::Close | ModelOutcome::Handled => Vec::new(),
             };
         }
+        if let Some(picker) = self.rewind_picker.as_mut().filter(|_| !ctrl_c) {
+            let outcome = picker.handle_key(key);
+            if outcome != RewindOutcome::Handled {
+                self.rewind_picker = None;
+            }
+            return match outcome {
+                RewindOutcome::Rewind { turn, what } => {
+                    vec![Effect::Send(Op::Rewind { turn, what })]
+                }
+                RewindOutcome::Close | RewindOutcome::Handled => Vec::new(),
+            };
+        }
         if !self.approvals.is_empty()
             && !ctrl
             && let Some(effects) = self.answer_approval(&key, now)
@@ -107,7 +120,7 @@ impl AppState {
                     self.notice(NoticeLevel::Warning, "Cancelling the background sub-agents");
                     return vec![Effect::Send(Op::Interrupt)];
                 }
-                return Vec::new();
+                return self.esc_on_empty_box(now);
             }
             _ => {}
         }
@@ -123,6 +136,23 @@ impl AppState {
             ComposerOutcome::Submit(text) => self.submit(text, UserMessageKind::Injected, now),
             ComposerOutcome::Queue(text) => self.submit(text, UserMessageKind::Queued, now),
             ComposerOutcome::Handled | ComposerOutcome::Ignored => Vec::new(),
+        }
+    }
+
+    /// Esc twice on an empty box between turns opens the rewind picker, as `/rewind` does.
+    fn esc_on_empty_box(&mut self, now: Instant) -> Vec<Effect> {
+        if !self.composer.is_empty() {
+            self.esc_armed = None;
+            return Vec::new();
+        }
+        match self.esc_armed.take() {
+            Some(at) if now.duration_since(at) <= QUIT_WINDOW => {
+                slash::execute(SlashCommand::Rewind, "", self)
+            }
+            _ => {
+                self.esc_armed = Some(now);
+                Vec::new()
+            }
         }
     }
 
@@ -212,6 +242,9 @@ impl AppState {
     fn submit(&mut self, text: String, busy_kind: UserMessageKind, now: Instant) -> Vec<Effect> {
         match slash::parse(&text) {
             Parsed::Command(command, args) => return slash::execute(command, args, self),
+            // The session expands the person's own commands.
+            Parsed::Unknown(name)
+                if self.composer.user_commands().iter().any(|c| c.name == name) => {}
             Parsed::Unknown(name) => {
                 let note = format!("Unknown command /{name}; /help lists the commands");
                 self.notice(NoticeLevel::Warning, &note);

@@ -12,7 +12,7 @@ use ratatui::widgets::Widget;
 
 use super::agents::tree_order;
 use super::cells::reasoning_summary;
-use super::slash::SlashCommand;
+use super::slash::{PopupItem, SlashCommand};
 use super::state::AppState;
 use super::wrap::{wrap_line, wrap_lines};
 use crate::protocol::UserMessageKind;
@@ -21,7 +21,7 @@ use crate::protocol::UserMessageKind;
 pub struct LiveView {
     lines: Vec<Line<'static>>,
     first_run_height: u16,
-    popup: Option<(Vec<SlashCommand>, usize)>,
+    popup: Option<(Vec<PopupItem>, usize)>,
     composer_height: u16,
 }
 
@@ -122,6 +122,9 @@ fn content_lines(state: &AppState, width: u16, now: Instant) -> Vec<Line<'static
     if let Some(picker) = &state.model_picker {
         logical.extend(picker.lines());
     }
+    if let Some(picker) = &state.rewind_picker {
+        logical.extend(picker.lines());
+    }
     let mut lines = Vec::with_capacity(logical.len());
     for line in &logical {
         wrap_line(line, width, &mut lines);
@@ -157,7 +160,7 @@ impl LiveView {
         if let Some((commands, selected)) = &self.popup {
             for (index, command) in commands.iter().enumerate() {
                 let rect = take(1);
-                popup_row(*command, index == *selected).render(rect, buf);
+                popup_row(command, index == *selected).render(rect, buf);
             }
         }
         let rule = take(1);
@@ -170,7 +173,7 @@ impl LiveView {
     }
 }
 
-fn popup_row(command: SlashCommand, selected: bool) -> Line<'static> {
+fn popup_row(command: &PopupItem, selected: bool) -> Line<'static> {
     let (name_style, text_style) = if selected {
         let style = Style::default().fg(Color::Black).bg(Color::Cyan);
         (style.add_modifier(Modifier::BOLD), style)
@@ -184,12 +187,12 @@ fn popup_row(command: SlashCommand, selected: bool) -> Line<'static> {
         Span::styled(
             format!(
                 "  /{:<width$} ",
-                command.name(),
+                command.name,
                 width = SlashCommand::NAME_WIDTH
             ),
             name_style,
         ),
-        Span::styled(format!("{} ", command.description()), text_style),
+        Span::styled(format!("{} ", command.description), text_style),
     ])
 }
 

@@ -29,6 +29,7 @@ pub mod pager_view;
 pub mod paste;
 pub mod picker;
 mod reply;
+pub mod rewind_picker;
 pub mod setup;
 mod setup_apply;
 pub mod slash;

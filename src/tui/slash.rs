@@ -24,11 +24,12 @@ pub enum SlashCommand {
     Mcp,
     Approval,
     Cost,
+    Rewind,
     Quit,
 }
 
 impl SlashCommand {
-    pub const ALL: [SlashCommand; 14] = [
+    pub const ALL: [SlashCommand; 15] = [
         SlashCommand::Help,
         SlashCommand::Model,
         SlashCommand::Compact,
@@ -42,6 +43,7 @@ impl SlashCommand {
         SlashCommand::Mcp,
         SlashCommand::Approval,
         SlashCommand::Cost,
+        SlashCommand::Rewind,
         SlashCommand::Quit,
     ];
 
@@ -63,6 +65,7 @@ impl SlashCommand {
             SlashCommand::Mcp => "mcp",
             SlashCommand::Approval => "approval",
             SlashCommand::Cost => "cost",
+            SlashCommand::Rewind => "rewind",
             SlashCommand::Quit => "quit",
         }
     }
@@ -82,6 +85,7 @@ impl SlashCommand {
             SlashCommand::Mcp => "MCP servers and their state",
             SlashCommand::Approval => "when to ask before acting: read-only, ask, auto, full",
             SlashCommand::Cost => "tokens and cost of this session",
+            SlashCommand::Rewind => "take back turns: files, conversation or both (Esc Esc)",
             SlashCommand::Quit => "leave mnemo",
         }
     }
@@ -93,6 +97,31 @@ impl SlashCommand {
             .filter(|c| c.name().starts_with(prefix))
             .collect()
     }
+}
+
+/// One line of the `/` popup: mnemo's own command or one of the person's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PopupItem {
+    pub name: String,
+    pub description: String,
+}
+
+/// The popup's lines for `prefix`: mnemo's commands, then the person's own.
+pub fn popup_items(prefix: &str, own: &[crate::protocol::UserCommandInfo]) -> Vec<PopupItem> {
+    let builtin = SlashCommand::matching(prefix)
+        .into_iter()
+        .map(|c| PopupItem {
+            name: c.name().to_string(),
+            description: c.description().to_string(),
+        });
+    let own = own
+        .iter()
+        .filter(|c| c.name.starts_with(prefix))
+        .map(|c| PopupItem {
+            name: c.name.clone(),
+            description: format!("{} ({})", c.description, c.source),
+        });
+    builtin.chain(own).collect()
 }
 
 /// What a line starting with `/` asks for.
@@ -123,7 +152,8 @@ pub fn parse(text: &str) -> Parsed<'_> {
 pub fn execute(command: SlashCommand, args: &str, state: &mut AppState) -> Vec<Effect> {
     match command {
         SlashCommand::Help => {
-            state.notice(NoticeLevel::Info, &help_text());
+            let text = help_text(state.composer.user_commands());
+            state.notice(NoticeLevel::Info, &text);
             Vec::new()
         }
         SlashCommand::Cost => {
@@ -137,6 +167,12 @@ pub fn execute(command: SlashCommand, args: &str, state: &mut AppState) -> Vec<E
         SlashCommand::Skills => vec![Effect::ListSkills],
         SlashCommand::Schedule => vec![Effect::ListSchedules],
         SlashCommand::Mcp => vec![Effect::Send(Op::ListMcpServers)],
+        SlashCommand::Rewind => {
+            if refuse_while_busy(state, "rewinding") {
+                return Vec::new();
+            }
+            vec![Effect::Send(Op::ListTurns)]
+        }
         SlashCommand::Quit => vec![Effect::Quit],
         SlashCommand::Sessions => vec![Effect::ListSessions],
         SlashCommand::Resume => {
@@ -257,7 +293,7 @@ fn refuse_while_busy(state: &mut AppState, what: &str) -> bool {
     busy
 }
 
-fn help_text() -> String {
+fn help_text(own: &[crate::protocol::UserCommandInfo]) -> String {
     let mut text = String::from(
         "Enter send (while the agent works: inject into the running turn) · Tab queue as the \
          next message\nShift+Enter or Alt+Enter new line · Up/Down history (Up on an empty \
@@ -271,6 +307,18 @@ fn help_text() -> String {
             "\n/{:<width$} {}",
             command.name(),
             command.description(),
+            width = SlashCommand::NAME_WIDTH
+        ));
+    }
+    if !own.is_empty() {
+        text.push_str("\nYour commands (/NAME arguments):");
+    }
+    for command in own {
+        text.push_str(&format!(
+            "\n/{:<width$} {} ({})",
+            command.name,
+            command.description,
+            command.source,
             width = SlashCommand::NAME_WIDTH
         ));
     }

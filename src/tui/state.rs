@@ -100,6 +100,9 @@ pub struct AppState {
     pub first_run: Option<FirstRun>,
     pub picker: Option<SessionPicker>,
     pub model_picker: Option<ModelPicker>,
+    pub rewind_picker: Option<super::rewind_picker::RewindPicker>,
+    /// When Esc was last pressed on an empty, idle box: a second Esc soon after opens rewind.
+    pub(super) esc_armed: Option<Instant>,
     /// The configured model names, for `/model`.
     pub models: Vec<String>,
     /// The configured models with their keys, for the model picker.
@@ -143,6 +146,8 @@ impl AppState {
             first_run: None,
             picker: None,
             model_picker: None,
+            rewind_picker: None,
+            esc_armed: None,
             models: Vec::new(),
             model_info: Vec::new(),
             quit_armed: None,

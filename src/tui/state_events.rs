@@ -262,6 +262,21 @@ impl AppState {
                 let text = crate::tui::slash::mcp_text(&servers);
                 self.notice(NoticeLevel::Info, &text);
             }
+            Event::Turns { turns } if turns.is_empty() => {
+                self.notice(NoticeLevel::Info, "No turns to rewind yet");
+            }
+            Event::Turns { turns } => {
+                self.rewind_picker = Some(crate::tui::rewind_picker::RewindPicker::new(turns));
+            }
+            Event::UserCommands { commands } => self.composer.set_user_commands(commands),
+            Event::Rewound { report, .. } => {
+                self.notice(NoticeLevel::Info, &report.describe());
+                if let Some(prompt) = &report.prompt
+                    && self.composer.is_empty()
+                {
+                    self.composer.restore(prompt);
+                }
+            }
             // The terminal offers no services of its own: it never gets a request.
             Event::FrontEndRequest { .. } | Event::FrontEndWithdrawn { .. } => {}
             Event::TurnFinished {

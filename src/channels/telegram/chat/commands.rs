@@ -28,7 +28,39 @@ impl Chat {
             }
             "sessions" => self.list_sessions().await,
             "resume" => self.resume(argument.trim()).await,
-            _ => self.say("Unknown command. /help lists them.").await,
+            "rewind" => self.rewind(argument.trim()).await,
+            // The session expands the person's own commands (and sends other text as is).
+            _ => self.tell_agent(format!("/{line}")).await,
+        }
+    }
+
+    /// `/rewind` lists the session's turns; `/rewind N` takes back turn N and the later ones,
+    /// files and conversation.
+    async fn rewind(&mut self, argument: &str) {
+        let op = match argument {
+            "" => Op::ListTurns,
+            number => match number.parse() {
+                Ok(turn) => Op::Rewind {
+                    turn,
+                    what: crate::protocol::RewindWhat::Both,
+                },
+                Err(_) => {
+                    let usage = "/rewind lists the turns; /rewind N takes back turn N and the \
+                                 later ones (files and conversation)";
+                    return self.say(usage).await;
+                }
+            },
+        };
+        if let Err(err) = self.attach().await {
+            return self.say(&err).await;
+        }
+        let Some(attached) = &self.attachment else {
+            return;
+        };
+        if attached.ops.send(op).await.is_err() {
+            self.attachment = None;
+            self.say("The session ended; send the message again to resume it.")
+                .await;
         }
     }
 
@@ -112,5 +144,7 @@ the running turn.\n\n\
 - /stop interrupts the running turn\n\
 - /new starts a new session\n\
 - /sessions lists this chat's sessions\n\
-- /resume ID continues one of them\n\n\
+- /resume ID continues one of them\n\
+- /rewind lists the turns; /rewind N takes back turn N and later (files and conversation)\n\
+- any other /NAME runs your own command of that name (a Markdown file in .mnemo/commands)\n\n\
 Questions about tool calls come with buttons; one left unanswered is a denial.";

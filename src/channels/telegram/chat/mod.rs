@@ -237,6 +237,14 @@ impl Chat {
                     self.reply().push_line(&step);
                 }
             }
+            Event::Rewound { report, .. } => {
+                let line = escape_markdown(&report.describe());
+                self.reply().push_line(&line);
+            }
+            Event::Turns { turns } => {
+                let line = escape_markdown(&crate::rewind::describe_turns(&turns));
+                self.reply().push_line(&line);
+            }
             // A retried or handed-over step streams its whole message again.
             Event::Retry {
                 discard_partial, ..
@@ -266,6 +274,7 @@ impl Chat {
             | Event::Hook { .. }
             | Event::ToolsChanged { .. }
             | Event::McpServers { .. }
+            | Event::UserCommands { .. }
             | Event::FrontEndRequest { .. }
             | Event::FrontEndWithdrawn { .. } => {}
             Event::Reminder { title, body } => {
