@@ -76,6 +76,13 @@ pub enum Command {
         /// Print every event as one JSON line.
         #[arg(long)]
         json: bool,
+        /// Plan mode: the agent reads and thinks but changes nothing, and ends with a plan.
+        #[arg(long, conflicts_with = "approve_plan")]
+        plan: bool,
+        /// Carry out the plan the session (`--continue`, `--resume`) proposed in plan mode;
+        /// no prompt.
+        #[arg(long, conflicts_with = "prompt")]
+        approve_plan: bool,
         #[command(flatten)]
         host: HostChoice,
     },

@@ -58,22 +58,20 @@ impl RunReport {
     }
 }
 
-/// Sends `prompt` to the attached session and prints events until the turn ends, then
-/// detaches (the caller stops a session of its own). Ctrl+C, SIGTERM and SIGHUP interrupt the
+/// Sends `opening` (the prompt, and what goes before it) to the attached session and prints
+/// events until the turn ends, then detaches (the caller stops a session of its own). Ctrl+C, SIGTERM and SIGHUP interrupt the
 /// turn (what was streamed is kept, commands are killed); a second one stops waiting at once.
 pub async fn run_prompt(
     mut handle: Attachment,
-    prompt: String,
+    opening: Vec<Op>,
     mode: OutputMode,
     out: &mut impl Write,
     err: &mut impl Write,
 ) -> std::io::Result<RunReport> {
     let send_failed = || std::io::Error::other("the agent task ended unexpectedly");
-    handle
-        .ops
-        .send(Op::UserInput { text: prompt })
-        .await
-        .map_err(|_| send_failed())?;
+    for op in opening {
+        handle.ops.send(op).await.map_err(|_| send_failed())?;
+    }
     let mut at_line_start = true;
     // Sub-agents still running in the background report back in another turn: wait for it.
     let mut agents_pending = false;
@@ -183,6 +181,8 @@ pub async fn run_prompt(
             | Event::FrontEndWithdrawn { .. }
             | Event::ModelChanged { .. }
             | Event::TodoUpdated { .. }
+            | Event::PlanModeChanged { .. }
+            | Event::PlanProposed { .. }
             | Event::Turns { .. }
             | Event::Rewound { .. }
             | Event::UserCommands { .. }
@@ -277,6 +277,8 @@ fn print_event(
                 writeln!(err, "  {}", present::todo_step(item))?;
             }
         }
+        Event::PlanModeChanged { on } => writeln!(err, "note: {}", present::plan_mode(*on))?,
+        Event::PlanProposed { .. } => writeln!(err, "note: {}", present::PLAN_PROPOSED)?,
         Event::Error { message } => writeln!(err, "error: {message}")?,
         Event::Rewound { report, .. } => writeln!(err, "{}", report.describe())?,
         Event::Turns { turns } => writeln!(err, "{}", crate::rewind::describe_turns(turns))?,

@@ -12,6 +12,7 @@ use mnemo::config::{CliOverrides, ProviderKind};
 use mnemo::headless::{OutputMode, run_prompt};
 use mnemo::host::{self, HostApi, SessionChoice};
 use mnemo::memory::StoreError;
+use mnemo::protocol::Op;
 use mnemo::tui::start_questions;
 
 mod cli_args;
@@ -414,9 +415,16 @@ fn real_main(cli: Cli) -> anyhow::Result<ExitCode> {
             })??;
             Ok(ExitCode::SUCCESS)
         }
-        Some(Command::Run { prompt, json, host }) => {
+        Some(Command::Run {
+            prompt,
+            json,
+            plan,
+            approve_plan,
+            host,
+        }) => {
             let prompt = match prompt {
                 Some(prompt) => prompt,
+                None if approve_plan => String::new(),
                 None => {
                     let mut text = String::new();
                     std::io::stdin()
@@ -425,9 +433,21 @@ fn real_main(cli: Cli) -> anyhow::Result<ExitCode> {
                     text
                 }
             };
-            if prompt.trim().is_empty() {
+            if prompt.trim().is_empty() && !approve_plan {
                 anyhow::bail!("empty prompt: pass it as an argument or on stdin");
             }
+            let opening = match (plan, approve_plan) {
+                (_, true) => vec![Op::ApprovePlan { plan: None }],
+                (true, false) => vec![
+                    Op::SetPlanMode { on: true },
+                    Op::UserInput {
+                        text: prompt.clone(),
+                    },
+                ],
+                (false, false) => vec![Op::UserInput {
+                    text: prompt.clone(),
+                }],
+            };
             let mode = if json {
                 OutputMode::Json
             } else {
@@ -451,7 +471,7 @@ fn real_main(cli: Cli) -> anyhow::Result<ExitCode> {
                 };
                 let id = attached.session.clone();
                 let mut err = std::io::stderr();
-                let report = run_prompt(attached, prompt, mode, &mut out, &mut err).await?;
+                let report = run_prompt(attached, opening, mode, &mut out, &mut err).await?;
                 host.stop(&id, std::time::Duration::from_secs(10)).await;
                 anyhow::Ok(report)
             })??;

@@ -101,6 +101,9 @@ impl Session {
             tail.push(text);
         }
         tail.extend(super::todo::tail_text(&self.todo));
+        if self.settings.approvals.planning().is_some() {
+            tail.push(super::plan_mode::PLAN_NOTE.to_string());
+        }
         let every = self.settings.checkpoint_every;
         if every > 0 && step > 0 && step.is_multiple_of(every) {
             tail.push(format!(

@@ -221,6 +221,9 @@ pub(super) enum OpAction {
     Offer(FrontEndServices),
     Reply(String, FrontEndReply),
     SetApprovalMode(ApprovalMode),
+    SetPlanMode(bool),
+    /// No turn runs: carry out the proposed plan (or the person's edit of it).
+    ApprovePlan(Option<String>),
     ListMcpServers,
     /// No turn runs: list the turns a rewind can go back to.
     ListTurns,
@@ -261,6 +264,10 @@ pub(super) fn on_op(op: Option<Op>, turn_running: bool) -> OpAction {
         Op::ListTurns | Op::Rewind { .. } if turn_running => OpAction::RefuseRewind,
         Op::ListTurns => OpAction::ListTurns,
         Op::Rewind { turn, what } => OpAction::Rewind(turn, what),
+        Op::SetPlanMode { on } => OpAction::SetPlanMode(on),
+        // A plan is proposed when a turn ends; none is waiting while one runs.
+        Op::ApprovePlan { .. } if turn_running => OpAction::Ignore,
+        Op::ApprovePlan { plan } => OpAction::ApprovePlan(plan),
     }
 }
 

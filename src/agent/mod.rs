@@ -12,6 +12,7 @@ mod model_call;
 mod model_switch;
 mod nested_context;
 mod oversized;
+mod plan_mode;
 pub mod prompt;
 mod rewind;
 mod services;
@@ -160,6 +161,12 @@ async fn drive(
                     control.approvals.front_end().resolve(&id, reply);
                 }
                 OpAction::SetApprovalMode(mode) => control.set_mode(mode).await,
+                OpAction::SetPlanMode(on) => control.set_plan(on).await,
+                OpAction::ApprovePlan(edited) => {
+                    if let Some(prompt) = session.approve_plan(edited).await {
+                        queued.push_back((prompt, UserMessageKind::Prompt));
+                    }
+                }
                 OpAction::ListTurns => {
                     let event = session.list_turns().await;
                     let _ = control.events.send(event).await;
@@ -222,11 +229,15 @@ async fn drive(
                         control.approvals.front_end().resolve(&id, reply);
                     }
                     OpAction::SetApprovalMode(mode) => control.set_mode(mode).await,
+                    OpAction::SetPlanMode(on) => control.set_plan(on).await,
                     OpAction::RefuseRewind => {
                         let message = rewind::REFUSED_WHILE_RUNNING.to_string();
                         let _ = control.events.send(Event::Error { message }).await;
                     }
-                    OpAction::ListTurns | OpAction::Rewind(..) | OpAction::Ignore => {}
+                    OpAction::ListTurns
+                    | OpAction::Rewind(..)
+                    | OpAction::ApprovePlan(_)
+                    | OpAction::Ignore => {}
                 },
             }
         }
@@ -270,7 +281,15 @@ impl Control {
     }
 
     async fn set_mode(&self, mode: ApprovalMode) {
+        let planned = self.approvals.planning().is_some();
         self.approvals.set_mode(mode);
         let _ = self.events.send(Event::ApprovalModeChanged { mode }).await;
+        if planned {
+            let _ = self.events.send(Event::PlanModeChanged { on: false }).await;
+        }
+    }
+
+    async fn set_plan(&self, on: bool) {
+        plan_mode::switch(&self.approvals, &self.events, on).await;
     }
 }

@@ -173,6 +173,8 @@ pub struct Session {
     pub(super) nested: super::nested_context::NestedContext,
     /// The agent's visible plan (the `todo` tool), kept across turns until it is finished.
     pub(super) todo: Vec<crate::protocol::TodoItem>,
+    /// The plan a plan-mode turn proposed, until it is approved.
+    pub(super) proposed_plan: Option<String>,
     /// Keeps files before the agent changes them, so turns can be rewound.
     pub(super) rewind: Option<Arc<crate::rewind::Keeper>>,
     /// The person's own slash commands, expanded when a prompt names one.
@@ -236,7 +238,7 @@ impl Session {
         // Taken before anything is read or repaired: a turn another process still runs is
         // not a killed one.
         let lease = SessionLease::acquire(&store, &id).await?;
-        let (row, active, totals, max_seq, summary, (nested, todo)) = store
+        let (row, active, totals, max_seq, summary, (nested, todo, plan)) = store
             .call(move |db| {
                 let row = db.session(&id)?;
                 db.mark_running_turns_killed(&row.id)?;
@@ -246,7 +248,8 @@ impl Session {
                 let summary = db.kv_get(&crate::memory::sessions::summary_key(&row.id))?;
                 let nested = db.kv_get(&crate::memory::sessions::nested_key(&row.id))?;
                 let todo = db.kv_get(&crate::memory::sessions::todo_key(&row.id))?;
-                Ok((row, active, totals, max_seq, summary, (nested, todo)))
+                let plan = db.kv_get(&crate::memory::sessions::plan_key(&row.id))?;
+                Ok((row, active, totals, max_seq, summary, (nested, todo, plan)))
             })
             .await?;
         let archived = row.message_count > active.len() as u64;
@@ -260,6 +263,7 @@ impl Session {
         session.summary = summary;
         session.nested = super::nested_context::NestedContext::from_stored(nested.as_deref());
         session.todo = super::todo::from_stored(todo.as_deref());
+        session.proposed_plan = super::plan_mode::pending(plan.as_deref());
         for StoredMessage {
             seq,
             message,
@@ -341,6 +345,7 @@ impl Session {
             mailbox: Mailbox::default(),
             nested: super::nested_context::NestedContext::default(),
             todo: Vec::new(),
+            proposed_plan: None,
             rewind: None,
             user_commands: Arc::default(),
             events: None,
@@ -425,6 +430,7 @@ impl Session {
             let items = self.todo.clone();
             self.emit(Event::TodoUpdated { items }).await;
         }
+        self.offer_pending_plan().await;
         for message in &self.startup_notices {
             let message = message.clone();
             self.emit(Event::Notice { message }).await;

@@ -78,6 +78,7 @@ impl Session {
             Ok(()) => self.turn_steps(&cancel, &inbox).await,
             Err(err) => (TurnStatus::Failed, Some(store_failure(&err))),
         };
+        self.propose_plan(status).await;
         // Without a report, a completed turn counts as a success.
         let succeeded = status == TurnStatus::Completed
             && self

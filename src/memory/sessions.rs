@@ -66,7 +66,12 @@ pub fn todo_key(session_id: &str) -> String {
 
 /// Every settings key that holds a part of one session's state: deleting the session deletes
 /// them.
-const SESSION_STATE_KEYS: [fn(&str) -> String; 3] = [summary_key, nested_key, todo_key];
+const SESSION_STATE_KEYS: [fn(&str) -> String; 4] = [summary_key, nested_key, todo_key, plan_key];
+
+/// The settings key of a session's plan from plan mode, and whether it was approved.
+pub fn plan_key(session_id: &str) -> String {
+    format!("plan:{session_id}")
+}
 
 impl Db {
     pub fn create_session(&mut self, new: NewSession) -> Result<SessionRow, StoreError> {

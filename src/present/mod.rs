@@ -138,3 +138,15 @@ pub fn todo_heading(items: &[TodoItem]) -> String {
 pub fn todo_step(item: &TodoItem) -> String {
     format!("{} {}", item.status.mark(), item.step)
 }
+
+/// Plan mode went on or off.
+pub fn plan_mode(on: bool) -> &'static str {
+    match on {
+        true => "plan mode: the agent reads and thinks but changes nothing, and ends with a plan",
+        false => "plan mode is off",
+    }
+}
+
+/// Said under a proposed plan where no picker can offer the choices (`mnemo run`).
+pub const PLAN_PROPOSED: &str = "the plan above was proposed and nothing was changed; carry it \
+    out with `mnemo --continue run --approve-plan`, or answer with what to change";

@@ -65,6 +65,13 @@ pub enum Op {
     /// conversation, or both. Answered by `Event::Rewound`, or `Event::Error` (refused while a
     /// turn runs: interrupt it first).
     Rewind { turn: u64, what: RewindWhat },
+    /// Plan mode on or off. In plan mode the agent reads, searches and thinks but writes
+    /// nothing (the read-only mode), and ends its turn with a plan (`Event::PlanProposed`);
+    /// off, the mode before it comes back. Answered by `Event::PlanModeChanged`.
+    SetPlanMode { on: bool },
+    /// Carries out the proposed plan (`plan`: the person's edited text of it instead): plan
+    /// mode ends and a turn starts with the plan. Between turns only.
+    ApprovePlan { plan: Option<String> },
 }
 
 /// One configured MCP server as `/mcp` shows it.
@@ -299,6 +306,15 @@ pub enum Event {
     /// `Op::SetApprovalMode` took effect.
     ApprovalModeChanged {
         mode: ApprovalMode,
+    },
+    /// Plan mode went on or off (`Op::SetPlanMode`, an approved plan, a mode chosen).
+    PlanModeChanged {
+        on: bool,
+    },
+    /// A turn in plan mode ended with this plan, for the person to approve (`Op::ApprovePlan`),
+    /// edit, or answer with what to change.
+    PlanProposed {
+        text: String,
     },
     /// `Op::SetModel` took effect: the next model call goes to `model`.
     ModelChanged {

@@ -58,6 +58,8 @@ impl Allowance {
 #[derive(Debug, Default)]
 struct State {
     mode: ApprovalMode,
+    /// In plan mode: the mode it returns to.
+    planning: Option<ApprovalMode>,
     /// Whether the front end answers questions (the TUI does, `mnemo run` does not).
     can_ask: bool,
     /// Where questions go; `None` when nobody can answer them.
@@ -156,8 +158,35 @@ impl Approvals {
         self.state().mode
     }
 
+    /// Sets the mode; a mode chosen while planning ends plan mode.
     pub fn set_mode(&self, mode: ApprovalMode) {
-        self.state().mode = mode;
+        let mut state = self.state();
+        state.mode = mode;
+        state.planning = None;
+    }
+
+    /// The mode plan mode returns to, while plan mode is on.
+    pub fn planning(&self) -> Option<ApprovalMode> {
+        self.state().planning
+    }
+
+    /// Plan mode on: nothing is written until it ends. False when it was on already.
+    pub fn enter_plan(&self) -> bool {
+        let mut state = self.state();
+        if state.planning.is_some() {
+            return false;
+        }
+        state.planning = Some(state.mode);
+        state.mode = ApprovalMode::ReadOnly;
+        true
+    }
+
+    /// Plan mode off: the mode before it is back (returned); `None` when it was not on.
+    pub fn leave_plan(&self) -> Option<ApprovalMode> {
+        let mut state = self.state();
+        let before = state.planning.take()?;
+        state.mode = before;
+        Some(before)
     }
 
     /// Marks the front end as one that answers `Event::ApprovalRequested`; without it every

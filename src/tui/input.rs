@@ -132,8 +132,14 @@ impl AppState {
         {
             return effects;
         }
+        if let Some(effects) = self.plan_key(&key) {
+            return effects;
+        }
         match self.composer.handle_key(key) {
-            ComposerOutcome::Submit(text) => self.submit(text, UserMessageKind::Injected, now),
+            ComposerOutcome::Submit(text) => match self.submit_edited_plan(&text) {
+                Some(effects) => effects,
+                None => self.submit(text, UserMessageKind::Injected, now),
+            },
             ComposerOutcome::Queue(text) => self.submit(text, UserMessageKind::Queued, now),
             ComposerOutcome::Handled | ComposerOutcome::Ignored => Vec::new(),
         }

@@ -76,6 +76,10 @@ fn content_lines(state: &AppState, width: u16, now: Instant) -> Vec<Line<'static
             logical.push(pane.line(now));
         }
     }
+    if state.plan_offer.is_some() {
+        logical.push(Line::default());
+        logical.extend(super::plan_offer::offer_lines());
+    }
     let plan = super::todo_panel::panel_lines(&state.todo);
     if !plan.is_empty() {
         logical.push(Line::default());

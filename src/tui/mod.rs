@@ -28,6 +28,7 @@ mod pager_cache;
 pub mod pager_view;
 pub mod paste;
 pub mod picker;
+mod plan_offer;
 mod reply;
 pub mod rewind_picker;
 pub mod setup;

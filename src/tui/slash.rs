@@ -23,13 +23,14 @@ pub enum SlashCommand {
     Schedule,
     Mcp,
     Approval,
+    Plan,
     Cost,
     Rewind,
     Quit,
 }
 
 impl SlashCommand {
-    pub const ALL: [SlashCommand; 15] = [
+    pub const ALL: [SlashCommand; 16] = [
         SlashCommand::Help,
         SlashCommand::Model,
         SlashCommand::Compact,
@@ -42,6 +43,7 @@ impl SlashCommand {
         SlashCommand::Schedule,
         SlashCommand::Mcp,
         SlashCommand::Approval,
+        SlashCommand::Plan,
         SlashCommand::Cost,
         SlashCommand::Rewind,
         SlashCommand::Quit,
@@ -64,6 +66,7 @@ impl SlashCommand {
             SlashCommand::Schedule => "schedule",
             SlashCommand::Mcp => "mcp",
             SlashCommand::Approval => "approval",
+            SlashCommand::Plan => "plan",
             SlashCommand::Cost => "cost",
             SlashCommand::Rewind => "rewind",
             SlashCommand::Quit => "quit",
@@ -84,6 +87,7 @@ impl SlashCommand {
             SlashCommand::Schedule => "schedules and heartbeats run by mnemo serve",
             SlashCommand::Mcp => "MCP servers and their state",
             SlashCommand::Approval => "when to ask before acting: read-only, ask, auto, full",
+            SlashCommand::Plan => "plan mode on or off: read, change nothing, end with a plan",
             SlashCommand::Cost => "tokens and cost of this session",
             SlashCommand::Rewind => "take back turns: files, conversation or both (Esc Esc)",
             SlashCommand::Quit => "leave mnemo",
@@ -186,6 +190,10 @@ pub fn execute(command: SlashCommand, args: &str, state: &mut AppState) -> Vec<E
         }
         SlashCommand::Model => model(args, state),
         SlashCommand::Approval => approval(args, state),
+        SlashCommand::Plan => {
+            let on = !state.status.planning;
+            vec![Effect::Send(Op::SetPlanMode { on })]
+        }
         SlashCommand::Memory => {
             if args.is_empty() {
                 let text = "/memory QUERY searches the archive of earlier conversations";

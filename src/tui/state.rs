@@ -90,6 +90,10 @@ pub struct AppState {
     pub pending: Vec<PendingInput>,
     /// Running sub-agents, in start order.
     pub agents: Vec<AgentPane>,
+    /// A plan proposed in plan mode, offered until the person chooses.
+    pub plan_offer: Option<String>,
+    /// The box holds a proposed plan the person edits: sending it carries it out.
+    pub(super) editing_plan: bool,
     /// The agent's plan as it last stood (the `todo` tool).
     pub todo: Vec<crate::protocol::TodoItem>,
     /// Questions from the agent, oldest first; the first one is shown and answered.
@@ -140,6 +144,8 @@ impl AppState {
             approvals: Vec::new(),
             agents: Vec::new(),
             todo: Vec::new(),
+            plan_offer: None,
+            editing_plan: false,
             status: Status::default(),
             composer: Composer::new(),
             pager: None,

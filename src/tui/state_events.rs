@@ -169,6 +169,14 @@ impl AppState {
                 activity: AgentActivity::Thinking,
                 started: now,
             }),
+            Event::PlanModeChanged { on } => {
+                self.status.planning = on;
+                if !on {
+                    self.plan_offer = None;
+                }
+                self.notice(NoticeLevel::Info, crate::present::plan_mode(on));
+            }
+            Event::PlanProposed { text } => self.plan_offer = Some(text),
             Event::TodoUpdated { items } => {
                 // A plan announced again (a replay, a resume) is recorded once.
                 if items != self.todo {

@@ -76,6 +76,8 @@ pub struct Status {
     pub context_percent: f32,
     /// Shown when it is not the default (auto).
     pub approval_mode: ApprovalMode,
+    /// Plan mode is on (the approval mode is read-only meanwhile).
+    pub planning: bool,
     /// The session runs in `mnemo serve` and this screen is attached to it.
     pub attached: bool,
     /// The last turns' usage and cost, oldest first (`/cost`), at most `TURNS_KEPT`.
@@ -105,6 +107,7 @@ impl Default for Status {
             cost_usd: 0.0,
             context_percent: 0.0,
             approval_mode: ApprovalMode::default(),
+            planning: false,
             attached: false,
             turns: std::collections::VecDeque::new(),
         }
@@ -150,7 +153,12 @@ impl Status {
             let style = Style::default().fg(Color::Magenta);
             pieces.push((5, vec![Span::styled("attached", style)]));
         }
-        if self.approval_mode != ApprovalMode::default() {
+        if self.planning {
+            let style = Style::default()
+                .fg(Color::Blue)
+                .add_modifier(Modifier::BOLD);
+            pieces.push((5, vec![Span::styled("plan mode", style)]));
+        } else if self.approval_mode != ApprovalMode::default() {
             let colour = match self.approval_mode {
                 ApprovalMode::Full => Color::Red,
                 ApprovalMode::ReadOnly | ApprovalMode::Ask | ApprovalMode::Auto => Color::Cyan,

@@ -1,4 +1,4 @@
-//! A chat's commands: /help, /stop, /new, /sessions, /resume.
+//! A chat's commands: /help, /stop, /new, /sessions, /resume, /rewind, /plan, /approve.
 
 use super::Chat;
 use crate::channels::telegram::text::{escape_markdown, short_id};
@@ -29,6 +29,11 @@ impl Chat {
             "sessions" => self.list_sessions().await,
             "resume" => self.resume(argument.trim()).await,
             "rewind" => self.rewind(argument.trim()).await,
+            "plan" => {
+                let on = argument.trim() != "off";
+                self.send_op(Op::SetPlanMode { on }).await;
+            }
+            "approve" => self.send_op(Op::ApprovePlan { plan: None }).await,
             // The session expands the person's own commands (and sends other text as is).
             _ => self.tell_agent(format!("/{line}")).await,
         }
@@ -51,6 +56,11 @@ impl Chat {
                 }
             },
         };
+        self.send_op(op).await;
+    }
+
+    /// Sends `op` to the chat's session, attaching it first.
+    async fn send_op(&mut self, op: Op) {
         if let Err(err) = self.attach().await {
             return self.say(&err).await;
         }
@@ -146,5 +156,7 @@ the running turn.\n\n\
 - /sessions lists this chat's sessions\n\
 - /resume ID continues one of them\n\
 - /rewind lists the turns; /rewind N takes back turn N and later (files and conversation)\n\
+- /plan: plan mode (reads, changes nothing, ends with a plan); /approve carries the plan out; \
+/plan off leaves it\n\
 - any other /NAME runs your own command of that name (a Markdown file in .mnemo/commands)\n\n\
 Questions about tool calls come with buttons; one left unanswered is a denial.";

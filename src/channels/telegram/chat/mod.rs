@@ -229,6 +229,14 @@ impl Chat {
                 let line = format!("⚠️ {}", escape_markdown(&message));
                 self.reply().push_line(&line);
             }
+            Event::PlanModeChanged { on } => {
+                let line = escape_markdown(crate::present::plan_mode(on));
+                self.reply().push_line(&format!("_{line}_"));
+            }
+            Event::PlanProposed { .. } => {
+                let line = "Plan ready: /approve carries it out; or write what to change.";
+                self.reply().push_line(&escape_markdown(line));
+            }
             Event::TodoUpdated { items } => {
                 let heading = escape_markdown(&crate::present::todo_heading(&items));
                 self.reply().push_line(&format!("☰ {heading}"));
