@@ -37,13 +37,14 @@ fn main() -> BenchResult {
             Limits::default(),
         );
         keeper.begin_turn(1, "change a hundred files", 0, 0)?;
-        let started = Instant::now();
+        let mut keep = Duration::ZERO;
         for i in 0..FILES {
             let relative = format!("src/f{i:03}.txt");
+            let started = Instant::now();
             keeper.keep(1, &workspace, Path::new(&relative))?;
+            keep += started.elapsed();
             std::fs::write(file(&workspace, i), &changed[..FILE_BYTES])?;
         }
-        let keep = started.elapsed();
         let started = Instant::now();
         let planned = apply::plan(&keeper, 1, RewindWhat::Both, Some(0))?;
         let mut report = apply::restore(&keeper, &workspace, &planned, RewindWhat::Both)?;
@@ -63,7 +64,8 @@ fn main() -> BenchResult {
     let verdict = if rewind < TARGET_MS { "ok" } else { "OVER" };
     println!(
         "rewind of a turn that changed {FILES} files of 10 KB: {rewind:.2} ms (target < \
-         {TARGET_MS} ms) [{verdict}]; keeping them as the turn wrote them: {keep:.2} ms in all"
+         {TARGET_MS} ms) [{verdict}]; keeping them before the turn wrote them: {keep:.2} ms in \
+         all"
     );
     Ok(())
 }

@@ -141,3 +141,36 @@ fn removing_a_session_removes_what_it_kept_for_rewinding() {
     assert!(removed.status.success(), "{}", text(&removed.stderr));
     assert!(!kept.exists(), "the session's rewind data stayed behind");
 }
+
+#[test]
+fn a_rewound_conversation_reads_a_nested_agents_md_again() {
+    let ws = Workspace::new();
+    std::fs::create_dir_all(ws.path().join("sub")).unwrap_or_else(|e| panic!("{e}"));
+    ws.write("sub/AGENTS.md", "SUB-RULE\n");
+    ws.write("sub/x.txt", "x\n");
+    let read = json!({"turns": [
+        {"tool_calls": [{"name": "read_file", "arguments": {"path": "sub/x.txt"}}]},
+        {"text": "Read it."}
+    ]});
+    let model = ws.script(read.clone());
+    let first = ws.mnemo(&["--model", &model, "run", "read sub/x.txt"], None);
+    let told = "instructions from sub/AGENTS.md added to the conversation";
+    assert!(
+        text(&first.stderr).contains(told),
+        "{}",
+        text(&first.stderr)
+    );
+    let id = session_id(&ws);
+    let rewound = ws.mnemo(&["sessions", "rewind", &id, "1", "--conversation"], None);
+    assert!(rewound.status.success(), "{}", text(&rewound.stderr));
+    let model = ws.script(read);
+    let again = ws.mnemo(
+        &["--model", &model, "run", "--resume", &id, "read it again"],
+        None,
+    );
+    assert!(
+        text(&again.stderr).contains(told),
+        "the rewound conversation no longer has the file: {}",
+        text(&again.stderr)
+    );
+}

@@ -98,3 +98,40 @@ fn a_workspace_command_runs_only_in_a_trusted_workspace() {
     );
     assert!(ws.path().join("wiped.txt").exists());
 }
+
+#[test]
+fn a_commands_model_answers_its_turn() {
+    let ws = Workspace::new();
+    let other = ws.path().join("other.json");
+    std::fs::write(
+        &other,
+        json!({"turns": [{"text": "from the other model"}]}).to_string(),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let other = format!("scripted:{}", other.display());
+    std::fs::create_dir_all(ws.path().join(".cfg/commands")).unwrap_or_else(|e| panic!("{e}"));
+    ws.write(
+        ".cfg/commands/quick.md",
+        &format!("---\nmodel: {other}\n---\nAnswer quickly: $ARGUMENTS\n"),
+    );
+    let model = ws.script(json!({"turns": [{"text": "from the session's model"}]}));
+    let out = ws.mnemo(&["--model", &model, "run", "--json", "/quick why?"], None);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("from the other model"), "{stdout}");
+    let switches: Vec<String> = stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Event>(l).ok())
+        .filter_map(|e| match e {
+            Event::ModelChanged { model, .. } => Some(model),
+            _ => None,
+        })
+        .collect();
+    // Going back happens after the turn ends, when `mnemo run` has stopped listening.
+    assert_eq!(
+        switches.first(),
+        Some(&other),
+        "the turn ran on the command's model"
+    );
+    assert!(!stdout.contains("from the session's model"), "{stdout}");
+}

@@ -363,3 +363,26 @@ fn enter_on_the_running_session_in_the_picker_keeps_the_session() {
     assert!(harness.state.picker.is_none());
     assert!(harness.screen(80, 10).contains("Already in this session"));
 }
+
+#[test]
+fn esc_twice_on_an_empty_idle_box_asks_for_the_turns_to_rewind() {
+    let mut harness = Harness::started();
+    let now = harness.now;
+    assert!(harness.state.handle_key(key(KeyCode::Esc), now).is_empty());
+    assert_eq!(
+        harness.state.handle_key(key(KeyCode::Esc), now),
+        vec![Effect::Send(Op::ListTurns)]
+    );
+    // A key in between, or a pause past the window, takes the first Esc back.
+    harness.state.handle_key(key(KeyCode::Esc), now);
+    harness.type_text("x");
+    harness.state.handle_key(key(KeyCode::Backspace), now);
+    assert!(harness.state.handle_key(key(KeyCode::Esc), now).is_empty());
+    let later = now + Duration::from_secs(5);
+    assert!(
+        harness
+            .state
+            .handle_key(key(KeyCode::Esc), later)
+            .is_empty()
+    );
+}

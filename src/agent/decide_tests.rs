@@ -352,3 +352,20 @@ fn a_model_switch_applies_at_once_between_turns_and_before_the_next_call_during_
         OpAction::SwitchModelBeforeNextCall("gpt".into())
     );
 }
+
+#[test]
+fn a_rewind_is_refused_while_a_turn_runs_and_carried_out_between_turns() {
+    let rewind = || {
+        Some(Op::Rewind {
+            turn: 2,
+            what: RewindWhat::Both,
+        })
+    };
+    assert_eq!(on_op(rewind(), true), OpAction::RefuseRewind);
+    assert_eq!(on_op(Some(Op::ListTurns), true), OpAction::RefuseRewind);
+    assert_eq!(
+        on_op(rewind(), false),
+        OpAction::Rewind(2, RewindWhat::Both)
+    );
+    assert_eq!(on_op(Some(Op::ListTurns), false), OpAction::ListTurns);
+}

@@ -80,7 +80,7 @@ impl NestedContext {
         }
     }
 
-    fn stored(&self) -> String {
+    pub(super) fn stored(&self) -> String {
         serde_json::to_string(&self.handled).unwrap_or_else(|_| "[]".into())
     }
 

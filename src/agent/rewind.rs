@@ -29,7 +29,10 @@ impl Session {
         let Some(keeper) = self.rewind.clone() else {
             return;
         };
-        let begun = blocking(move || keeper.begin_turn(turn, &prompt, first_seq, started_at)).await;
+        let context = Some(self.nested.stored());
+        let begun =
+            blocking(move || keeper.begin_turn_with(turn, &prompt, first_seq, started_at, context))
+                .await;
         if let Err(failure) = begun {
             let message = format!("this turn cannot be rewound: {failure}");
             self.emit(Event::Notice { message }).await;
@@ -72,6 +75,8 @@ impl Session {
         .await?;
         if let Some(cut_at) = planned.cut_at {
             self.forget_messages_from(cut_at).await?;
+            self.restore_context(planned.entry.context.as_deref())
+                .await?;
         }
         blocking(move || apply::finish(&keeper, planned, &mut report).map(|()| report)).await
     }
@@ -99,6 +104,24 @@ impl Session {
             self.emit(Event::Error { message }).await;
         }
         Ok(())
+    }
+}
+
+impl Session {
+    /// The nested instruction files the conversation had before the rewound turn: those first
+    /// read since are read again when the agent next works in their directories.
+    async fn restore_context(&mut self, context: Option<&str>) -> Result<(), String> {
+        let Some(context) = context else {
+            return Ok(());
+        };
+        self.nested = super::nested_context::NestedContext::from_stored(Some(context));
+        let key = crate::memory::sessions::nested_key(&self.id);
+        let value = context.to_string();
+        self.services
+            .store
+            .call(move |db| db.kv_set(&key, &value))
+            .await
+            .map_err(|e| e.to_string())
     }
 }
 

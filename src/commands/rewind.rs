@@ -41,8 +41,18 @@ pub async fn rewind(
     let mut report = apply::restore(&keeper, &workspace, &planned, what)?;
     if let Some(cut_at) = planned.cut_at {
         let session = row.id.clone();
+        let context = planned.entry.context.clone();
         store
-            .call(move |db| db.delete_messages_from(&session, cut_at))
+            .call(move |db| {
+                db.delete_messages_from(&session, cut_at)?;
+                // The nested instruction files the conversation had then.
+                match context {
+                    Some(value) => {
+                        db.kv_set(&crate::memory::sessions::nested_key(&session), &value)
+                    }
+                    None => Ok(()),
+                }
+            })
             .await?;
     }
     apply::finish(&keeper, planned, &mut report)?;

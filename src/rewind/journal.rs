@@ -44,6 +44,10 @@ pub struct TurnEntry {
     pub files: Vec<KeptFile>,
     #[serde(default)]
     pub commands: Vec<String>,
+    /// What the session had noted about its conversation when the turn began (the nested
+    /// instruction files it had read), put back when the conversation is rewound.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<String>,
 }
 
 impl TurnEntry {

@@ -77,6 +77,18 @@ impl Keeper {
         first_seq: i64,
         started_at: i64,
     ) -> Result<(), RewindError> {
+        self.begin_turn_with(turn, prompt, first_seq, started_at, None)
+    }
+
+    /// [`Keeper::begin_turn`] with the session's `context` at the start of the turn.
+    pub fn begin_turn_with(
+        &self,
+        turn: u64,
+        prompt: &str,
+        first_seq: i64,
+        started_at: i64,
+        context: Option<String>,
+    ) -> Result<(), RewindError> {
         self.with_journal(|journal, dir| {
             journal.turns.retain(|t| t.turn != turn);
             journal.turns.push(TurnEntry {
@@ -86,6 +98,7 @@ impl Keeper {
                 started_at,
                 files: Vec::new(),
                 commands: Vec::new(),
+                context,
             });
             journal::save(dir, journal)
         })?;
@@ -200,6 +213,7 @@ fn entry_index(journal: &mut Journal, turn: u64) -> usize {
         started_at: now_ms(),
         files: Vec::new(),
         commands: Vec::new(),
+        context: None,
     });
     journal.turns.len() - 1
 }

@@ -125,6 +125,7 @@ impl AppState {
             _ => {}
         }
         self.quit_armed = None;
+        self.esc_armed = None;
         if key.code == KeyCode::Up
             && key.modifiers.is_empty()
             && self.composer.is_empty()

@@ -56,9 +56,18 @@ pub fn load(
             }
             let relative = Path::new(folder).join(&name);
             match read_text(workspace, &relative, confinement, FILE_LIMIT) {
-                Ok(Some(text)) => add(
-                    &mut found, &command, &text.text, source, &relative, reserved,
-                ),
+                Ok(Some(text)) => {
+                    if text.truncated {
+                        found.notices.push(format!(
+                            "{}: longer than {} KB; only its start is the command",
+                            relative.display(),
+                            FILE_LIMIT / 1024
+                        ));
+                    }
+                    add(
+                        &mut found, &command, &text.text, source, &relative, reserved,
+                    );
+                }
                 Ok(None) => {}
                 Err(skip) => found.notices.push(skip.to_string()),
             }
