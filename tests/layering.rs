@@ -24,6 +24,8 @@ const LAYERS: &[(&str, u8)] = &[
     ("config", 8),
     ("memory", 9),
     ("hooks", 9),
+    ("rewind", 9),
+    ("user_commands", 9),
     ("llm", 10),
     ("mcp", 10),
     ("sandbox", 11),

@@ -316,16 +316,13 @@ pub async fn prepare_session_with(
         }
     };
     session.set_embedder(loaded.embedder());
-    let reserved: Vec<&str> = crate::tui::slash::SlashCommand::ALL
-        .iter()
-        .map(|c| c.name())
-        .collect();
+    let reserved = crate::user_commands::BUILT_IN;
     let commands = crate::user_commands::load(
         &loaded.workspace,
         session.settings.approvals.confinement(),
         loaded.dirs.config.as_deref(),
         loaded.workspace_trusted() && !cli.distrust_workspace,
-        &reserved,
+        reserved,
     );
     for notice in &commands.notices {
         session.notify_at_start(notice.clone());

@@ -363,6 +363,18 @@ fn cost_text(state: &AppState) -> String {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn no_file_can_take_the_name_of_a_built_in_command() {
+        for command in SlashCommand::ALL {
+            assert!(
+                crate::user_commands::BUILT_IN.contains(&command.name()),
+                "/{} is missing from the reserved names",
+                command.name()
+            );
+        }
+    }
+
     use super::*;
     use crate::tui::cells::Cell;
     use crate::tui::status::Activity;

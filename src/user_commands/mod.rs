@@ -13,6 +13,30 @@ pub use load::load;
 
 use crate::protocol::UserCommandInfo;
 
+/// mnemo's own command names, in the terminal and in Telegram: a file cannot take one.
+pub const BUILT_IN: &[&str] = &[
+    "help",
+    "model",
+    "compact",
+    "clear",
+    "sessions",
+    "resume",
+    "memory",
+    "capabilities",
+    "skills",
+    "schedule",
+    "mcp",
+    "approval",
+    "plan",
+    "cost",
+    "rewind",
+    "quit",
+    "start",
+    "stop",
+    "new",
+    "approve",
+];
+
 /// Where a command was found; the first place that has a name wins, in this order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Source {
