@@ -9,7 +9,8 @@ use super::compaction::CompactReason;
 use super::guards::RepeatGuard;
 use crate::llm::StopReason;
 use crate::protocol::{
-    ApprovalDecision, FrontEndReply, FrontEndServices, Op, TurnStatus, UserMessageKind,
+    ApprovalDecision, FrontEndReply, FrontEndServices, Op, QuestionAnswer, TurnStatus,
+    UserMessageKind,
 };
 use crate::sandbox::ApprovalMode;
 
@@ -222,6 +223,8 @@ pub(super) enum OpAction {
     Reply(String, FrontEndReply),
     SetApprovalMode(ApprovalMode),
     ListMcpServers,
+    /// The person's answer to an `ask_user` question.
+    AnswerQuestion(String, QuestionAnswer),
     /// Nothing to do: a withdrawal between turns finds no queued message waiting.
     Ignore,
     Shutdown,
@@ -252,6 +255,7 @@ pub(super) fn on_op(op: Option<Op>, turn_running: bool) -> OpAction {
         Op::SetApprovalMode { mode } => OpAction::SetApprovalMode(mode),
         Op::ListMcpServers => OpAction::ListMcpServers,
         Op::Shutdown => OpAction::Shutdown,
+        Op::AnswerQuestion { id, answer } => OpAction::AnswerQuestion(id, answer),
     }
 }
 

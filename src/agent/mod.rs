@@ -31,7 +31,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::protocol::{ApprovalDecision, Event, Op, UserMessageKind};
+use crate::protocol::{ApprovalDecision, Event, Op, QuestionAnswer, UserMessageKind};
 use crate::sandbox::ApprovalMode;
 use crate::tools::Approvals;
 use decide::OpAction;
@@ -156,6 +156,7 @@ async fn drive(
                     control.approvals.front_end().resolve(&id, reply);
                 }
                 OpAction::SetApprovalMode(mode) => control.set_mode(mode).await,
+                OpAction::AnswerQuestion(id, answer) => control.answer_question(&id, answer),
                 OpAction::Shutdown => break,
                 // Only a running turn takes these; between turns nothing waits for them.
                 OpAction::Deliver(_) | OpAction::Withdraw(_) | OpAction::Ignore => {}
@@ -207,6 +208,7 @@ async fn drive(
                         control.approvals.front_end().resolve(&id, reply);
                     }
                     OpAction::SetApprovalMode(mode) => control.set_mode(mode).await,
+                    OpAction::AnswerQuestion(id, answer) => control.answer_question(&id, answer),
                     OpAction::Ignore => {}
                 },
             }
@@ -248,6 +250,10 @@ struct Control {
 impl Control {
     fn answer(&self, id: &str, decision: ApprovalDecision) {
         self.approvals.resolve(id, decision);
+    }
+
+    fn answer_question(&self, id: &str, answer: QuestionAnswer) {
+        self.approvals.questions().resolve(id, answer);
     }
 
     async fn set_mode(&self, mode: ApprovalMode) {

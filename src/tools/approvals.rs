@@ -13,6 +13,7 @@ use std::time::Instant;
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
+use super::ask_user::Questions;
 use super::front_end::FrontEnd;
 use super::{Tool, ToolContext, ToolError};
 use crate::hooks::Permission;
@@ -79,6 +80,8 @@ struct Shared {
     next_id: AtomicU64,
     /// The front end's services, reached like its answers to questions.
     front_end: FrontEnd,
+    /// The model's questions to the person (`ask_user`), answered by the same front end.
+    questions: Questions,
     /// The person's hooks, set once when the session starts.
     hooks: std::sync::OnceLock<crate::hooks::SharedHooks>,
 }
@@ -116,6 +119,7 @@ impl Approvals {
                 }),
                 next_id: AtomicU64::new(1),
                 front_end: FrontEnd::default(),
+                questions: Questions::default(),
                 hooks: std::sync::OnceLock::new(),
             }),
             offline: false,
@@ -184,6 +188,7 @@ impl Approvals {
     /// Nobody answers any more: waiting questions are denied, new ones refused.
     pub fn detach(&self) {
         self.shared.front_end.detach();
+        self.shared.questions.clear();
         let mut state = self.state();
         state.asker = None;
         state.pending.clear();
@@ -202,6 +207,21 @@ impl Approvals {
     /// The services the front end that answers the questions offers the tools.
     pub fn front_end(&self) -> &FrontEnd {
         &self.shared.front_end
+    }
+
+    /// The model's questions to the person.
+    pub fn questions(&self) -> &Questions {
+        &self.shared.questions
+    }
+
+    /// Where a question for the person goes, or, when nobody can answer, why the session
+    /// runs unattended (`None` for a front end that does not answer, such as `mnemo run`).
+    pub fn question_asker(&self) -> Result<mpsc::Sender<Event>, Option<String>> {
+        let state = self.state();
+        match state.asker.clone().filter(|_| state.can_ask) {
+            Some(asker) => Ok(asker),
+            None => Err(state.unattended.clone()),
+        }
     }
 
     /// Passes the user's decision to the waiting call. `false` when no call waits for `id`.

@@ -28,6 +28,7 @@ mod pager_cache;
 pub mod pager_view;
 pub mod paste;
 pub mod picker;
+pub mod question;
 mod reply;
 pub mod setup;
 mod setup_apply;
