@@ -322,3 +322,25 @@ mod tests {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod schema_cost {
+    use super::*;
+    use crate::tools::Tool;
+
+    /// The tool's spec rides in every request: it must stay small.
+    #[test]
+    fn the_spec_costs_at_most_130_tokens() -> Result<(), Box<dyn std::error::Error>> {
+        let spec = AskUser.spec();
+        let json = serde_json::json!({
+            "name": spec.name,
+            "description": spec.description,
+            "input_schema": *spec.input_schema,
+        })
+        .to_string();
+        let tokens = tiktoken_rs::o200k_base()?.encode_ordinary(&json).len();
+        println!("ask_user spec: {} bytes, {tokens} tokens", json.len());
+        assert!(tokens <= 130, "{tokens} tokens");
+        Ok(())
+    }
+}
