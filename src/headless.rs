@@ -11,7 +11,7 @@ use std::io::Write;
 
 use crate::host::Attachment;
 use crate::present;
-use crate::protocol::{Event, Op, ToolStatus, TurnStatus};
+use crate::protocol::{Event, Op, QuestionAnswer, ToolStatus, TurnStatus};
 use crate::signals::{Signals, Stop};
 
 /// How long an interrupted turn may take to stop before `mnemo run` stops waiting for it.
@@ -137,6 +137,11 @@ pub async fn run_prompt(
         }
         match event {
             Event::AgentsPending { .. } => agents_pending = true,
+            // Attached to a host that lets its sessions ask: nobody here answers.
+            Event::QuestionAsked { id, .. } => {
+                let answer = QuestionAnswer::Unavailable;
+                let _ = handle.ops.send(Op::AnswerQuestion { id, answer }).await;
+            }
             Event::TurnStarted { .. } => between_turns = false,
             Event::TurnFinished { .. } if std::mem::take(&mut agents_pending) => {
                 between_turns = true;
@@ -186,6 +191,7 @@ pub async fn run_prompt(
             | Event::Turns { .. }
             | Event::Rewound { .. }
             | Event::UserCommands { .. }
+            | Event::QuestionResolved { .. }
             | Event::Error { .. } => {}
         }
     };
@@ -338,6 +344,8 @@ fn print_event(
         | Event::FrontEndRequest { .. }
         | Event::FrontEndWithdrawn { .. }
         | Event::UserCommands { .. }
+        | Event::QuestionAsked { .. }
+        | Event::QuestionResolved { .. }
         | Event::TurnFinished { .. } => {}
     }
     Ok(())

@@ -20,7 +20,7 @@ use super::services::{Link, Requests};
 use super::sessions::{ended, error};
 use super::updates;
 use crate::host::Attachment;
-use crate::protocol::{ApprovalAction, ApprovalDecision, Event, Op, TurnStatus};
+use crate::protocol::{ApprovalAction, ApprovalDecision, Event, Op, QuestionAnswer, TurnStatus};
 
 /// How long the client has to answer a permission request before it counts as denied.
 const PERMISSION_WAIT: Duration = Duration::from_secs(600);
@@ -128,6 +128,12 @@ pub(super) async fn run(
             Event::TurnFinished {
                 status, message, ..
             } => waiting.end(turn_end(status, message)),
+            // ACP has no way to put a free question to the person: the model goes on.
+            Event::QuestionAsked { id: asked, .. } => {
+                let answer = QuestionAnswer::Unavailable;
+                let op = Op::AnswerQuestion { id: asked, answer };
+                let _ = attached.ops.send(op).await;
+            }
             _ => {}
         }
     }

@@ -9,7 +9,8 @@ use super::compaction::CompactReason;
 use super::guards::RepeatGuard;
 use crate::llm::StopReason;
 use crate::protocol::{
-    ApprovalDecision, FrontEndReply, FrontEndServices, Op, RewindWhat, TurnStatus, UserMessageKind,
+    ApprovalDecision, FrontEndReply, FrontEndServices, Op, QuestionAnswer, RewindWhat, TurnStatus,
+    UserMessageKind,
 };
 use crate::sandbox::ApprovalMode;
 
@@ -231,6 +232,8 @@ pub(super) enum OpAction {
     Rewind(u64, RewindWhat),
     /// A turn runs: a rewind waits until it is interrupted or ends.
     RefuseRewind,
+    /// The person's answer to an `ask_user` question.
+    AnswerQuestion(String, QuestionAnswer),
     /// Nothing to do: a withdrawal between turns finds no queued message waiting.
     Ignore,
     Shutdown,
@@ -268,6 +271,7 @@ pub(super) fn on_op(op: Option<Op>, turn_running: bool) -> OpAction {
         // A plan is proposed when a turn ends; none is waiting while one runs.
         Op::ApprovePlan { .. } if turn_running => OpAction::Ignore,
         Op::ApprovePlan { plan } => OpAction::ApprovePlan(plan),
+        Op::AnswerQuestion { id, answer } => OpAction::AnswerQuestion(id, answer),
     }
 }
 

@@ -35,7 +35,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::protocol::{ApprovalDecision, Event, Op, UserMessageKind};
+use crate::protocol::{ApprovalDecision, Event, Op, QuestionAnswer, UserMessageKind};
 use crate::sandbox::ApprovalMode;
 use crate::tools::Approvals;
 use decide::OpAction;
@@ -175,6 +175,7 @@ async fn drive(
                     let event = session.rewind(turn, what).await;
                     let _ = control.events.send(event).await;
                 }
+                OpAction::AnswerQuestion(id, answer) => control.answer_question(&id, answer),
                 OpAction::Shutdown => break,
                 // Only a running turn takes these; between turns nothing waits for them.
                 OpAction::Deliver(_)
@@ -238,6 +239,7 @@ async fn drive(
                     | OpAction::Rewind(..)
                     | OpAction::ApprovePlan(_)
                     | OpAction::Ignore => {}
+                    OpAction::AnswerQuestion(id, answer) => control.answer_question(&id, answer),
                 },
             }
         }
@@ -278,6 +280,10 @@ struct Control {
 impl Control {
     fn answer(&self, id: &str, decision: ApprovalDecision) {
         self.approvals.resolve(id, decision);
+    }
+
+    fn answer_question(&self, id: &str, answer: QuestionAnswer) {
+        self.approvals.questions().resolve(id, answer);
     }
 
     async fn set_mode(&self, mode: ApprovalMode) {

@@ -244,7 +244,7 @@ impl Loaded {
         }
     }
 
-    /// Every tool a session gets: the built-ins, the memory tools and the schedule tools.
+    /// Every tool a session gets: the built-ins, the memory and schedule tools, `ask_user`.
     pub fn tools(&self, store: &Store, confinement: Arc<Confinement>) -> ToolRegistry {
         let mut tools = builtin_tools();
         // Shell commands run in this launch's sandbox (its own scratch dir, removed when the
@@ -265,6 +265,7 @@ impl Loaded {
             trusted,
         );
         tools.register(crate::tools::turn_report::TurnReport);
+        tools.register(crate::tools::ask_user::AskUser);
         tools
     }
 }

@@ -72,6 +72,20 @@ pub enum Op {
     /// Carries out the proposed plan (`plan`: the person's edited text of it instead): plan
     /// mode ends and a turn starts with the plan. Between turns only.
     ApprovePlan { plan: Option<String> },
+    /// The answer to `Event::QuestionAsked` with the same id.
+    AnswerQuestion { id: String, answer: QuestionAnswer },
+}
+
+/// What became of a question the model put to the person (`ask_user`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum QuestionAnswer {
+    /// The choice picked, or the text typed.
+    Text { text: String },
+    /// The person closed the question without answering (or the call was interrupted).
+    Dismissed,
+    /// Nobody can answer through this front end (`mnemo run`, an editor).
+    Unavailable,
 }
 
 /// One configured MCP server as `/mcp` shows it.
@@ -467,5 +481,19 @@ pub enum Event {
     /// message `/NAME args` becomes the command's prompt.
     UserCommands {
         commands: Vec<UserCommandInfo>,
+    },
+    /// The tool call `call_id` (`ask_user`) waits until the front end answers with
+    /// `Op::AnswerQuestion`; the person may pick one of `choices` or type an answer.
+    QuestionAsked {
+        id: String,
+        call_id: String,
+        question: String,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        choices: Vec<String>,
+    },
+    /// The question `id` is closed: answered, or withdrawn (`Dismissed`) by an interrupt.
+    QuestionResolved {
+        id: String,
+        answer: QuestionAnswer,
     },
 }

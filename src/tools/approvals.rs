@@ -13,6 +13,7 @@ use std::time::Instant;
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
+use super::ask_user::Questions;
 use super::front_end::FrontEnd;
 use super::{Tool, ToolContext, ToolError};
 use crate::hooks::Permission;
@@ -81,6 +82,8 @@ struct Shared {
     next_id: AtomicU64,
     /// The front end's services, reached like its answers to questions.
     front_end: FrontEnd,
+    /// The model's questions to the person (`ask_user`), answered by the same front end.
+    questions: Questions,
     /// The person's hooks, set once when the session starts.
     hooks: std::sync::OnceLock<crate::hooks::SharedHooks>,
 }
@@ -118,6 +121,7 @@ impl Approvals {
                 }),
                 next_id: AtomicU64::new(1),
                 front_end: FrontEnd::default(),
+                questions: Questions::default(),
                 hooks: std::sync::OnceLock::new(),
             }),
             offline: false,
@@ -165,30 +169,6 @@ impl Approvals {
         state.planning = None;
     }
 
-    /// The mode plan mode returns to, while plan mode is on.
-    pub fn planning(&self) -> Option<ApprovalMode> {
-        self.state().planning
-    }
-
-    /// Plan mode on: nothing is written until it ends. False when it was on already.
-    pub fn enter_plan(&self) -> bool {
-        let mut state = self.state();
-        if state.planning.is_some() {
-            return false;
-        }
-        state.planning = Some(state.mode);
-        state.mode = ApprovalMode::ReadOnly;
-        true
-    }
-
-    /// Plan mode off: the mode before it is back (returned); `None` when it was not on.
-    pub fn leave_plan(&self) -> Option<ApprovalMode> {
-        let mut state = self.state();
-        let before = state.planning.take()?;
-        state.mode = before;
-        Some(before)
-    }
-
     /// Marks the front end as one that answers `Event::ApprovalRequested`; without it every
     /// question is denied at once.
     pub fn enable_questions(&self) {
@@ -213,6 +193,7 @@ impl Approvals {
     /// Nobody answers any more: waiting questions are denied, new ones refused.
     pub fn detach(&self) {
         self.shared.front_end.detach();
+        self.shared.questions.clear();
         let mut state = self.state();
         state.asker = None;
         state.pending.clear();
@@ -231,6 +212,21 @@ impl Approvals {
     /// The services the front end that answers the questions offers the tools.
     pub fn front_end(&self) -> &FrontEnd {
         &self.shared.front_end
+    }
+
+    /// The model's questions to the person.
+    pub fn questions(&self) -> &Questions {
+        &self.shared.questions
+    }
+
+    /// Where a question for the person goes, or, when nobody can answer, why the session
+    /// runs unattended (`None` for a front end that does not answer, such as `mnemo run`).
+    pub fn question_asker(&self) -> Result<mpsc::Sender<Event>, Option<String>> {
+        let state = self.state();
+        match state.asker.clone().filter(|_| state.can_ask) {
+            Some(asker) => Ok(asker),
+            None => Err(state.unattended.clone()),
+        }
     }
 
     /// Passes the user's decision to the waiting call. `false` when no call waits for `id`.
@@ -477,38 +473,9 @@ pub fn detached() -> Arc<Approvals> {
     ))
 }
 
+#[path = "approvals_plan.rs"]
+mod plan;
+
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::tools::builtin::test_support::{context, workspace};
-    use crate::tools::shell::Shell;
-    use serde_json::json;
-
-    type TestResult = Result<(), Box<dyn std::error::Error>>;
-
-    #[tokio::test]
-    async fn a_subagent_without_network_never_gets_it_whatever_the_mode() -> TestResult {
-        let online = SandboxConfig {
-            network: true,
-            ..SandboxConfig::default()
-        };
-        let parent = Approvals::new(online, ApprovalMode::Full);
-        let child = parent.for_subagent(false);
-        let config = child.sandbox_for(None);
-        assert!(config.is_sandboxed() && !config.network_allowed());
-        let (_dir, ws) = workspace()?;
-        let ctx = context(&ws);
-        let input = json!({"command": "curl example.com", "escalation": "network"});
-        let refused = child.check(&Shell::default(), &input, &ctx).await;
-        assert!(matches!(refused, Err(ToolError::Denied(m)) if m.contains("without network")));
-        // The parent keeps its own rules, and a child with network shares them.
-        assert!(parent.check(&Shell::default(), &input, &ctx).await.is_ok());
-        assert!(
-            parent
-                .for_subagent(true)
-                .sandbox_for(None)
-                .network_allowed()
-        );
-        Ok(())
-    }
-}
+#[path = "approvals_tests.rs"]
+mod tests;

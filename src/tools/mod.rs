@@ -3,6 +3,7 @@
 //! `Tool` impl handles schema, argument decoding and precise argument errors.
 
 pub mod approvals;
+pub mod ask_user;
 pub mod builtin;
 pub mod capability;
 pub mod capability_run;

@@ -16,11 +16,12 @@ use super::first_run::FirstRun;
 use super::model_picker::ModelOutcome;
 use super::pager::{Pager, PagerOutcome};
 use super::picker::{PickerCancel, PickerOutcome};
+use super::question::QuestionKey;
 use super::rewind_picker::RewindOutcome;
 use super::slash::{self, Parsed, SlashCommand};
 use super::state::{AppState, Effect, PendingInput, QUIT_WINDOW};
 use super::status::Activity;
-use crate::protocol::{Op, UserMessageKind};
+use crate::protocol::{Op, QuestionAnswer, UserMessageKind};
 
 impl AppState {
     pub fn handle_key(&mut self, key: KeyEvent, now: Instant) -> Vec<Effect> {
@@ -93,6 +94,9 @@ impl AppState {
             && !ctrl
             && let Some(effects) = self.answer_approval(&key, now)
         {
+            return effects;
+        }
+        if !ctrl && let Some(effects) = self.answer_question(&key, now) {
             return effects;
         }
         match key.code {
@@ -222,6 +226,28 @@ impl AppState {
         }
     }
 
+    /// While the model's question is open (and no approval question before it), its keys
+    /// answer it; `None` for keys it leaves to the box.
+    fn answer_question(&mut self, key: &KeyEvent, now: Instant) -> Option<Vec<Effect>> {
+        if !self.approvals.is_empty() {
+            return None;
+        }
+        let typed = self.composer.text();
+        let prompt = self.questions.first_mut()?;
+        match prompt.key(key, now, &typed) {
+            QuestionKey::Answer(answer) => {
+                prompt.answered = true;
+                if matches!(answer, QuestionAnswer::Text { .. }) && !typed.trim().is_empty() {
+                    self.composer.clear();
+                }
+                let id = prompt.id.clone();
+                Some(vec![Effect::Send(Op::AnswerQuestion { id, answer })])
+            }
+            QuestionKey::Handled => Some(Vec::new()),
+            QuestionKey::NotForIt => None,
+        }
+    }
+
     /// Takes the last queued message back into the box to edit or drop; the agent is told
     /// to withdraw it (if it has not started it yet).
     fn withdraw_queued(&mut self) -> Option<Vec<Effect>> {
@@ -288,7 +314,8 @@ impl AppState {
             | Activity::RunningTool
             | Activity::Retrying
             | Activity::Interrupting
-            | Activity::AwaitingApproval => {}
+            | Activity::AwaitingApproval
+            | Activity::AwaitingAnswer => {}
         }
         let (kind, op) = if self.is_busy() {
             match busy_kind {

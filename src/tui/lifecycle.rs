@@ -95,6 +95,7 @@ impl AppState {
         self.running.clear();
         self.pending.clear();
         self.approvals.clear();
+        self.questions.clear();
         self.agents.clear();
         self.first_run = None;
         self.status = Status {

@@ -120,6 +120,14 @@ fn content_lines(state: &AppState, width: u16, now: Instant) -> Vec<Line<'static
             logical.push(Line::styled(more, Style::default().fg(Color::DarkGray)));
         }
     }
+    if let Some(prompt) = state
+        .questions
+        .first()
+        .filter(|_| state.approvals.is_empty())
+    {
+        logical.push(Line::default());
+        logical.extend(prompt.lines());
+    }
     if let Some(picker) = &state.picker {
         logical.extend(picker.lines(width));
     }

@@ -29,6 +29,7 @@ pub mod pager_view;
 pub mod paste;
 pub mod picker;
 mod plan_offer;
+pub mod question;
 mod reply;
 pub mod rewind_picker;
 pub mod setup;

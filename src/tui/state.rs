@@ -16,6 +16,7 @@ use super::first_run::FirstRun;
 use super::model_picker::{ModelInfo, ModelPicker};
 use super::pager::Pager;
 use super::picker::SessionPicker;
+use super::question::QuestionPrompt;
 use super::status::{Activity, Status};
 use super::stream::StreamCollector;
 use super::tool_pane::{RunningTool, ToolCell};
@@ -98,6 +99,8 @@ pub struct AppState {
     pub todo: Vec<crate::protocol::TodoItem>,
     /// Questions from the agent, oldest first; the first one is shown and answered.
     pub approvals: Vec<ApprovalPrompt>,
+    /// The model's questions (`ask_user`) waiting for an answer; the first one shows.
+    pub questions: Vec<QuestionPrompt>,
     pub status: Status,
     pub composer: Composer,
     pub pager: Option<Pager>,
@@ -142,6 +145,7 @@ impl AppState {
             running: Vec::new(),
             pending: Vec::new(),
             approvals: Vec::new(),
+            questions: Vec::new(),
             agents: Vec::new(),
             todo: Vec::new(),
             plan_offer: None,

@@ -7,6 +7,7 @@
 )]
 
 use super::*;
+use crate::protocol::QuestionAnswer;
 
 impl AppState {
     pub fn handle_event(&mut self, event: Event, now: Instant) {
@@ -149,6 +150,38 @@ impl AppState {
                     // The next question starts its grace period now that it shows.
                     next.shown_at = now;
                 } else if self.status.activity == Activity::AwaitingApproval {
+                    self.status.activity = match self.status.turn_started {
+                        Some(_) => Activity::RunningTool,
+                        None => Activity::Idle,
+                    };
+                }
+            }
+            Event::QuestionAsked {
+                id,
+                question,
+                choices,
+                ..
+            } => {
+                let prompt = QuestionPrompt::new(id, question, choices, now);
+                self.questions.push(prompt);
+                if self.status.activity != Activity::Interrupting {
+                    self.status.activity = Activity::AwaitingAnswer;
+                }
+            }
+            Event::QuestionResolved { id, answer } => {
+                if let Some(prompt) = self.questions.iter().find(|p| p.id == id) {
+                    let record = match answer {
+                        QuestionAnswer::Text { text } => format!("{} → {text}", prompt.question),
+                        QuestionAnswer::Dismissed | QuestionAnswer::Unavailable => {
+                            format!("{} → not answered", prompt.question)
+                        }
+                    };
+                    self.notice(NoticeLevel::Info, &record);
+                }
+                self.questions.retain(|prompt| prompt.id != id);
+                if let Some(next) = self.questions.first_mut() {
+                    next.shown_at = now;
+                } else if self.status.activity == Activity::AwaitingAnswer {
                     self.status.activity = match self.status.turn_started {
                         Some(_) => Activity::RunningTool,
                         None => Activity::Idle,

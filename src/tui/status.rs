@@ -33,6 +33,8 @@ pub enum Activity {
     Interrupting,
     /// A tool call waits for the user to allow or deny it.
     AwaitingApproval,
+    /// A tool call (`ask_user`) waits for the user's answer to a question.
+    AwaitingAnswer,
 }
 
 impl Activity {
@@ -47,6 +49,7 @@ impl Activity {
             Activity::Retrying => "retrying",
             Activity::Interrupting => "interrupting",
             Activity::AwaitingApproval => "waiting for approval",
+            Activity::AwaitingAnswer => "waiting for your answer",
         }
     }
 
@@ -58,7 +61,8 @@ impl Activity {
             | Activity::RunningTool
             | Activity::Retrying
             | Activity::Interrupting
-            | Activity::AwaitingApproval => true,
+            | Activity::AwaitingApproval
+            | Activity::AwaitingAnswer => true,
             Activity::Starting | Activity::Offline | Activity::Idle => false,
         }
     }
@@ -120,7 +124,7 @@ impl Status {
             Activity::Idle => Color::Green,
             Activity::Starting | Activity::Thinking | Activity::Responding => Color::Cyan,
             Activity::RunningTool | Activity::Retrying => Color::Yellow,
-            Activity::AwaitingApproval => Color::Magenta,
+            Activity::AwaitingApproval | Activity::AwaitingAnswer => Color::Magenta,
             Activity::Interrupting | Activity::Offline => Color::Red,
         };
         let mut text = format!("● {}", self.activity.label());

@@ -11,6 +11,9 @@ use crate::protocol::{ApprovalDecision, Op};
 
 impl Chat {
     pub(super) async fn button(&mut self, query: &str, data: &str) {
+        if let Some(notice) = self.question_button(data).await {
+            return self.callback_answered(query, notice).await;
+        }
         let parsed = data.split_once(':').and_then(|(choice, key)| {
             let decision = match choice {
                 "o" => ApprovalDecision::AllowOnce,
@@ -30,6 +33,10 @@ impl Chat {
             }
             _ => "This question is closed.",
         };
+        self.callback_answered(query, notice).await;
+    }
+
+    async fn callback_answered(&self, query: &str, notice: &str) {
         if let Err(err) = self.ctx.api.answer_callback(query, notice).await {
             self.ctx
                 .log(&format!("chat {}: answering a button: {err}", self.id));

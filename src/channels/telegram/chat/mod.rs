@@ -9,6 +9,7 @@
 )]
 
 mod approvals;
+mod asked;
 mod commands;
 
 use std::sync::Arc;
@@ -57,6 +58,8 @@ pub struct Chat {
     /// The reply being streamed last; earlier ones wait for their final edit.
     replies: Vec<Reply>,
     questions: Questions,
+    /// The model's questions waiting for an answer, oldest first.
+    asked: Vec<asked::Asked>,
 }
 
 /// Starts chat `id`'s task; its inbox.
@@ -71,6 +74,7 @@ pub fn spawn(ctx: Arc<Ctx>, id: i64, session: Option<String>) -> mpsc::Sender<In
         busy: false,
         replies: Vec::new(),
         questions: Questions::new(ctx_timeout),
+        asked: Vec::new(),
     };
     tokio::spawn(chat.run(rx));
     inbox
@@ -88,7 +92,8 @@ impl Chat {
         let cancel = self.ctx.cancel.clone();
         loop {
             let due = self.next_due();
-            let idle = !self.busy && self.questions.is_empty() && due.is_none();
+            let idle =
+                !self.busy && self.questions.is_empty() && self.asked.is_empty() && due.is_none();
             tokio::select! {
                 input = inbox.recv() => match input {
                     Some(input) => self.input(input).await,
@@ -122,7 +127,11 @@ impl Chat {
         match input {
             Input::Text(text) => match text.strip_prefix('/') {
                 Some(command) => self.command(command).await,
-                None => self.tell_agent(text).await,
+                None => {
+                    if let Some(text) = self.typed_answer(text).await {
+                        self.tell_agent(text).await;
+                    }
+                }
             },
             Input::Button { query, data } => self.button(&query, &data).await,
         }
@@ -186,6 +195,7 @@ impl Chat {
         self.ctx.host.stop(&attached.session, STOP_WAIT).await;
         self.busy = false;
         self.questions.clear();
+        self.asked.clear();
     }
 
     async fn event(&mut self, event: Event) {
@@ -213,6 +223,16 @@ impl Chat {
                 self.ask(id, html, session_grant.is_some()).await;
             }
             Event::ApprovalResolved { id, decision } => self.resolved(&id, decision).await,
+            Event::QuestionAsked {
+                id,
+                question,
+                choices,
+                ..
+            } => {
+                self.replies.push(Reply::new());
+                self.put_question(id, &question, choices).await;
+            }
+            Event::QuestionResolved { id, answer } => self.question_resolved(&id, &answer).await,
             Event::TurnFinished {
                 status, message, ..
             } => {
