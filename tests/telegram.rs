@@ -298,3 +298,42 @@ async fn the_agents_plan_shows_in_the_reply() -> TestResult {
     }
     running.stop().await
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_agents_question_is_answered_with_a_button() -> TestResult {
+    let server = BotServer::start(TOKEN).await?;
+    let script = json!({"turns": [
+        {"when": "colour", "tool_calls": [{"name": "ask_user", "arguments": {
+            "question": "Which colour should the banner be?", "choices": ["red", "blue"]}}]},
+        {"when": "colour", "text": "Banner colour noted."},
+    ]});
+    let setup = Setup::new(&server, script, "", "")?;
+    let running = setup.start()?;
+    paired(&server, &setup, ADA).await?;
+
+    server.send_text(ADA, "pick a colour for the banner");
+    let asked = shown(&server, ADA, "Which colour should the banner be?").await?;
+    let buttons: Vec<String> = asked.reply_markup["inline_keyboard"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|row| row.as_array().cloned().unwrap_or_default())
+        .filter_map(|b| b["text"].as_str().map(str::to_string))
+        .collect();
+    assert_eq!(buttons, ["red", "blue"]);
+    let blue = asked.reply_markup["inline_keyboard"][1][0]["callback_data"]
+        .as_str()
+        .ok_or("no button data")?
+        .to_string();
+    server.press_button(ADA, asked.message_id, &blue);
+
+    shown(&server, ADA, "Banner colour noted.").await?;
+    let closed = server
+        .messages(ADA)
+        .into_iter()
+        .find(|m| m.message_id == asked.message_id)
+        .ok_or("the question is gone")?;
+    assert!(closed.text.contains("blue"), "{}", closed.text);
+    assert_eq!(closed.reply_markup["inline_keyboard"], json!([]));
+    running.stop().await
+}
