@@ -24,12 +24,7 @@ async fn run(
 ) -> Result<std::process::Output, tokio::task::JoinError> {
     let mut args: Vec<String> = extra.iter().map(|a| a.to_string()).collect();
     args.extend(run_on_openai_server(&server.base_url, "work on it"));
-    let ws = ws.clone();
-    tokio::task::spawn_blocking(move || {
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        ws.mnemo_with(&args, None, &[("LLM_KEY", "k")])
-    })
-    .await
+    cli_support::mnemo_with_key(ws, args).await
 }
 
 fn messages(request: &Recorded) -> Vec<Value> {

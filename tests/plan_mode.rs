@@ -22,12 +22,7 @@ async fn mnemo(
     let mut args: Vec<String> = before.iter().map(|a| a.to_string()).collect();
     args.extend(run_on_openai_server(&server.base_url, "add a greeting"));
     args.extend(after.iter().map(|a| a.to_string()));
-    let ws = ws.clone();
-    tokio::task::spawn_blocking(move || {
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        ws.mnemo_with(&args, None, &[("LLM_KEY", "k")])
-    })
-    .await
+    cli_support::mnemo_with_key(ws, args).await
 }
 
 fn body(request: &Recorded) -> Value {

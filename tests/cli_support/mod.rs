@@ -77,6 +77,20 @@ impl Workspace {
     }
 }
 
+/// Runs `mnemo ARGS` with the in-test servers' key in `LLM_KEY`, on a blocking thread so
+/// those servers keep serving meanwhile.
+pub async fn mnemo_with_key(
+    ws: &std::sync::Arc<Workspace>,
+    args: Vec<String>,
+) -> Result<Output, tokio::task::JoinError> {
+    let ws = ws.clone();
+    tokio::task::spawn_blocking(move || {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        ws.mnemo_with(&args, None, &[("LLM_KEY", "k")])
+    })
+    .await
+}
+
 pub fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
