@@ -61,7 +61,20 @@ fn main() -> Result<()> {
     let long = runtime.block_on(TestServer::start(vec![Reply::sse(&common::openai_pieces(
         &words,
     ))]))?;
-    run("run-long", &openai_flags(&long, &["run", "hi"]))?;
+    // Through models named in a config file, as people run it: the config's own paths.
+    std::fs::create_dir_all(dir.path().join("config"))?;
+    std::fs::write(
+        dir.path().join("config/config.toml"),
+        format!(
+            "default_model = \"long\"\n\
+             [models.long]\nprovider = \"openai\"\nbase_url = \"{url}/v1\"\nmodel = \"m\"\n\
+             api_key_env = \"\"\n\
+             [models.spare]\nprovider = \"openai\"\nbase_url = \"{url}/v1\"\nmodel = \"n\"\n\
+             api_key_env = \"\"\n",
+            url = long.base_url
+        ),
+    )?;
+    run("run-long", &["run".into(), "hi".into()])?;
     let anthropic = runtime.block_on(TestServer::start(vec![
         Reply::sse(&anthropic_tool_call()),
         Reply::sse(&anthropic_text("The file says hello.")),
