@@ -41,6 +41,9 @@ pub struct Keeper {
     pub(super) dir: PathBuf,
     limits: Limits,
     pub(super) journal: Mutex<Option<Journal>>,
+    /// Other sessions' data is pruned once per keeper: only this session grows meanwhile, and
+    /// its own limit bounds that.
+    others_pruned: std::sync::atomic::AtomicBool,
 }
 
 impl Keeper {
@@ -52,6 +55,7 @@ impl Keeper {
             dir,
             limits,
             journal: Mutex::new(None),
+            others_pruned: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -68,8 +72,8 @@ impl Keeper {
         work(journal, &self.dir)
     }
 
-    /// Records the start of turn `turn`, whose first message will be `first_seq`, and prunes
-    /// other sessions' data when all of it is over the limit.
+    /// Records the start of turn `turn`, whose first message will be `first_seq`, and, at the
+    /// session's first turn here, prunes other sessions' data when all of it is over the limit.
     pub fn begin_turn(
         &self,
         turn: u64,
@@ -102,7 +106,13 @@ impl Keeper {
             });
             journal::save(dir, journal)
         })?;
-        self.prune_other_sessions()
+        match self
+            .others_pruned
+            .swap(true, std::sync::atomic::Ordering::Relaxed)
+        {
+            true => Ok(()),
+            false => self.prune_other_sessions(),
+        }
     }
 
     /// Keeps the file at `relative` (beneath `workspace`) as it is now, unless turn `turn`

@@ -147,6 +147,8 @@ impl TypedTool for AskUser {
     const DESCRIPTION: &'static str = "Ask the user a question and wait for the answer. Only \
         when you cannot go on well without their decision.";
     const MUTATES: bool = false;
+    // A question waits up to its own limit for the person.
+    const OWN_TIME_LIMIT: bool = true;
 
     async fn run(&self, args: AskUserArgs, ctx: &ToolContext) -> Result<String, ToolError> {
         let (question, choices) = checked(args)?;

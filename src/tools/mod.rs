@@ -220,6 +220,11 @@ pub trait Tool: Send + Sync {
     fn deferred(&self) -> bool {
         false
     }
+    /// Whether the call keeps its own time limit instead of the tools' one (it waits for a
+    /// person, who takes longer than a command may).
+    fn own_time_limit(&self) -> bool {
+        false
+    }
     /// What approval the call with `input` needs, if any (invalid input needs none: it fails).
     fn approval_action(&self, input: &Value) -> Option<Action>;
     /// What the user sees when asked to approve the call.
@@ -243,6 +248,8 @@ pub trait TypedTool: Send + Sync + 'static {
     const MUTATES: bool;
     /// See [`Tool::deferred`].
     const DEFERRED: bool = false;
+    /// See [`Tool::own_time_limit`].
+    const OWN_TIME_LIMIT: bool = false;
 
     fn run(
         &self,
@@ -300,6 +307,10 @@ impl<T: TypedTool> Tool for T {
 
     fn deferred(&self) -> bool {
         T::DEFERRED
+    }
+
+    fn own_time_limit(&self) -> bool {
+        T::OWN_TIME_LIMIT
     }
 
     fn approval_action(&self, input: &Value) -> Option<Action> {

@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::capability_run::{CapabilityRunner, CapabilityTool};
 use super::mcp::{self as mcp_tools, McpCall, McpOffer};
-use super::{Tool, ToolContext, ToolError, ToolRegistry, TypedTool, found};
+use super::{Tool, ToolContext, ToolError, ToolRegistry, found};
 use crate::capabilities::{self, CapSpec, CapabilityRefs, ToolSet};
 use crate::llm::ToolSpec;
 use crate::mcp::McpManager;
@@ -234,10 +234,7 @@ impl StepRouter<'_> {
             let route = self.route(name)?;
             let (tool, what, limit): (&dyn Tool, &str, _) = match &route {
                 Route::McpSearch => return self.mcp_offer.search(input).map_err(ToolError::Failed),
-                // A question waits for a person, within its own limit.
-                Route::Registry(tool) if name == super::ask_user::AskUser::NAME => {
-                    (tool.as_ref(), "tool", None)
-                }
+                Route::Registry(tool) if tool.own_time_limit() => (tool.as_ref(), "tool", None),
                 Route::Registry(tool) => (tool.as_ref(), "tool", Some(ctx.timeout)),
                 Route::Capability(tool) => (tool, "capability", None),
                 Route::Mcp(tool) => (tool, "MCP call", None),
