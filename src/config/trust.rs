@@ -344,6 +344,11 @@ pub fn restrict(lower: &Table, mut layer: Table) -> (Table, Vec<Ignored>) {
             drop(sandbox, "network", "sandbox.");
         }
         drop(sandbox, "env_allow", "sandbox.");
+        if sandbox.get("allow_domains").is_some()
+            && sandbox.get("allow_domains") != lower.get("allow_domains")
+        {
+            drop(sandbox, "allow_domains", "sandbox.");
+        }
         for key in ["max_processes", "max_memory_mb"] {
             if larger(lower.get(key), sandbox.get(key)) {
                 drop(sandbox, key, "sandbox.");

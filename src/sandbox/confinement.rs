@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use super::domains::DomainList;
 use super::env_allow::EnvPolicy;
 use super::policy::{SandboxConfig, SandboxPolicy};
 
@@ -30,6 +31,9 @@ pub struct SandboxSection {
     pub max_processes: u32,
     /// Memory one command may use, in MiB; 0 means half of the machine's memory.
     pub max_memory_mb: u64,
+    /// Domains commands and `web_fetch` reach through mnemo's filtering proxy while the network
+    /// is otherwise off (`crates.io`, `*.pypi.org`).
+    pub allow_domains: DomainList,
     /// Set by the loader, never read from a file: the key variables of every configured model.
     #[serde(skip)]
     pub key_vars: Vec<String>,
@@ -51,6 +55,7 @@ impl Default for SandboxSection {
             deny_read: Vec::new(),
             max_processes: DEFAULT_MAX_PROCESSES,
             max_memory_mb: 0,
+            allow_domains: DomainList::default(),
             key_vars: Vec::new(),
             own_dirs: Vec::new(),
             stores: Vec::new(),
@@ -121,6 +126,8 @@ pub struct Confinement {
     stores: Vec<PathBuf>,
     pub env: EnvPolicy,
     pub limits: Limits,
+    /// The configured `allow_domains`.
+    pub domains: DomainList,
 }
 
 impl Default for Confinement {
@@ -201,6 +208,7 @@ impl Confinement {
                 never: section.key_vars.clone(),
             },
             limits: Limits::from_section(section),
+            domains: section.allow_domains.clone(),
         }
     }
 

@@ -10,6 +10,7 @@ pub mod bwrap;
 pub mod cgroup;
 pub mod confinement;
 pub mod denial;
+pub mod domains;
 pub mod env_allow;
 pub mod handles;
 pub mod path_guard;

@@ -69,6 +69,8 @@ struct State {
     allowed: HashSet<Allowance>,
     /// Why nobody can answer, when the session runs with nobody there (a heartbeat).
     unattended: Option<String>,
+    /// Domains the person allowed for this session, beyond `[sandbox] allow_domains`.
+    domains: crate::sandbox::domains::DomainList,
 }
 
 #[derive(Debug, Default)]
@@ -475,6 +477,9 @@ pub fn detached() -> Arc<Approvals> {
 
 #[path = "approvals_plan.rs"]
 mod plan;
+
+#[path = "approvals_domains.rs"]
+mod domains;
 
 #[cfg(test)]
 #[path = "approvals_tests.rs"]
