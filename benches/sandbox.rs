@@ -9,7 +9,10 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use mnemo::sandbox::{Sandbox, SandboxConfig, SandboxPolicy, bwrap};
+use std::sync::Arc;
+
+use mnemo::sandbox::domains::{DomainList, DomainPattern};
+use mnemo::sandbox::{Sandbox, SandboxConfig, SandboxPolicy, bwrap, egress};
 
 type BenchResult<T = ()> = Result<T, Box<dyn Error>>;
 
@@ -80,6 +83,40 @@ async fn through_the_shell_path(workspace: &Path, scratch: &Path) -> BenchResult
         &mut plain_times,
         &mut sandboxed_times,
     );
+    proxied(sandboxed).await
+}
+
+/// What a command pays when its network opens per domain: the shim (mnemo itself) starts first
+/// and hands its listener over, against the same command without it.
+async fn proxied(sandboxed: Sandbox) -> BenchResult {
+    egress::use_shim_program(env!("CARGO_BIN_EXE_mnemo").into());
+    let list = DomainList::new(vec![DomainPattern::parse("crates.io")?]);
+    let gate = egress::ListGate {
+        list: list.clone(),
+        configured: list,
+    };
+    let proxied = sandboxed.clone().with_gate(Arc::new(gate));
+    let mut without = Vec::with_capacity(RUNS);
+    let mut with = Vec::with_capacity(RUNS);
+    for run in 0..WARM_UP + RUNS {
+        for (which, times) in [(&sandboxed, &mut without), (&proxied, &mut with)] {
+            let started = Instant::now();
+            let mut prepared = which.command("true").await?;
+            let status = prepared.command.stdout(Stdio::null()).status().await?;
+            if !status.success() {
+                return Err(format!("`true` failed: {status}").into());
+            }
+            if run >= WARM_UP {
+                times.push(started.elapsed());
+            }
+        }
+    }
+    let ((without, _), (with, _)) = (median_and_min(&mut without), median_and_min(&mut with));
+    println!(
+        "added by the per-domain proxy (shim and hand-over): {:.2} ms; median of {RUNS}: \
+         proxied {with:.2} ms, sandboxed {without:.2} ms",
+        with - without
+    );
     Ok(())
 }
 
@@ -95,6 +132,7 @@ fn bare(workspace: &Path) -> BenchResult {
         protected: &[],
         hidden: &[],
         seccomp_fd: None,
+        shim: None,
         script: "true",
     };
     let mut args: Vec<OsString> = bwrap::args(&spec);

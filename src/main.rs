@@ -20,6 +20,16 @@ mod cli_args;
 use cli_args::*;
 
 fn main() -> ExitCode {
+    let mut args = std::env::args_os().skip(1);
+    if args
+        .next()
+        .is_some_and(|first| first == mnemo::sandbox::egress::shim::ARG)
+    {
+        let rest: Vec<_> = args.collect();
+        return ExitCode::from(
+            u8::try_from(mnemo::sandbox::egress::shim::main(&rest)).unwrap_or(1),
+        );
+    }
     for (name, value) in mnemo::memory::local_embed::thread_env() {
         if std::env::var_os(name).is_none() {
             // SAFETY: no other thread exists yet: main has not started the runtime or

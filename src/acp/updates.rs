@@ -236,6 +236,11 @@ pub(super) fn asking(
             format!("```json\n{arguments}\n```"),
             Vec::new(),
         ),
+        ApprovalAction::Network { host, port } => (
+            format!("Reach {host}"),
+            format!("A command connects to {host}:{port}, which is not an allowed domain."),
+            Vec::new(),
+        ),
     };
     let content = vec![ToolCallContent::Content(Content::new(ContentBlock::from(
         format!("{body}\n\n{reason}"),

@@ -186,6 +186,8 @@ pub enum ApprovalAction {
         /// The arguments as pretty JSON, cut to a readable length.
         arguments: String,
     },
+    /// A command's connection to a domain the sandbox's proxy does not let through yet.
+    Network { host: String, port: u16 },
 }
 
 /// What a running sub-agent does now.

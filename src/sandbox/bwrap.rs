@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
 use super::SandboxUnavailable;
+use super::egress::shim;
 use super::policy::{SandboxConfig, SandboxPolicy};
 
 /// The program; found on `PATH`.
@@ -105,6 +106,9 @@ pub struct Spec<'a> {
     pub hidden: &'a [Mask],
     /// The file descriptor bwrap reads a seccomp program from.
     pub seccomp_fd: Option<i32>,
+    /// The `mnemo` program that starts the command as the egress shim, and the descriptor it
+    /// sends its listener through; `None` when the network is not opened per domain.
+    pub shim: Option<(&'a Path, i32)>,
     /// The script bash runs: the command, with the process limit set before it.
     pub script: &'a str,
 }
@@ -125,6 +129,9 @@ pub fn args(spec: &Spec) -> Vec<OsString> {
     }
     args.extend(["--bind".into(), spec.scratch.into(), spec.scratch.into()]);
     push_masks(&mut args, spec.hidden);
+    if let Some((program, _)) = spec.shim {
+        args.extend(["--ro-bind".into(), program.into(), SHIM_PATH.into()]);
+    }
     for arg in ["--dev", "/dev", "--proc", "/proc"] {
         args.push(arg.into());
     }
@@ -132,11 +139,19 @@ pub fn args(spec: &Spec) -> Vec<OsString> {
         args.extend(["--seccomp".into(), fd.to_string().into()]);
     }
     args.extend(["--chdir".into(), workspace.into()]);
-    for arg in ["--", "bash", "-c", spec.script] {
+    args.push("--".into());
+    if let Some((_, fd)) = spec.shim {
+        args.extend([SHIM_PATH.into(), shim::ARG.into(), fd.to_string().into()]);
+    }
+    for arg in ["bash", "-c", spec.script] {
         args.push(arg.into());
     }
     args
 }
+
+/// Where the shim program is bound inside the sandbox: in its private `/tmp`, so it is there
+/// whatever hides the place `mnemo` was installed in.
+const SHIM_PATH: &str = "/tmp/.mnemo-egress-shim";
 
 /// Runs `bwrap … true` with the options every command uses; `Ok` when it works.
 pub async fn probe() -> Result<(), SandboxUnavailable> {
@@ -194,6 +209,7 @@ mod tests {
             protected: &[],
             hidden: &[],
             seccomp_fd: None,
+            shim: None,
             script: "echo hi",
         };
         strings(&args(&spec))
@@ -207,6 +223,31 @@ mod tests {
         let mut expected: Vec<String> = expected.split(' ').map(String::from).collect();
         expected.push("echo hi".into());
         assert_eq!(run(SandboxPolicy::WorkspaceWrite, false, &[]), expected);
+    }
+
+    #[test]
+    fn a_proxied_command_starts_through_the_shim_bound_into_private_tmp() {
+        let config = SandboxConfig::default();
+        let spec = Spec {
+            config: &config,
+            workspace: Path::new("/w"),
+            scratch: Path::new("/tmp/s"),
+            masks: &[],
+            protected: &[],
+            hidden: &[],
+            seccomp_fd: Some(3),
+            shim: Some((Path::new("/usr/bin/mnemo"), 4)),
+            script: "echo hi",
+        };
+        let args = strings(&args(&spec)).join(" ");
+        let tmpfs = args.find("--tmpfs /tmp");
+        let bound = args.find("--ro-bind /usr/bin/mnemo /tmp/.mnemo-egress-shim");
+        assert!(tmpfs < bound && bound.is_some(), "{args}");
+        assert!(
+            args.ends_with("-- /tmp/.mnemo-egress-shim __egress-shim 4 bash -c echo hi"),
+            "{args}"
+        );
+        assert!(!args.contains("--share-net"), "{args}");
     }
 
     #[test]
@@ -240,6 +281,7 @@ mod tests {
             protected: &[PathBuf::from("/w/.git"), PathBuf::from("/w/.mnemo")],
             hidden: &hidden,
             seccomp_fd: Some(3),
+            shim: None,
             script: "echo hi",
         };
         let args = strings(&args(&spec)).join(" ");

@@ -111,9 +111,44 @@ pub fn explain(config: &SandboxConfig, output: &str) -> Option<String> {
     ))
 }
 
+/// What a command prints when the proxy refused it, or when it tried to go around the proxy.
+const PROXY_SIGNS: &[&str] = &[
+    "mnemo's sandbox proxy",
+    "CONNECT tunnel failed",
+    "403 Forbidden",
+];
+
+/// [`explain`] for a command whose network opens only to `domains` through mnemo's proxy.
+pub fn explain_proxied(config: &SandboxConfig, domains: &str, output: &str) -> Option<String> {
+    let refused = PROXY_SIGNS.iter().any(|sign| output.contains(sign));
+    if !refused && !NETWORK_SIGNS.iter().any(|sign| output.contains(sign)) {
+        return explain(config, output);
+    }
+    Some(format!(
+        "[sandbox] This failure looks like the sandbox blocked a network access. Commands reach \
+         the network only through mnemo's proxy (HTTP_PROXY and HTTPS_PROXY are set), and only \
+         these domains: {domains}. Other hosts, and connections that do not use the proxy, \
+         reach nothing. Do not try to get around it; if another domain is really needed, say \
+         which and why, and the user can add it to [sandbox] allow_domains."
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_proxied_command_hears_which_domains_it_may_reach() {
+        let config = SandboxConfig::default();
+        let note = explain_proxied(
+            &config,
+            "crates.io",
+            "curl: (56) CONNECT tunnel failed, response 403",
+        );
+        let note = note.unwrap_or_default();
+        assert!(note.contains("only these domains: crates.io"), "{note}");
+        assert!(explain_proxied(&config, "crates.io", "all fine").is_none());
+    }
 
     fn config(policy: SandboxPolicy, network: bool) -> SandboxConfig {
         SandboxConfig { policy, network }

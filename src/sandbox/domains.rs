@@ -94,6 +94,18 @@ fn is_host_name(host: &str) -> bool {
 #[serde(transparent)]
 pub struct DomainList(Vec<DomainPattern>);
 
+impl std::fmt::Display for DomainList {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for (i, pattern) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str(", ")?;
+            }
+            write!(f, "{pattern}")?;
+        }
+        Ok(())
+    }
+}
+
 impl DomainList {
     pub fn new(patterns: Vec<DomainPattern>) -> Self {
         Self(patterns)

@@ -11,6 +11,7 @@ pub mod cgroup;
 pub mod confinement;
 pub mod denial;
 pub mod domains;
+pub mod egress;
 pub mod env_allow;
 pub mod handles;
 pub mod path_guard;
@@ -71,6 +72,8 @@ pub enum SandboxError {
     Directory { path: PathBuf, source: io::Error },
     #[error("cannot pass the system call filter to the sandbox: {source}")]
     Seccomp { source: io::Error },
+    #[error("cannot start the proxy that lets commands reach the allowed domains: {source}")]
+    Egress { source: io::Error },
 }
 
 static AVAILABILITY: OnceCell<Result<(), SandboxUnavailable>> = OnceCell::const_new();
@@ -113,6 +116,8 @@ pub struct Sandbox {
     confinement: Arc<Confinement>,
     workspace: PathBuf,
     scratch: PathBuf,
+    /// Which domains commands reach through the proxy while the network is off.
+    gate: Option<Arc<dyn egress::Gate>>,
     /// Removes a scratch directory this sandbox created for itself when the last clone goes.
     _owned_scratch: Option<Arc<OwnedScratch>>,
 }
@@ -146,6 +151,7 @@ impl Sandbox {
             confinement: Arc::new(Confinement::default()),
             workspace,
             scratch,
+            gate: None,
             _owned_scratch: None,
         })
     }
@@ -181,6 +187,22 @@ impl Sandbox {
             confinement,
             ..self
         }
+    }
+
+    /// The same sandbox, its commands reaching what `gate` allows while the network is off.
+    pub fn with_gate(self, gate: Arc<dyn egress::Gate>) -> Sandbox {
+        Sandbox {
+            gate: Some(gate),
+            ..self
+        }
+    }
+
+    /// The gate commands go through now: sandboxed, network off, and some domain allowed.
+    pub fn proxied(&self) -> Option<&Arc<dyn egress::Gate>> {
+        self.gate
+            .as_ref()
+            .filter(|_| self.config.is_sandboxed() && !self.config.network_allowed())
+            .filter(|gate| gate.active())
     }
 
     pub fn config(&self) -> &SandboxConfig {
@@ -226,6 +248,8 @@ impl Sandbox {
                     config: self.config,
                     limits: self.confinement.limits,
                     cgroup: None,
+                    _egress: None,
+                    domains: None,
                 };
                 (command, guard)
             }
@@ -238,6 +262,9 @@ impl Sandbox {
         env.push(("MNEMO_SCRATCH".into(), self.scratch.clone().into()));
         if let Some(tmpdir) = self.tmpdir() {
             env.push(("TMPDIR".into(), tmpdir.into()));
+        }
+        if let Some(gate) = self.proxied().filter(|_| guard._egress.is_some()) {
+            env.extend(egress::proxy_env(gate.as_ref()));
         }
         command.current_dir(&self.workspace).env_clear().envs(env);
         Ok(Prepared { command, guard })
@@ -289,6 +316,16 @@ impl Sandbox {
             .transpose()
             .map_err(|source| SandboxError::Seccomp { source })?;
         let limited = limited_script(&limits);
+        let proxied = match self.proxied() {
+            Some(gate) => {
+                let shim =
+                    egress::shim_program().map_err(|source| SandboxError::Egress { source })?;
+                let (egress, child_end) = egress::Egress::start(gate.clone())
+                    .map_err(|source| SandboxError::Egress { source })?;
+                Some((egress, child_end, shim))
+            }
+            None => None,
+        };
         let spec = bwrap::Spec {
             config: &self.config,
             workspace: &self.workspace,
@@ -297,30 +334,41 @@ impl Sandbox {
             protected: &protected,
             hidden: &hidden,
             seccomp_fd: seccomp.as_ref().map(|_| SECCOMP_FD),
+            shim: proxied
+                .as_ref()
+                .map(|(_, _, shim)| (shim.as_path(), EGRESS_FD)),
             script: &limited,
         };
         let mut command = Command::new(bwrap::BWRAP);
         command.args(bwrap::args(&spec)).args(["bash", script]);
         let cgroup = cgroup::CommandCgroup::create(&limits);
         let joins = cgroup.as_ref().map(|c| c.join_fds()).unwrap_or_default();
-        let seccomp_fd = seccomp.as_ref().map(AsRawFd::as_raw_fd);
+        let (egress, child_end) = match proxied {
+            Some((egress, child_end, _)) => (Some(egress), Some(child_end)),
+            None => (None, None),
+        };
+        let mut given = Vec::new();
+        given.extend(seccomp.as_ref().map(|fd| (fd.as_raw_fd(), SECCOMP_FD)));
+        given.extend(child_end.as_ref().map(|fd| (fd.as_raw_fd(), EGRESS_FD)));
         // SAFETY: the closure only calls async-signal-safe functions (write, dup2, fcntl). The
         // descriptors it uses stay open until the command is spawned: the cgroup lives in the
-        // guard, the pipe in the closure itself.
+        // guard, the pipe and the socket in the closure itself.
         unsafe {
             command.pre_exec(move || {
-                let _keep = &seccomp;
+                let _keep = (&seccomp, &child_end);
                 cgroup::join(&joins)?;
-                if let Some(fd) = seccomp_fd {
-                    give_fd(fd, SECCOMP_FD)?;
-                }
-                Ok(())
+                give_fds(&given)
             });
         }
         let guard = RunGuard {
             config: self.config,
             limits,
             cgroup,
+            domains: egress
+                .as_ref()
+                .and(self.proxied())
+                .map(|gate| gate.allowed().to_string()),
+            _egress: egress,
         };
         Ok((command, guard))
     }
@@ -350,6 +398,8 @@ impl Sandbox {
             config: self.config,
             limits: self.confinement.limits,
             cgroup: None,
+            _egress: None,
+            domains: None,
         };
         Ok((command, guard))
     }
@@ -378,6 +428,10 @@ const SCRATCH_PREFIX: &str = "mnemo-scratch-";
 #[cfg(target_os = "linux")]
 const SECCOMP_FD: i32 = 3;
 
+/// The descriptor the egress shim sends its listener through.
+#[cfg(target_os = "linux")]
+const EGRESS_FD: i32 = 4;
+
 /// The script bash runs inside the sandbox: it sets the process and memory limits, then runs
 /// the command (its first argument) as if it were the script itself. The process limit is set
 /// inside the sandbox's user namespace, where it counts only the command's own processes.
@@ -390,20 +444,27 @@ fn limited_script(limits: &Limits) -> String {
     )
 }
 
-/// Duplicates `fd` onto `target` without close-on-exec, for the child. Async-signal-safe.
+/// Puts each `(fd, target)` pair's descriptor at its target number without close-on-exec, for
+/// the child. Copies go above every target first, so one pair never overwrites another's
+/// source. Async-signal-safe.
 #[cfg(target_os = "linux")]
-fn give_fd(fd: i32, target: i32) -> io::Result<()> {
-    // SAFETY: dup2 and fcntl on descriptors this process owns.
-    let result = unsafe {
-        match fd == target {
-            true => libc::fcntl(fd, libc::F_SETFD, 0),
-            false => libc::dup2(fd, target),
+fn give_fds(pairs: &[(i32, i32)]) -> io::Result<()> {
+    let mut copies = [(-1, -1); 2];
+    for (slot, &(fd, target)) in copies.iter_mut().zip(pairs) {
+        // SAFETY: fcntl on a descriptor this process owns; the copy closes at exec.
+        let copy = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 10) };
+        if copy == -1 {
+            return Err(io::Error::last_os_error());
         }
-    };
-    match result {
-        -1 => Err(io::Error::last_os_error()),
-        _ => Ok(()),
+        *slot = (copy, target);
     }
+    for &(copy, target) in copies.iter().take(pairs.len()) {
+        // SAFETY: dup2 on descriptors this process owns; the new one has no close-on-exec.
+        if unsafe { libc::dup2(copy, target) } == -1 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
 }
 
 /// A command ready to spawn, and what must live as long as it runs.
@@ -418,6 +479,10 @@ pub struct RunGuard {
     config: SandboxConfig,
     limits: Limits,
     cgroup: Option<cgroup::CommandCgroup>,
+    /// The command's proxy, when its network opens per domain.
+    _egress: Option<egress::Egress>,
+    /// The domains it let through when the command started ("crates.io, *.pypi.org").
+    domains: Option<String>,
 }
 
 impl RunGuard {
@@ -442,8 +507,10 @@ impl RunGuard {
     /// The note for a failed command's output: a limit it ran into, or the sandbox that
     /// seems to have blocked it.
     pub fn explain(&self, output: &str) -> Option<String> {
-        self.limit_note(output)
-            .or_else(|| denial::explain(&self.config, output))
+        self.limit_note(output).or_else(|| match &self.domains {
+            Some(domains) => denial::explain_proxied(&self.config, domains, output),
+            None => denial::explain(&self.config, output),
+        })
     }
 
     /// The note for a command that ran into its process or memory limit, if it did.

@@ -12,6 +12,8 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+use super::domains::DomainList;
+use super::egress::ListGate;
 use super::{Confinement, Prepared, Sandbox, SandboxConfig, SandboxError};
 
 /// The hidden subcommand's name.
@@ -27,6 +29,10 @@ pub struct ExecSpec {
     pub confinement: Confinement,
     /// The bash script to run.
     pub script: String,
+    /// The domains the command reaches through the proxy while the network is off: the
+    /// configured ones and the session's grants when the spec was made.
+    #[serde(default)]
+    pub domains: DomainList,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -48,6 +54,7 @@ impl Sandbox {
             scratch: self.scratch.clone(),
             confinement: (*self.confinement).clone(),
             script: script.to_string(),
+            domains: DomainList::default(),
         }
     }
 }
@@ -56,8 +63,13 @@ impl Sandbox {
 /// it, as a shell says).
 pub async fn run(spec: &str) -> Result<i32, ReentryError> {
     let spec: ExecSpec = serde_json::from_str(spec)?;
+    let gate = ListGate {
+        configured: spec.confinement.domains.clone(),
+        list: spec.domains,
+    };
     let sandbox = Sandbox::new(spec.config, &spec.workspace, &spec.scratch)?
-        .confined(Arc::new(spec.confinement));
+        .confined(Arc::new(spec.confinement))
+        .with_gate(Arc::new(gate));
     let Prepared { mut command, guard } = sandbox.command(&spec.script).await?;
     let mut child = command
         .stdin(Stdio::null())

@@ -40,6 +40,9 @@ enum Allowance {
         server: String,
         tool: String,
     },
+    Domain {
+        host: String,
+    },
 }
 
 impl Allowance {
@@ -52,6 +55,7 @@ impl Allowance {
             Allowance::McpTool { server, tool } => {
                 format!("calls to {tool} of MCP server {server}")
             }
+            Allowance::Domain { host } => format!("connections to {host}"),
         }
     }
 }
@@ -463,6 +467,7 @@ fn allowance(request: &ApprovalAction) -> Result<Allowance, String> {
             server: server.clone(),
             tool: tool.clone(),
         }),
+        ApprovalAction::Network { host, .. } => Ok(Allowance::Domain { host: host.clone() }),
     }
 }
 

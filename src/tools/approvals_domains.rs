@@ -1,8 +1,9 @@
 //! The domains a session reaches while its network is otherwise off: the configured
 //! `[sandbox] allow_domains` and those the person allowed since, for this session only.
 
-use super::Approvals;
+use super::{ApprovalAction, ApprovalDecision, ApprovalMode, Approvals, ToolContext};
 use crate::sandbox::domains::{DomainList, DomainPattern};
+use crate::sandbox::egress::not_listed;
 
 impl Approvals {
     /// Whether `host` may be reached: listed in the config or allowed for the session. A
@@ -27,6 +28,33 @@ impl Approvals {
             all.add(pattern.clone());
         }
         all
+    }
+
+    /// Puts a command's connection to `host`, which no list allows, to the person. Allowed
+    /// for the session, the host joins the session's domains. The error is what the command
+    /// hears from the proxy.
+    pub async fn ask_domain(&self, ctx: &ToolContext, host: &str, port: u16) -> Result<(), String> {
+        if self.offline || self.mode() == ApprovalMode::ReadOnly {
+            return Err(not_listed(host));
+        }
+        let pattern = DomainPattern::parse(host).map_err(|_| not_listed(host))?;
+        let action = ApprovalAction::Network {
+            host: host.to_string(),
+            port,
+        };
+        let reason = format!("{host} is not in [sandbox] allow_domains");
+        let grant = Ok(format!("connections to {host}"));
+        match self.ask(ctx, "network", action, reason, grant).await {
+            Ok(ApprovalDecision::AllowOnce) => Ok(()),
+            Ok(ApprovalDecision::AllowSession) => {
+                self.allow_domain(pattern);
+                Ok(())
+            }
+            Ok(ApprovalDecision::Deny) => Err(format!(
+                "the user did not allow connections to {host}; do not try to reach it another way"
+            )),
+            Err(_) => Err(not_listed(host)),
+        }
     }
 }
 

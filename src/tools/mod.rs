@@ -9,6 +9,7 @@ pub mod capability;
 pub mod capability_run;
 pub mod describe;
 pub mod diff_report;
+pub mod egress_gate;
 pub mod found;
 pub mod front_end;
 pub mod fs_editor;

@@ -83,7 +83,10 @@ pub async fn run(
     ctx: &ToolContext,
 ) -> Result<Finished, ToolError> {
     let deadline = Instant::now() + limit;
+    let gate = std::sync::Arc::new(super::egress_gate::SessionGate::new(ctx.clone()));
     let Prepared { mut command, guard } = sandbox
+        .clone()
+        .with_gate(gate)
         .command(script)
         .await
         .map_err(|e| ToolError::Failed(e.to_string()))?;

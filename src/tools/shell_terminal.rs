@@ -33,7 +33,9 @@ pub async fn run(
         .map_err(|e| not_run(e.to_string()))?;
     let program = std::env::current_exe()
         .map_err(|e| not_run(format!("mnemo cannot find its own program: {e}")))?;
-    let spec = serde_json::to_string(&sandbox.exec_spec(command))
+    let mut spec = sandbox.exec_spec(command);
+    spec.domains = ctx.approvals.allowed_domains();
+    let spec = serde_json::to_string(&spec)
         .map_err(|e| not_run(format!("the sandbox could not be described: {e}")))?;
     let request = FrontEndRequest::RunCommand {
         command: command.to_string(),

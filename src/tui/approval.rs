@@ -107,6 +107,7 @@ impl ApprovalPrompt {
             ApprovalAction::McpCall { server, tool, .. } => {
                 format!("{tool} of MCP server {server}")
             }
+            ApprovalAction::Network { host, port } => format!("{}: {host}:{port}", self.tool),
         };
         match (decision, self.answered) {
             (ApprovalDecision::AllowOnce, _) => {
@@ -201,6 +202,13 @@ impl ApprovalPrompt {
                 for line in arguments.lines() {
                     lines.push(Line::raw(format!("    {line}")));
                 }
+            }
+            ApprovalAction::Network { host, port } => {
+                lines.push(Line::from(vec![
+                    Span::styled("? ", bold),
+                    Span::styled(format!("Let the command reach {host}:{port}?"), bold),
+                    Span::styled("  (it is not in [sandbox] allow_domains)", dim()),
+                ]));
             }
         }
         lines.push(Line::styled(

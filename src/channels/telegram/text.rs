@@ -69,6 +69,9 @@ pub fn approval_question(tool: &str, action: &ApprovalAction, reason: &str) -> S
             tool,
             arguments,
         } => (format!("call {tool} of {server}"), arguments.clone()),
+        ApprovalAction::Network { host, port } => {
+            (format!("reach {host}"), format!("{host}:{port}"))
+        }
     };
     format!(
         "❓ <b>{}</b> wants to {}:\n<pre>{}</pre>\n<i>{}</i>",
