@@ -257,6 +257,41 @@ fn a_write_like_mcp_tool_is_put_to_the_user_with_its_server_and_arguments() {
 }
 
 #[test]
+fn a_commands_connection_to_an_unlisted_domain_is_put_to_the_user() {
+    let mut harness = Harness::started();
+    harness.prompt("update the dependencies");
+    harness.events([
+        Event::ToolCallStarted {
+            call_id: "c1".into(),
+            name: "shell".into(),
+            arguments: json!({"command": "cargo update"}),
+        },
+        Event::ApprovalRequested {
+            id: "approval-1".into(),
+            call_id: "c1".into(),
+            tool: "network".into(),
+            action: ApprovalAction::Network {
+                host: "index.crates.io".into(),
+                port: 443,
+            },
+            reason: "index.crates.io is not in [sandbox] allow_domains".into(),
+            session_grant: Some("connections to index.crates.io".into()),
+            only_once: None,
+        },
+    ]);
+    let shown = harness.screen(90, 14);
+    assert!(
+        shown.contains("Let the command reach index.crates.io:443?"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("2 allow for this session: connections to index.crates.io"),
+        "{shown}"
+    );
+    insta::assert_snapshot!("approval_network", shown);
+}
+
+#[test]
 fn letters_typed_while_a_question_is_open_are_typed_and_the_menu_answers_only_an_empty_box() {
     let mut harness = Harness::started();
     harness.prompt("tidy up");

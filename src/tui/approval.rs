@@ -207,7 +207,6 @@ impl ApprovalPrompt {
                 lines.push(Line::from(vec![
                     Span::styled("? ", bold),
                     Span::styled(format!("Let the command reach {host}:{port}?"), bold),
-                    Span::styled("  (it is not in [sandbox] allow_domains)", dim()),
                 ]));
             }
         }
