@@ -106,21 +106,27 @@ fn dream_history_and_undo_through_the_binary() {
 }
 
 #[test]
-fn an_invalid_editor_answer_fails_the_dream_and_keeps_the_files() {
+fn a_batch_with_invalid_editor_answers_is_skipped_the_files_kept_and_it_is_said() {
     let ws = Workspace::new();
     archive(&ws, "postgres", 1);
     let model = ws.script(json!({"turns": [
         {"text": "analysis"}, {"text": "not json"}, {"text": "{\"memory\": 1}"}
     ]}));
     let out = ws.mnemo(&["--model", &model, "dream"], None);
-    assert!(!out.status.success());
-    let err = text(&out.stderr);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let said = text(&out.stdout);
     assert!(
-        err.contains("invalid twice") && err.contains("unchanged"),
-        "{err}"
+        said.contains("invalid twice") && said.contains("notes are unchanged"),
+        "{said}"
+    );
+    assert!(
+        said.contains("wrote no notes: 1 archive entry was skipped"),
+        "{said}"
     );
     assert!(!ws.path().join(".data/memory/MEMORY.md").exists());
     assert!(stdout(&ws, &["memory", "notes", "--history"]).contains("no dream notes yet"));
+    // The next dream is not stopped by that batch.
+    assert!(stdout(&ws, &["dream"]).contains("nothing new to dream about"));
 }
 
 #[test]

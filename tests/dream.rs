@@ -110,7 +110,7 @@ async fn a_dream_writes_both_files_moves_the_cursor_and_reaches_the_next_session
 }
 
 #[tokio::test]
-async fn an_editor_answer_invalid_twice_leaves_the_files_and_the_cursor() -> TestResult {
+async fn a_batch_the_editor_answers_invalidly_twice_is_skipped_and_said_so() -> TestResult {
     let dir = tempfile::tempdir()?;
     let notes_dir = dir.path().join("memory");
     let store = Store::open_in_memory()?;
@@ -130,13 +130,14 @@ async fn an_editor_answer_invalid_twice_leaves_the_files_and_the_cursor() -> Tes
     ];
     let model = Recording::answering(&texts(&bad));
     let dreamer = Dreamer::new(store.clone(), notes_dir.clone(), chain(model.clone()));
-    let err = dreamer
-        .run()
-        .await
-        .err()
-        .ok_or("an invalid editor answer was accepted")?;
-    assert!(matches!(err, DreamError::Editor { .. }), "{err}");
-    assert!(err.to_string().contains("unchanged"), "{err}");
+    let report = dreamer.run().await?;
+    assert_eq!((report.batches, report.skipped), (0, 2));
+    let notice = report.notices.join("\n");
+    assert!(
+        notice.contains("archive entries 3–4 were skipped"),
+        "{notice}"
+    );
+    assert!(notice.contains("notes are unchanged"), "{notice}");
     // The retry said what was wrong.
     let retry = &model.requests()[2];
     assert!(
@@ -148,11 +149,13 @@ async fn an_editor_answer_invalid_twice_leaves_the_files_and_the_cursor() -> Tes
         (read(&notes_dir, "MEMORY.md"), read(&notes_dir, "USER.md")),
         before
     );
-    assert_eq!(store.call(|db| db.dream_cursor()).await?, 2);
+    // The cursor moved past them, so they do not stop the next dream.
+    assert_eq!(store.call(|db| db.dream_cursor()).await?, 4);
     assert_eq!(store.call(|db| db.notes_history()).await?.len(), 1);
-    assert_eq!(dreamer.pending().await?, 2);
+    assert_eq!(dreamer.pending().await?, 0);
 
     // One invalid answer is forgiven: the retry's valid one is written.
+    store.call(|db| add_entries(db, "backup", 2)).await?;
     let fixed = editor_json("- cron runs at 02:00\n\n- backups go to s3", "- likes tea");
     let model = Recording::answering(&texts(&["analysis", "not json", &fixed]));
     let report = Dreamer::new(store.clone(), notes_dir.clone(), chain(model))
@@ -160,7 +163,7 @@ async fn an_editor_answer_invalid_twice_leaves_the_files_and_the_cursor() -> Tes
         .await?;
     assert_eq!(report.entries, 2);
     assert!(read(&notes_dir, "MEMORY.md").contains("backups go to s3"));
-    assert_eq!(store.call(|db| db.dream_cursor()).await?, 4);
+    assert_eq!(store.call(|db| db.dream_cursor()).await?, 6);
     Ok(())
 }
 

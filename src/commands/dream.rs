@@ -39,6 +39,16 @@ pub async fn dream(
             report.batched_calls,
             if report.batched_calls == 1 { "" } else { "s" },
         )?,
+        None if report.skipped > 0 => writeln!(
+            out,
+            "wrote no notes: {} archive entr{} skipped (see the note above)",
+            report.skipped,
+            if report.skipped == 1 {
+                "y was"
+            } else {
+                "ies were"
+            },
+        )?,
         None => writeln!(out, "nothing new to dream about")?,
     }
     Ok(())

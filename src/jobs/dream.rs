@@ -39,11 +39,6 @@ pub enum DreamError {
     Setup(Box<dyn std::error::Error + Send + Sync>),
     #[error("the dream model failed: {0}")]
     Model(#[from] ChainError),
-    #[error(
-        "the dream editor's answer was invalid twice ({reason}); the notes and the dream cursor \
-         are unchanged, and the next dream reads the same entries again"
-    )]
-    Editor { reason: String },
     #[error("cannot write the notes file {}: {source}", path.display())]
     Write {
         path: PathBuf,
@@ -69,6 +64,8 @@ pub struct DreamReport {
     pub version: Option<i64>,
     /// Calls the batch API answered (the others were direct).
     pub batched_calls: usize,
+    /// Archive entries passed over because the editor's answers for their batch were invalid.
+    pub skipped: usize,
     /// What the person should know: fallbacks to direct calls, cut files, hand edits.
     pub notices: Vec<String>,
 }
@@ -150,7 +147,27 @@ impl Dreamer {
             message: analyst_message(entries.len()),
         };
         let analysis = self.ask(analyst, report).await?;
-        let edited = self.edit(&shared, &analysis, last, report).await?;
+        let edited = match self.edit(&shared, &analysis, last, report).await? {
+            Ok(edited) => edited,
+            Err(reason) => {
+                // Retried next time, the same entries would stop every later dream too.
+                let first = entries.first().map_or(last, |e| e.entry.id);
+                if !self
+                    .store
+                    .call(move |db| db.skip_dream_batch(from, last))
+                    .await?
+                {
+                    return Err(DreamError::Overtaken);
+                }
+                report.skipped += entries.len();
+                report.notices.push(format!(
+                    "archive entries {first}–{last} were skipped: the dream editor's answer was \
+                     invalid twice ({reason}). The notes are unchanged; the entries stay in the \
+                     archive for recall"
+                ));
+                return Ok(true);
+            }
+        };
         let (notes, held) = hold_instructions(&notes, edited);
         report.version = Some(self.save(notes, from, last, held, report).await?);
         report.batches += 1;
@@ -200,14 +217,15 @@ impl Dreamer {
         Ok(version)
     }
 
-    /// The editor's notes; an invalid answer is asked for once more, with the reason.
+    /// The editor's notes; an invalid answer is asked for once more, with the reason. The
+    /// inner error is why the second answer was invalid too.
     async fn edit(
         &self,
         shared: &str,
         analysis: &str,
         last: i64,
         report: &mut DreamReport,
-    ) -> Result<DreamNotes, DreamError> {
+    ) -> Result<Result<DreamNotes, String>, DreamError> {
         let mut rejected: Option<String> = None;
         for attempt in 1..=2 {
             let call = Call {
@@ -221,19 +239,17 @@ impl Dreamer {
                 Ok((notes, cut)) => {
                     for file in cut {
                         report.notices.push(format!(
-                            "{} was longer than {} words and was cut at a paragraph",
+                            "{} was longer than {} words and was cut after its last whole paragraph or item",
                             file.file_name(),
                             MAX_WORDS
                         ));
                     }
-                    return Ok(notes);
+                    return Ok(Ok(notes));
                 }
                 Err(reason) => rejected = Some(reason),
             }
         }
-        Err(DreamError::Editor {
-            reason: rejected.unwrap_or_default(),
-        })
+        Ok(Err(rejected.unwrap_or_default()))
     }
 
     /// The text of one call's answer: through the batch API when it is on and answers in

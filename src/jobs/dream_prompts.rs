@@ -163,28 +163,61 @@ pub fn word_count(text: &str) -> usize {
     text.split_whitespace().count()
 }
 
-/// `text` cut to at most `max` words at a paragraph boundary (whole paragraphs from the top:
-/// notes put what matters first), or `None` when it fits. A first paragraph longer than `max`
-/// is cut after its `max`th word.
+/// `text` cut to at most `max` words (notes put what matters first), or `None` when it fits.
+/// Whole paragraphs are kept from the top; the paragraph that does not fit keeps its whole
+/// items (a line and the indented lines under it), so a heading over one long list keeps the
+/// list's first items. When only headings would be left, the first item is cut after the last
+/// word that fits.
 pub fn fit_words(text: &str, max: usize) -> Option<String> {
     if word_count(text) <= max {
         return None;
     }
-    let mut kept: Vec<&str> = Vec::new();
+    let mut kept: Vec<String> = Vec::new();
     let mut words = 0;
     for paragraph in paragraphs(text) {
         let count = word_count(paragraph);
-        if words + count > max {
-            break;
+        if words + count <= max {
+            words += count;
+            kept.push(paragraph.to_string());
+            continue;
         }
-        words += count;
-        kept.push(paragraph);
-    }
-    if kept.is_empty() {
-        let first: Vec<&str> = text.split_whitespace().take(max).collect();
-        return Some(first.join(" "));
+        let mut fitting: Vec<&str> = Vec::new();
+        for item in items(paragraph) {
+            let count = word_count(item);
+            if words + count > max {
+                // Cut inside an item only when nothing but headings would be left.
+                if fitting.is_empty() && kept.iter().all(|p| p.starts_with('#')) {
+                    let left: Vec<&str> = item.split_whitespace().take(max - words).collect();
+                    kept.extend((!left.is_empty()).then(|| left.join(" ")));
+                }
+                break;
+            }
+            words += count;
+            fitting.push(item);
+        }
+        if !fitting.is_empty() {
+            kept.push(fitting.join("\n"));
+        }
+        break;
     }
     Some(kept.join("\n\n"))
+}
+
+/// The items of a paragraph: each line that does not start with white space, with the
+/// indented lines under it.
+fn items(paragraph: &str) -> Vec<&str> {
+    let mut items = Vec::new();
+    let mut start = 0;
+    let mut offset = 0;
+    for line in paragraph.split_inclusive('\n') {
+        if offset > start && !line.starts_with([' ', '\t']) {
+            items.push(paragraph[start..offset].trim_end());
+            start = offset;
+        }
+        offset += line.len();
+    }
+    items.push(paragraph[start..].trim_end());
+    items
 }
 
 #[cfg(test)]
@@ -211,7 +244,7 @@ mod tests {
     }
 
     #[test]
-    fn dream_notes_over_the_word_limit_are_cut_at_a_paragraph() {
+    fn dream_notes_over_the_word_limit_are_cut_at_a_paragraph_or_an_item() {
         let paragraph = "word ".repeat(900);
         let text = format!("{paragraph}\n\n{paragraph}\n\n{paragraph}");
         let cut = fit_words(&text, MAX_WORDS).unwrap_or_default();
@@ -222,6 +255,14 @@ mod tests {
             word_count(&fit_words(&one_block, MAX_WORDS).unwrap_or_default()),
             2000
         );
+        let list: String = (0..400).map(|i| format!("- item {i} has four\n")).collect();
+        let notes = format!("# Memory\n\n{list}");
+        let cut = fit_words(&notes, MAX_WORDS).unwrap_or_default();
+        assert!(cut.starts_with("# Memory\n\n- item 0 has four\n"), "{cut}");
+        assert_eq!(word_count(&cut), 2 + 399 * 5, "whole items up to the limit");
+        assert!(cut.ends_with("- item 398 has four"), "{cut}");
+        let nested = "- one\n  two three\n- four five";
+        assert_eq!(fit_words(nested, 4).as_deref(), Some("- one\n  two three"));
         let answer = serde_json::json!({"memory": text, "user": "u"}).to_string();
         let (notes, files) = parse_editor(&answer).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(files, vec![NoteFile::Memory]);

@@ -253,6 +253,22 @@ impl Db {
         Ok(id)
     }
 
+    /// Moves the cursor from `from` past `last` without a new version (a batch the dream could
+    /// not turn into notes); `false` when another dream moved it meanwhile.
+    pub fn skip_dream_batch(&mut self, from: i64, last: i64) -> Result<bool, StoreError> {
+        let tx = self.conn.transaction()?;
+        if read_cursor(&tx)? != from {
+            return Ok(false);
+        }
+        tx.prepare_cached(
+            "INSERT INTO kv(key, value) VALUES (?1, ?2)
+             ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+        )?
+        .execute(params![CURSOR_KEY, last.to_string()])?;
+        tx.commit()?;
+        Ok(true)
+    }
+
     /// Takes back the current version; the one before it (or none) becomes current and is
     /// returned. The cursor goes back to where that version left it, so the archive entries
     /// the undone dream read are dreamed again.
