@@ -179,3 +179,25 @@ fn held_dream_lines_are_listed_then_accepted_or_rejected_by_the_person() {
         text(&out.stderr)
     );
 }
+
+#[test]
+fn a_hand_edit_of_the_notes_shows_at_once_as_a_version_of_its_own() {
+    let ws = Workspace::new();
+    archive(&ws, "deploy", 1);
+    dream(
+        &ws,
+        &editor_json("- deploys use make deploy", "- likes tea"),
+    );
+    let notes = ws.path().join(".data").join("memory");
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    std::fs::write(notes.join("MEMORY.md"), "- deploys use the pipeline now\n")
+        .unwrap_or_else(|e| panic!("{e}"));
+    let shown = stdout(&ws, &["memory", "notes"]);
+    assert!(shown.contains("- deploys use the pipeline now"), "{shown}");
+    assert!(!shown.contains("make deploy"), "{shown}");
+    let history = stdout(&ws, &["memory", "notes", "--history"]);
+    assert!(
+        history.contains("#2") && history.contains("edited by hand"),
+        "{history}"
+    );
+}

@@ -378,3 +378,75 @@ impl EmbeddingServer {
         self.paths.lock().map(|p| p.clone()).unwrap_or_default()
     }
 }
+
+/// A person's edit of MEMORY.md reaches the next session's prompt, without waiting for a dream,
+/// and becomes a version of its own; the running session's prompt stays as it was (its cached
+/// prefix holds).
+#[tokio::test]
+async fn a_hand_edit_of_the_notes_reaches_the_next_prompt() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let ws = dir.path().canonicalize()?;
+    let store = Store::open(&dir.path().join("db.sqlite"))?;
+    let notes_dir = dir.path().join("memory");
+    let written = mnemo::memory::dream_notes::DreamNotes {
+        memory: "- deploys use make deploy".into(),
+        user: String::new(),
+    };
+    let saved = written.clone();
+    store
+        .call(move |db| {
+            db.save_notes(
+                &saved,
+                mnemo::memory::dream_notes::NotesOrigin::Dream,
+                Some(0),
+            )
+        })
+        .await?;
+    mnemo::jobs::dream::write_note_files(&notes_dir, &written)?;
+    let script = json!({"turns": [{"text": "one"}, {"text": "two"}]});
+    let mut session = Session::create(
+        settings(&ws),
+        chain(provider(script)?),
+        mnemo::tools::builtin::builtin_tools(),
+        store.clone(),
+        None,
+    )
+    .await?;
+    session.set_notes_dir(Some(notes_dir.clone()));
+    let session = run_turns(session, &["first"]).await?;
+    assert!(
+        session
+            .system_prompt()
+            .contains("- deploys use make deploy")
+    );
+
+    // A moment later, so the file's time is newer than the stored version's.
+    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    std::fs::write(
+        notes_dir.join("MEMORY.md"),
+        "- deploys use the pipeline now\n",
+    )?;
+    let first_prompt = session.system_prompt().to_string();
+    let session = run_turns(session, &["second"]).await?;
+    assert_eq!(session.system_prompt(), first_prompt);
+    let script = json!({"turns": [{"text": "three"}]});
+    let mut later = Session::create(
+        settings(&ws),
+        chain(provider(script)?),
+        mnemo::tools::builtin::builtin_tools(),
+        store.clone(),
+        None,
+    )
+    .await?;
+    later.set_notes_dir(Some(notes_dir.clone()));
+    let later = run_turns(later, &["third"]).await?;
+    let prompt = later.system_prompt();
+    assert!(
+        prompt.contains("- deploys use the pipeline now"),
+        "{prompt}"
+    );
+    assert!(!prompt.contains("make deploy"), "{prompt}");
+    let history = store.call(|db| db.notes_history()).await?;
+    assert_eq!(history.len(), 2, "the edit is a version of its own");
+    Ok(())
+}

@@ -20,6 +20,8 @@ pub struct Services {
     pub model_resolver: Option<ModelResolver>,
     /// Builds the chain `Op::SetModel` names.
     pub model_factory: Option<ModelFactory>,
+    /// Where the dream notes files live: a hand edit there reaches the next prompt.
+    pub notes_dir: Option<std::path::PathBuf>,
 }
 
 impl Services {
@@ -32,6 +34,7 @@ impl Services {
             embedder: None,
             model_resolver: None,
             model_factory: None,
+            notes_dir: None,
         }
     }
 }

@@ -137,6 +137,8 @@ pub struct Session {
     pub(super) prompt_built: bool,
     /// The dream notes last rendered into the prompt, with the store's version of them.
     pub(super) dream_notes: Option<(u64, crate::memory::dream_notes::DreamNotes)>,
+    /// When the notes files were last seen changed (milliseconds), to take a hand edit in.
+    pub(super) notes_files_seen: Option<i64>,
     /// Told to the front end right after `SessionStarted` (for example a sandbox that cannot
     /// run here).
     startup_notices: Vec<String>,
@@ -325,6 +327,7 @@ impl Session {
             experiences: None,
             prompt_built: false,
             dream_notes: None,
+            notes_files_seen: None,
             startup_notices: Vec::new(),
             hook_context: Vec::new(),
             _lease: None,
@@ -355,6 +358,11 @@ impl Session {
     /// The model that writes compaction summaries (the session's own model by default).
     pub fn set_compressor(&mut self, compressor: Option<ChainModel>) {
         Arc::make_mut(&mut self.services).compressor = compressor;
+    }
+
+    /// Where the dream notes files live; a hand edit there is taken in before the next prompt.
+    pub fn set_notes_dir(&mut self, dir: Option<std::path::PathBuf>) {
+        Arc::make_mut(&mut self.services).notes_dir = dir;
     }
 
     /// Sub-agents that name another model get its chain from `resolver`.

@@ -46,9 +46,33 @@ impl Session {
         }
     }
 
+    /// A hand edit of the notes files becomes the current notes version (and so reaches this
+    /// prompt) as soon as their modification time changes; two `stat` calls otherwise.
+    async fn take_in_notes_edits(&mut self) -> Result<(), StoreError> {
+        let Some(dir) = self.services.notes_dir.clone() else {
+            return Ok(());
+        };
+        let modified = crate::jobs::dream_files::modified_ms(&dir);
+        if self.notes_files_seen == Some(modified) {
+            return Ok(());
+        }
+        self.notes_files_seen = Some(modified);
+        if modified == 0 {
+            return Ok(());
+        }
+        // A file that cannot be written back is the dream's to report; the prompt goes on.
+        let _ = self
+            .services
+            .store
+            .call(move |db| Ok(crate::jobs::dream_files::take_in_hand_edits(db, &dir)))
+            .await?;
+        Ok(())
+    }
+
     /// Rebuilds the system prompt from the base prompt, the current experiences and the dream
     /// notes; each is read again only when it changed (in any process) since last time.
     pub(super) async fn refresh_system_prompt(&mut self) -> Result<(), StoreError> {
+        self.take_in_notes_edits().await?;
         let project = self.settings.workspace.display().to_string();
         let known = self.experiences.as_ref().map(|(version, _)| *version);
         let known_notes = self.dream_notes.as_ref().map(|(version, _)| *version);

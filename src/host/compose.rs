@@ -317,6 +317,10 @@ pub async fn prepare_session_with(
         }
     };
     session.set_embedder(loaded.embedder());
+    session.set_notes_dir(crate::jobs::dream_files::notes_dir(
+        loaded.dirs.data.as_deref(),
+        loaded.db_path.as_deref(),
+    ));
     let reserved = crate::user_commands::BUILT_IN;
     let commands = crate::user_commands::load(
         &loaded.workspace,

@@ -1,9 +1,10 @@
 //! The dream cycle: between sessions, the archive entries written since the last dream are
 //! read in batches of at most 30, an analyst call finds new facts, stale items and patterns,
 //! and an editor call rewrites the two notes files from that analysis. The editor must answer
-//! strict JSON; an invalid answer is asked for once more, then the dream stops with the files
-//! and the cursor as they were. Each version is kept in the store (`mnemo memory notes`), and
-//! the files are written atomically before the cursor moves.
+//! strict JSON; an invalid answer is asked for once more, then that batch is skipped (the notes
+//! unchanged, the cursor past it, the person told) so it cannot stop every later dream. Each
+//! version is kept in the store (`mnemo memory notes`), and the files are written atomically
+//! before the cursor moves.
 //!
 //! `mnemo dream` runs it now; `mnemo serve` builds a [`Dreamer`] (`serve::dreamer`) and runs it when
 //! [`Dreamer::pending`] reaches `dream.min_entries`.
@@ -23,6 +24,7 @@ use crate::memory::dream_held::{MAX_HELD, hold_instructions};
 use crate::memory::dream_notes::{DreamNotes, NoteFile, NotesOrigin};
 use crate::memory::{Store, StoreError};
 
+pub use super::dream_files::{HandEdit, read_note_files, take_in_hand_edits, write_note_files};
 pub use super::dream_prompts::{MAX_WORDS, word_count};
 
 /// Archive entries one analyst and editor call read together.
@@ -288,84 +290,20 @@ impl Dreamer {
     }
 
     /// Files changed by hand since the stored version become a version of their own, so the
-    /// next dream edits them instead of overwriting them. Missing files, and files that differ
-    /// but are not newer than the version (cut short by a power failure: they are written
-    /// without fsync), are written again from the store.
+    /// next dream edits them instead of overwriting them (see [`take_in_hand_edits`]).
     async fn take_in_hand_edits(&self, report: &mut DreamReport) -> Result<(), DreamError> {
-        let current = self.store.call(|db| db.current_notes()).await?;
-        let written_at = current.as_ref().map(|v| v.created_at);
-        let current = current.map(|v| v.notes).unwrap_or_default();
-        let Some(on_disk) = read_note_files(&self.notes_dir) else {
-            if !current.is_empty() {
-                write_note_files(&self.notes_dir, &current)?;
-            }
-            return Ok(());
-        };
-        let same = |a: &str, b: &str| a.trim_end() == b.trim_end();
-        if same(&on_disk.memory, &current.memory) && same(&on_disk.user, &current.user) {
-            return Ok(());
+        let dir = self.notes_dir.clone();
+        let found = self
+            .store
+            .call(move |db| Ok(take_in_hand_edits(db, &dir)))
+            .await??;
+        if found == HandEdit::Taken {
+            report
+                .notices
+                .push("the notes files were edited by hand; the edit was kept as a version".into());
         }
-        if written_at.is_some_and(|at| modified_ms(&self.notes_dir) <= at) {
-            return write_note_files(&self.notes_dir, &current);
-        }
-        self.store
-            .call(move |db| db.save_notes(&on_disk, NotesOrigin::Hand, None))
-            .await?;
-        report
-            .notices
-            .push("the notes files were edited by hand; the edit was kept as a version".into());
         Ok(())
     }
-}
-
-/// When either notes file was last changed, in milliseconds since the epoch (0 if unknown).
-fn modified_ms(dir: &Path) -> i64 {
-    NoteFile::ALL
-        .iter()
-        .filter_map(|file| {
-            std::fs::metadata(dir.join(file.file_name()))
-                .ok()?
-                .modified()
-                .ok()
-        })
-        .filter_map(|time| time.duration_since(std::time::UNIX_EPOCH).ok())
-        .map(|since| i64::try_from(since.as_millis()).unwrap_or(i64::MAX))
-        .max()
-        .unwrap_or(0)
-}
-
-/// Both files as they are on disk; `None` when neither exists.
-pub fn read_note_files(dir: &Path) -> Option<DreamNotes> {
-    let read = |file: NoteFile| std::fs::read_to_string(dir.join(file.file_name())).ok();
-    let (memory, user) = (read(NoteFile::Memory), read(NoteFile::User));
-    if memory.is_none() && user.is_none() {
-        return None;
-    }
-    Some(DreamNotes {
-        memory: memory.unwrap_or_default(),
-        user: user.unwrap_or_default(),
-    })
-}
-
-/// Writes both files, each through a temporary file renamed over it: a reader, or mnemo
-/// stopped halfway, sees the old file or the new one, never half of one. (No fsync: the
-/// store holds every version, so a file lost to a power cut is written again by the next
-/// dream.)
-pub fn write_note_files(dir: &Path, notes: &DreamNotes) -> Result<(), DreamError> {
-    let failed = |path: &Path| {
-        let path = path.to_path_buf();
-        move |source| DreamError::Write { path, source }
-    };
-    std::fs::create_dir_all(dir).map_err(failed(dir))?;
-    for file in NoteFile::ALL {
-        let path = dir.join(file.file_name());
-        let temp = dir.join(format!(".{}.tmp", file.file_name()));
-        let mut text = notes.get(file).trim_end().to_string();
-        text.push('\n');
-        std::fs::write(&temp, text).map_err(failed(&temp))?;
-        std::fs::rename(&temp, &path).map_err(failed(&path))?;
-    }
-    Ok(())
 }
 
 /// One call through the chain, with its retries and fallbacks, to a complete response.

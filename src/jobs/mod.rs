@@ -7,6 +7,7 @@ pub mod cron;
 pub mod delivery;
 pub mod dream;
 pub mod dream_batch;
+pub mod dream_files;
 mod dream_prompts;
 pub mod heartbeat;
 pub mod job;

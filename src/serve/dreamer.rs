@@ -42,11 +42,7 @@ pub fn from_loaded(loaded: &Loaded, cli: &CliOverrides) -> Result<Dreamer, Dream
 
 /// Where the notes files live: `<data dir>/memory/`, or beside the database without one.
 pub fn notes_dir(loaded: &Loaded) -> Option<PathBuf> {
-    match (&loaded.dirs.data, &loaded.db_path) {
-        (Some(data), _) => Some(data.join("memory")),
-        (None, Some(db)) => db.parent().map(|dir| dir.join("memory")),
-        (None, None) => None,
-    }
+    crate::jobs::dream_files::notes_dir(loaded.dirs.data.as_deref(), loaded.db_path.as_deref())
 }
 
 fn batch_settings(model: &ResolvedModel, timeouts: crate::llm::Timeouts) -> ProviderSettings {

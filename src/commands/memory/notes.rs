@@ -5,7 +5,7 @@ use std::io::Write;
 
 use super::super::{CommandError, local_time};
 use crate::host::Loaded;
-use crate::jobs::dream::write_note_files;
+use crate::jobs::dream::{take_in_hand_edits, write_note_files};
 use crate::memory::StoreError;
 use crate::memory::dream_held::{HeldNote, Verdict};
 use crate::memory::dream_notes::{DreamNotes, NoteFile, NotesOrigin, NotesVersion};
@@ -34,6 +34,11 @@ pub fn notes(
     out: &mut impl Write,
 ) -> Result<(), CommandError> {
     let store = loaded.store()?;
+    if matches!(action, NotesAction::Show | NotesAction::History)
+        && let Some(dir) = notes_dir(loaded)
+    {
+        store.call_blocking(move |db| Ok(take_in_hand_edits(db, &dir)))??;
+    }
     match action {
         NotesAction::Show => {
             match store.call_blocking(|db| db.current_notes())? {
