@@ -14,6 +14,8 @@ use crate::tools::memory::Remember;
 /// Most tokens the dream notes take in the system prompt (two files at their 2,000-word limit
 /// would take about 5,400).
 const DREAM_NOTES_TOKENS: u32 = 4000;
+/// Tokens the experiences may take in the system prompt; the rest are found by recall.
+const EXPERIENCE_TOKENS: u32 = 2000;
 
 impl Session {
     /// Embeds what was just written or archived (and anything else still without vectors)
@@ -200,12 +202,19 @@ fn render_prompt(base: &str, experiences: &[Experience], archived: bool) -> Stri
             "\n# Experiences\n\nDurable facts and lessons kept across sessions. Call `forget` \
              with the id of one that is wrong or outdated; `remember` adds one.\n\n",
         );
-        for exp in experiences {
+        let (shown, left) = within_budget(experiences);
+        for exp in shown {
             let scope = match exp.scope {
                 Scope::Global => "global",
                 Scope::Project(_) => "project",
             };
             let _ = writeln!(prompt, "- [{}] ({scope}) {}", exp.id, exp.text);
+        }
+        if left > 0 {
+            let _ = writeln!(
+                prompt,
+                "- ({left} older experience(s) are not listed here; memory_search finds them)"
+            );
         }
     }
     if archived {
@@ -215,6 +224,29 @@ fn render_prompt(base: &str, experiences: &[Experience], archived: bool) -> Stri
         );
     }
     prompt
+}
+
+/// The experiences the prompt lists within [`EXPERIENCE_TOKENS`]: this project's before the
+/// global ones, the newest first in each, and how many are left to recall.
+fn within_budget(experiences: &[Experience]) -> (Vec<&Experience>, usize) {
+    let mut ranked: Vec<&Experience> = experiences.iter().collect();
+    ranked.sort_by_key(|exp| {
+        let global = matches!(exp.scope, Scope::Global);
+        (global, std::cmp::Reverse((exp.created_at, exp.id)))
+    });
+    let mut used = 0;
+    let mut shown = Vec::new();
+    for exp in ranked {
+        // The line's id, scope and text.
+        let cost = estimate_text(&exp.text) + 8;
+        if used + cost > EXPERIENCE_TOKENS {
+            break;
+        }
+        used += cost;
+        shown.push(exp);
+    }
+    let left = experiences.len() - shown.len();
+    (shown, left)
 }
 
 /// The dream notes under their budget: when both do not fit, each file keeps at least half of
@@ -286,6 +318,40 @@ mod tests {
         assert!(prompt.contains("- [7] (project) The tests need `make db` first."));
         assert!(prompt.contains("memory_search"));
         assert_eq!(render_prompt("BASE", &[], false), "BASE");
+    }
+
+    #[test]
+    fn experiences_stay_within_their_budget_this_projects_and_the_newest_first() {
+        let many: Vec<Experience> = (0..1000)
+            .map(|i| Experience {
+                id: i,
+                text: format!("Lesson number {i}: the build needs the cache warmed first."),
+                scope: match i % 2 {
+                    0 => Scope::Global,
+                    _ => Scope::Project("/w".into()),
+                },
+                created_at: i,
+                source: "model".into(),
+            })
+            .collect();
+        let prompt = render_prompt("BASE", &many, false);
+        let tokens = estimate_text(&prompt);
+        assert!(tokens <= EXPERIENCE_TOKENS + 80, "{tokens}");
+        assert!(
+            prompt.contains("- [999] (project) Lesson number 999"),
+            "newest project first"
+        );
+        assert!(
+            !prompt.contains("Lesson number 998:"),
+            "global after every project one"
+        );
+        assert!(
+            !prompt.contains("Lesson number 1:"),
+            "the oldest wait for recall"
+        );
+        assert!(prompt.contains("older experience(s) are not listed here; memory_search"));
+        let few = render_prompt("BASE", &many[..3], false);
+        assert!(few.contains("Lesson number 0:") && !few.contains("not listed"));
     }
 
     #[test]
