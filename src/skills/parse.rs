@@ -4,6 +4,8 @@
 //! is 1–1024 characters; `compatibility` at most 500. `allowed-tools` may be the spec's
 //! space-separated string or a list; `metadata` is a map (the spec wants strings; other
 //! values are kept as they are). Unknown fields are ignored, as other clients add their own.
+//! A plain value holding `: ` (invalid YAML, common in hand-written skills) is read leniently,
+//! as the text it plainly is.
 //! The only module that names the YAML crate's types.
 
 use std::path::PathBuf;
@@ -57,6 +59,31 @@ struct NewFrontmatter<'a> {
     metadata: &'a Map<String, Value>,
 }
 
+/// `yaml` with each top-level plain scalar that holds `: ` single-quoted, or `None` when there
+/// is none to quote.
+fn quote_plain_values(yaml: &str) -> Option<String> {
+    let mut changed = false;
+    let lines: Vec<String> = yaml
+        .lines()
+        .map(|line| {
+            let Some((key, value)) = line.split_once(": ") else {
+                return line.to_string();
+            };
+            let value = value.trim();
+            let plain = !key.starts_with([' ', '\t', '-', '#'])
+                && !key.contains(['"', '\''])
+                && !value.starts_with(['"', '\'', '[', '{', '|', '>', '&', '*', '!'])
+                && value.contains(": ");
+            if !plain {
+                return line.to_string();
+            }
+            changed = true;
+            format!("{key}: '{}'", value.replace('\'', "''"))
+        })
+        .collect();
+    changed.then(|| lines.join("\n"))
+}
+
 fn invalid(folder: &str, problem: impl Into<String>) -> SkillError {
     SkillError::Invalid {
         file: PathBuf::from(folder).join(SKILL_FILE),
@@ -80,6 +107,12 @@ pub fn parse(text: &str, folder: &str) -> Result<ParsedSkill, SkillError> {
         ));
     }
     let front: Frontmatter = serde_yaml_ng::from_str(yaml)
+        .or_else(|strict| {
+            // Skills written by hand often say `description: Use when: …` unquoted, which
+            // strict YAML refuses; such a value is read as the text it plainly is.
+            let lenient = quote_plain_values(yaml).ok_or(strict)?;
+            serde_yaml_ng::from_str(&lenient)
+        })
         .map_err(|e| invalid(folder, format!("the frontmatter is not valid: {e}")))?;
     let name = front
         .name

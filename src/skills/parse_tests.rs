@@ -86,3 +86,20 @@ fn a_rendered_skill_parses_back_even_with_awkward_text() -> Result<(), SkillErro
     assert_eq!(parsed.body, "# Body\n---\n");
     Ok(())
 }
+
+#[test]
+fn a_description_with_an_unquoted_colon_is_read_as_the_text_it_is() -> Result<(), SkillError> {
+    let text = "---\nname: deploy\ndescription: Use when: the person says ship it. Steps: build, push\nmetadata:\n  verify: make check\n---\nbody";
+    let parsed = parse(text, "deploy")?;
+    assert_eq!(
+        parsed.description,
+        "Use when: the person says ship it. Steps: build, push"
+    );
+    assert_eq!(parsed.metadata["verify"], "make check");
+    let quoted = "---\nname: a\ndescription: It's: fine\n---\n";
+    assert_eq!(parse(quoted, "a")?.description, "It's: fine");
+    // What is not valid for another reason still says so.
+    let broken = problem("---\nname: [a\ndescription: x: y\n---\n", "a");
+    assert!(broken.contains("not valid"), "{broken}");
+    Ok(())
+}
