@@ -370,6 +370,12 @@ pub enum SkillAction {
     },
     /// Move a skill's folder to the archive (<config dir>/skills-archive/) and forget its stats.
     Rm { name: String },
+    /// The skills the agent wrote without a check that passed, waiting for your yes.
+    Drafts,
+    /// Save a draft as a skill.
+    Accept { name: String },
+    /// Drop a draft.
+    Reject { name: String },
 }
 
 /// Where the sessions of `mnemo run` and `mnemo acp` run: here, or in the running `mnemo

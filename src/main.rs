@@ -318,6 +318,13 @@ fn real_main(cli: Cli) -> anyhow::Result<ExitCode> {
                     commands::skills::pin(&loaded, &name, !off, &mut out)
                 }
                 SkillAction::Rm { name } => commands::skills::remove(&loaded, &name, &mut out),
+                SkillAction::Drafts => commands::skill_drafts::drafts(&loaded, &mut out),
+                SkillAction::Accept { name } => {
+                    commands::skill_drafts::accept(&loaded, &name, &mut out)
+                }
+                SkillAction::Reject { name } => {
+                    commands::skill_drafts::reject(&loaded, &name, &mut out)
+                }
             };
             answer(done)
         }

@@ -61,7 +61,8 @@ async fn a_long_successful_turn_distils_a_skill_that_later_sessions_list_load_an
         &json!({
             "name": "deploy-docs",
             "description": "Deploy the docs site with the build script",
-            "body": "1. Run make docs\n2. Upload site/ to the host\n"
+            "body": "1. Run make docs\n2. Upload site/ to the host\n",
+            "verify": "true"
         }),
     ));
     replies.push(sse_text("r7", "Saved the skill."));
@@ -162,7 +163,8 @@ async fn two_failed_turns_with_a_learned_skill_mark_it_suspect_in_the_next_catal
                 "name": "flaky-fix",
                 "description": "Fix the flaky build",
                 "body": "Restart the runner.\n",
-                "scope": "user"
+                "scope": "user",
+                "verify": "test -d ."
             }),
         )),
         Reply::sse(&sse_text("r1", "Written.")),

@@ -189,8 +189,9 @@ impl Session {
              help next time, distil it into a skill: the facts of the environment you verified, \
              the steps, the pitfalls. Closest existing skills: {closest}. Update one of them \
              with skill_patch rather than adding a near-duplicate, or write a new one with \
-             skill_write (a `verify` command that checks it still works is welcome). If nothing \
-             is worth keeping, answer \"nothing worth keeping\"."
+             skill_write and a `verify` command that checks it works: mnemo runs it and saves \
+             the skill only when it passes (otherwise the person decides). If nothing is worth \
+             keeping, answer \"nothing worth keeping\"."
         )
     }
 }

@@ -12,6 +12,7 @@ pub mod memory;
 pub mod rewind;
 pub mod schedules;
 pub mod sessions;
+pub mod skill_drafts;
 pub mod skills;
 pub mod status;
 pub mod telegram;

@@ -29,6 +29,7 @@ pub mod schema;
 pub mod session_events;
 pub mod session_lease;
 pub mod sessions;
+pub mod skill_drafts;
 pub mod skills;
 pub mod store;
 pub mod summary;

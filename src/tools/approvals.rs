@@ -486,6 +486,9 @@ mod plan;
 #[path = "approvals_domains.rs"]
 mod domains;
 
+#[path = "approvals_confirm.rs"]
+mod confirm;
+
 #[cfg(test)]
 #[path = "approvals_tests.rs"]
 mod tests;

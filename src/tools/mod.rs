@@ -27,6 +27,7 @@ pub mod search;
 pub mod services;
 pub mod shell;
 pub mod shell_terminal;
+pub mod skill_check;
 pub mod skills;
 pub mod truncate;
 pub mod turn_report;

@@ -1,6 +1,8 @@
 //! The skill tools: `load_skill` and `read_skill_resource` read skills on demand (only names
 //! and descriptions sit in the system prompt); `skill_write` and `skill_patch` let the agent
-//! write down a procedure that worked, or improve one. Writing the workspace's own skill folder
+//! write down a procedure that worked, or improve one. A new skill is saved only when its
+//! verify command passes or the person says yes (`skill_check`); otherwise it waits as a
+//! draft. Writing the workspace's own skill folder
 //! (`.agents/skills`) is a write like the file tools'; writing anywhere else (the person's
 //! skills, which every workspace reads, or `.mnemo/`) asks, even under auto.
 
@@ -11,7 +13,10 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 
+use super::process::SandboxSlot;
+use super::skill_check::{Checked, check};
 use super::{ToolContext, ToolError, ToolRegistry, TypedTool};
+use crate::memory::skill_drafts::SkillDraft;
 use crate::memory::skills::SkillOrigin;
 use crate::memory::{Store, StoreError};
 use crate::protocol::ApprovalAction;
@@ -136,6 +141,7 @@ pub fn register(registry: &mut ToolRegistry, library: Arc<SkillLibrary>, store: 
     registry.register(SkillWrite {
         library: library.clone(),
         store: store.clone(),
+        sandbox: SandboxSlot::default(),
     });
     registry.register(SkillPatch {
         library,
@@ -217,6 +223,8 @@ pub enum Scope {
 pub struct SkillWrite {
     library: Arc<SkillLibrary>,
     store: Store,
+    /// Where its check runs.
+    sandbox: SandboxSlot,
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -231,7 +239,8 @@ pub struct WriteArgs {
     /// project (default: this workspace's .agents/skills) or user (every workspace; asks).
     #[serde(default)]
     pub scope: Scope,
-    /// A shell command that checks the skill still works.
+    /// A shell command that checks the skill works; mnemo runs it and saves the skill only
+    /// when it passes (else the person decides).
     pub verify: Option<String>,
 }
 
@@ -288,11 +297,19 @@ impl TypedTool for SkillWrite {
                 args.name
             )));
         }
+        let root = self.library.root(args.scope);
+        let verified = match check(&self.sandbox, args.verify.as_deref(), ctx).await {
+            Checked::Passed(record) => record,
+            Checked::NotPassed(why) => match self.confirmed(&args, &root, &why, ctx).await {
+                true => "saved with the person's yes, without a passing check".to_string(),
+                false => return self.hold_draft(args, root, why, ctx).await,
+            },
+        };
         let mut metadata = serde_json::Map::new();
         if let Some(verify) = args.verify.filter(|v| !v.trim().is_empty()) {
             metadata.insert("verify".into(), json!(verify));
         }
-        let root = self.library.root(args.scope);
+        metadata.insert("verified".into(), json!(verified));
         let dir = skills::write_skill(&root, &args.name, &args.description, &args.body, &metadata)
             .map_err(failed)?;
         self.library.written(&self.store, &args.name, ctx).await?;
@@ -300,6 +317,55 @@ impl TypedTool for SkillWrite {
             "skill `{}` written to {}; later sessions list it in their catalogue",
             args.name,
             dir.display()
+        ))
+    }
+}
+
+impl SkillWrite {
+    /// Whether the person says yes to the skill that has no passing check.
+    async fn confirmed(
+        &self,
+        args: &WriteArgs,
+        root: &std::path::Path,
+        why: &str,
+        ctx: &ToolContext,
+    ) -> bool {
+        let path = root.join(&args.name).join(skills::SKILL_FILE);
+        let action = ApprovalAction::Write {
+            path: format!("{} — {}", path.display(), args.description),
+            diff: args.body.lines().map(|l| format!("+{l}\n")).collect(),
+        };
+        let reason = format!("save this skill although {why}?");
+        ctx.approvals.confirm(ctx, Self::NAME, action, reason).await
+    }
+
+    /// Keeps the skill as a draft for the person and tells the model so.
+    async fn hold_draft(
+        &self,
+        args: WriteArgs,
+        root: PathBuf,
+        why: String,
+        ctx: &ToolContext,
+    ) -> Result<String, ToolError> {
+        let name = args.name.clone();
+        let draft = SkillDraft {
+            name: args.name,
+            description: args.description,
+            body: args.body,
+            root,
+            verify: args.verify,
+            why: why.clone(),
+            session: ctx.session_id.clone(),
+            created_at: 0,
+        };
+        self.store
+            .call(move |db| db.hold_skill_draft(draft))
+            .await
+            .map_err(store_failed)?;
+        Ok(format!(
+            "skill `{name}` was not saved: {why}. It is kept as a draft the person can accept \
+             (`mnemo skills accept {name}`). A skill is saved only when its verify command \
+             passes or the person says yes."
         ))
     }
 }
