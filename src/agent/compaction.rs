@@ -228,7 +228,9 @@ impl Session {
         let dropped = self.meta.drain(1..plan.tail_start);
         // Capabilities found by what was archived leave the tool list with it.
         self.caps.remove(dropped.map(|m| m.seq));
-        self.embed_in_background();
+        // Embedding what was archived must not make a short run load the model: without it in
+        // memory, `mnemo serve` or the next process that has it loaded embeds these entries.
+        self.embed_turn_in_background();
         self.summary = Some(summary);
         self.archived_any = true;
         self.reload_skills().await?;

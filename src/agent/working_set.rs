@@ -40,8 +40,8 @@ impl Session {
         });
     }
 
-    /// After a turn: embeds its messages for other sessions' search by meaning when that
-    /// costs no model load; otherwise compaction, a search or `mnemo serve` do it later.
+    /// After a turn or a compaction: embeds what is new for search by meaning when that costs
+    /// no model load; otherwise `mnemo serve` or the next process with the model loaded do.
     pub(super) fn embed_turn_in_background(&self) {
         if self.services.embedder.as_ref().is_some_and(|e| e.is_warm()) {
             self.embed_in_background();
