@@ -132,7 +132,8 @@ async fn doctor_checks_the_set_up_and_lists_crash_records() -> TestResult {
     std::fs::write(
         ws.path().join(".cfg/config.toml"),
         format!(
-            "default_model = \"ollama\"\n[models.ollama]\nbase_url = \"{}/v1\"\n",
+            "default_model = \"ollama\"\n[sandbox]\nallow_domains = [\"crates.io\", \"*.crates.io\"]\n\
+             [models.ollama]\nbase_url = \"{}/v1\"\n",
             ollama.base_url
         ),
     )?;
@@ -153,6 +154,7 @@ async fn doctor_checks_the_set_up_and_lists_crash_records() -> TestResult {
     assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
     for line in [
         "✓ the sandbox works",
+        "commands reach only crates.io, *.crates.io through mnemo's proxy",
         "✓ the default model ollama needs no key",
         "is writable",
         "✓ the database is sound",

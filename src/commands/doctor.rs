@@ -43,6 +43,18 @@ pub async fn doctor(
             .to_string(),
     };
     writeln!(out, "  {limits}")?;
+    let section = &loaded.config.sandbox;
+    let network = match (section.network, section.allow_domains.is_empty()) {
+        (true, _) => "commands reach the network ([sandbox] network = true)".to_string(),
+        (false, true) => "commands have no network; [sandbox] allow_domains opens it for the \
+                          domains you list"
+            .to_string(),
+        (false, false) => format!(
+            "commands reach only {} through mnemo's proxy",
+            section.allow_domains
+        ),
+    };
+    writeln!(out, "  {network}")?;
 
     let env = |name: &str| std::env::var(name).ok();
     let config = &loaded.config;
