@@ -59,14 +59,21 @@ async fn through_the_shell_path(workspace: &Path, scratch: &Path) -> BenchResult
     };
     let plain = sandbox(SandboxPolicy::FullAccess)?;
     let sandboxed = sandbox(SandboxPolicy::WorkspaceWrite)?;
-    let mut plain_times = Vec::with_capacity(RUNS);
-    let mut sandboxed_times = Vec::with_capacity(RUNS);
+    let (mut plain_times, mut sandboxed_times) = interleaved(&plain, &sandboxed).await?;
+    report(
+        "shell path (bash -c true)",
+        &mut plain_times,
+        &mut sandboxed_times,
+    );
+    proxied(sandboxed).await
+}
+
+/// `bash -c true` through each sandbox, `RUNS` times after a warm-up. Interleaved, so drift in
+/// machine load hits both sides alike.
+async fn interleaved(a: &Sandbox, b: &Sandbox) -> BenchResult<(Vec<Duration>, Vec<Duration>)> {
+    let mut times = (Vec::with_capacity(RUNS), Vec::with_capacity(RUNS));
     for run in 0..WARM_UP + RUNS {
-        // Interleaved, so drift in machine load hits both sides alike.
-        for (which, times) in [
-            (&plain, &mut plain_times),
-            (&sandboxed, &mut sandboxed_times),
-        ] {
+        for (which, times) in [(a, &mut times.0), (b, &mut times.1)] {
             let started = Instant::now();
             let mut prepared = which.command("true").await?;
             let status = prepared.command.stdout(Stdio::null()).status().await?;
@@ -78,12 +85,7 @@ async fn through_the_shell_path(workspace: &Path, scratch: &Path) -> BenchResult
             }
         }
     }
-    report(
-        "shell path (bash -c true)",
-        &mut plain_times,
-        &mut sandboxed_times,
-    );
-    proxied(sandboxed).await
+    Ok(times)
 }
 
 /// What a command pays when its network opens per domain: the shim (mnemo itself) starts first
@@ -96,21 +98,7 @@ async fn proxied(sandboxed: Sandbox) -> BenchResult {
         configured: list,
     };
     let proxied = sandboxed.clone().with_gate(Arc::new(gate));
-    let mut without = Vec::with_capacity(RUNS);
-    let mut with = Vec::with_capacity(RUNS);
-    for run in 0..WARM_UP + RUNS {
-        for (which, times) in [(&sandboxed, &mut without), (&proxied, &mut with)] {
-            let started = Instant::now();
-            let mut prepared = which.command("true").await?;
-            let status = prepared.command.stdout(Stdio::null()).status().await?;
-            if !status.success() {
-                return Err(format!("`true` failed: {status}").into());
-            }
-            if run >= WARM_UP {
-                times.push(started.elapsed());
-            }
-        }
-    }
+    let (mut without, mut with) = interleaved(&sandboxed, &proxied).await?;
     let ((without, _), (with, _)) = (median_and_min(&mut without), median_and_min(&mut with));
     println!(
         "added by the per-domain proxy (shim and hand-over): {:.2} ms; median of {RUNS}: \

@@ -379,6 +379,25 @@ impl EmbeddingServer {
     }
 }
 
+/// A session on `script` that reads its dream notes files from `notes_dir`.
+async fn with_notes(
+    ws: &std::path::Path,
+    store: &Store,
+    notes_dir: &std::path::Path,
+    script: serde_json::Value,
+) -> Result<Session, Box<dyn std::error::Error>> {
+    let mut session = Session::create(
+        settings(ws),
+        chain(provider(script)?),
+        mnemo::tools::builtin::builtin_tools(),
+        store.clone(),
+        None,
+    )
+    .await?;
+    session.set_notes_dir(Some(notes_dir.to_path_buf()));
+    Ok(session)
+}
+
 /// A person's edit of MEMORY.md reaches the next session's prompt, without waiting for a dream,
 /// and becomes a version of its own; the running session's prompt stays as it was (its cached
 /// prefix holds).
@@ -404,15 +423,7 @@ async fn a_hand_edit_of_the_notes_reaches_the_next_prompt() -> TestResult {
         .await?;
     mnemo::jobs::dream::write_note_files(&notes_dir, &written)?;
     let script = json!({"turns": [{"text": "one"}, {"text": "two"}]});
-    let mut session = Session::create(
-        settings(&ws),
-        chain(provider(script)?),
-        mnemo::tools::builtin::builtin_tools(),
-        store.clone(),
-        None,
-    )
-    .await?;
-    session.set_notes_dir(Some(notes_dir.clone()));
+    let session = with_notes(&ws, &store, &notes_dir, script).await?;
     let session = run_turns(session, &["first"]).await?;
     assert!(
         session
@@ -430,15 +441,7 @@ async fn a_hand_edit_of_the_notes_reaches_the_next_prompt() -> TestResult {
     let session = run_turns(session, &["second"]).await?;
     assert_eq!(session.system_prompt(), first_prompt);
     let script = json!({"turns": [{"text": "three"}]});
-    let mut later = Session::create(
-        settings(&ws),
-        chain(provider(script)?),
-        mnemo::tools::builtin::builtin_tools(),
-        store.clone(),
-        None,
-    )
-    .await?;
-    later.set_notes_dir(Some(notes_dir.clone()));
+    let later = with_notes(&ws, &store, &notes_dir, script).await?;
     let later = run_turns(later, &["third"]).await?;
     let prompt = later.system_prompt();
     assert!(

@@ -242,11 +242,7 @@ impl Db {
                 notes.user
             ])?;
         if let Some(cursor) = cursor {
-            tx.prepare_cached(
-                "INSERT INTO kv(key, value) VALUES (?1, ?2)
-                 ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-            )?
-            .execute(params![CURSOR_KEY, cursor.to_string()])?;
+            set_cursor(&tx, cursor)?;
         }
         index_paragraphs(&tx, id, notes)?;
         tx.commit()?;
@@ -260,11 +256,7 @@ impl Db {
         if read_cursor(&tx)? != from {
             return Ok(false);
         }
-        tx.prepare_cached(
-            "INSERT INTO kv(key, value) VALUES (?1, ?2)
-             ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-        )?
-        .execute(params![CURSOR_KEY, last.to_string()])?;
+        set_cursor(&tx, last)?;
         tx.commit()?;
         Ok(true)
     }
@@ -293,12 +285,7 @@ impl Db {
                 tx.execute("DELETE FROM dream_paragraphs", [])?;
             }
         }
-        let cursor = restored.as_ref().map_or(0, |version| version.cursor);
-        tx.prepare_cached(
-            "INSERT INTO kv(key, value) VALUES (?1, ?2)
-             ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-        )?
-        .execute(params![CURSOR_KEY, cursor.to_string()])?;
+        set_cursor(&tx, restored.as_ref().map_or(0, |version| version.cursor))?;
         tx.commit()?;
         Ok(restored)
     }
@@ -334,6 +321,15 @@ impl Db {
             .optional()?;
         Ok(found.and_then(|(file, text, at)| Some((NoteFile::parse(&file)?, text, at))))
     }
+}
+
+fn set_cursor(tx: &Transaction<'_>, cursor: i64) -> Result<(), StoreError> {
+    tx.prepare_cached(
+        "INSERT INTO kv(key, value) VALUES (?1, ?2)
+         ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+    )?
+    .execute(params![CURSOR_KEY, cursor.to_string()])?;
+    Ok(())
 }
 
 fn read_cursor(tx: &Transaction<'_>) -> Result<i64, StoreError> {

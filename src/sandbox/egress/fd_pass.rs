@@ -7,19 +7,9 @@ use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 /// Sends `fd` over the connected Unix socket `socket`, with one byte of data.
 pub fn send(socket: BorrowedFd<'_>, fd: BorrowedFd<'_>) -> io::Result<()> {
     let mut byte = [1u8];
-    let mut iov = libc::iovec {
-        iov_base: byte.as_mut_ptr().cast(),
-        iov_len: 1,
-    };
-    // SAFETY: CMSG_SPACE only computes a size.
-    let space = unsafe { libc::CMSG_SPACE(size_of::<RawFd>() as u32) } as usize;
-    let mut control = vec![0u8; space];
-    // SAFETY: msghdr is plain data; zeroed is a valid empty header.
-    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-    msg.msg_iov = &mut iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control.as_mut_ptr().cast();
-    msg.msg_controllen = space as _;
+    let mut iov = one_byte(&mut byte);
+    let mut control = control_buffer();
+    let msg = header(&mut iov, &mut control);
     // SAFETY: the control buffer has room for one header and one descriptor (CMSG_SPACE), so
     // CMSG_FIRSTHDR is non-null and CMSG_DATA points inside the buffer.
     unsafe {
@@ -36,23 +26,37 @@ pub fn send(socket: BorrowedFd<'_>, fd: BorrowedFd<'_>) -> io::Result<()> {
     }
 }
 
+fn one_byte(byte: &mut [u8; 1]) -> libc::iovec {
+    libc::iovec {
+        iov_base: byte.as_mut_ptr().cast(),
+        iov_len: 1,
+    }
+}
+
+/// Room for one control header carrying one descriptor.
+fn control_buffer() -> Vec<u8> {
+    // SAFETY: CMSG_SPACE only computes a size.
+    vec![0u8; unsafe { libc::CMSG_SPACE(size_of::<RawFd>() as u32) } as usize]
+}
+
+/// A message of `iov`'s one byte with `control` for its ancillary data.
+fn header(iov: &mut libc::iovec, control: &mut [u8]) -> libc::msghdr {
+    // SAFETY: msghdr is plain data; zeroed is a valid empty header.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.as_mut_ptr().cast();
+    msg.msg_controllen = control.len() as _;
+    msg
+}
+
 /// Receives one descriptor from `socket`; `Ok(None)` when the peer closed without sending.
 /// Descriptors arrive close-on-exec.
 pub fn receive(socket: BorrowedFd<'_>) -> io::Result<Option<OwnedFd>> {
     let mut byte = [0u8];
-    let mut iov = libc::iovec {
-        iov_base: byte.as_mut_ptr().cast(),
-        iov_len: 1,
-    };
-    // SAFETY: CMSG_SPACE only computes a size.
-    let space = unsafe { libc::CMSG_SPACE(size_of::<RawFd>() as u32) } as usize;
-    let mut control = vec![0u8; space];
-    // SAFETY: msghdr is plain data; zeroed is a valid empty header.
-    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-    msg.msg_iov = &mut iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control.as_mut_ptr().cast();
-    msg.msg_controllen = space as _;
+    let mut iov = one_byte(&mut byte);
+    let mut control = control_buffer();
+    let mut msg = header(&mut iov, &mut control);
     // SAFETY: msg points at live buffers for the duration of the call.
     let read = unsafe { libc::recvmsg(socket.as_raw_fd(), &mut msg, libc::MSG_CMSG_CLOEXEC) };
     if read == -1 {
