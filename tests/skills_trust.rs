@@ -124,7 +124,8 @@ async fn writing_or_patching_the_person_s_skills_is_asked_even_under_auto() -> T
         sse_tool_use(
             "r2",
             "skill_write",
-            &json!({"name": "local", "description": "This workspace only", "body": "Do.\n"}),
+            &json!({"name": "local", "description": "This workspace only", "body": "Do.\n",
+                    "verify": "true"}),
         ),
         sse_text("r3", "Done."),
     ]))
@@ -175,7 +176,8 @@ async fn under_a_read_only_sandbox_no_skill_is_written_or_patched() -> TestResul
         sse_tool_use(
             "r0",
             "skill_write",
-            &json!({"name": "local", "description": "This workspace only", "body": "Do.\n"}),
+            &json!({"name": "local", "description": "This workspace only", "body": "Do.\n",
+                    "verify": "true"}),
         ),
         sse_tool_use(
             "r1",
