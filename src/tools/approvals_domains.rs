@@ -13,6 +13,11 @@ impl Approvals {
             && (self.confinement().domains.allows(host) || self.state().domains.allows(host))
     }
 
+    /// Whether this is a sub-agent started without network.
+    pub fn offline(&self) -> bool {
+        self.offline
+    }
+
     /// Allows `pattern` for the rest of the session (its sub-agents with network too).
     pub fn allow_domain(&self, pattern: DomainPattern) {
         self.state().domains.add(pattern);

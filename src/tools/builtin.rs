@@ -16,6 +16,7 @@ pub fn builtin_tools() -> ToolRegistry {
     registry.register(Glob);
     registry.register(Grep);
     registry.register(Shell::default());
+    registry.register(super::web_fetch::WebFetch);
     registry
 }
 

@@ -36,6 +36,7 @@ pub fn key_argument(name: &str, arguments: &Value) -> String {
             None => n.to_string(),
         }),
         "capability_query" => field("query").map(str::to_string),
+        "web_fetch" => field("url").map(str::to_string),
         "capability_inspect" | "capability_remove" | "load_skill" | "skill_write"
         | "skill_patch" => field("name").map(str::to_string),
         "read_skill_resource" => field("name").map(|n| match field("path") {
@@ -103,6 +104,8 @@ mod tests {
         );
         let write = json!({"name": "deploy", "description": "d", "body": "b"});
         assert_eq!(key_argument("skill_write", &write), "deploy");
+        let fetch = json!({"url": "https://docs.rs/tokio", "max_chars": 5000});
+        assert_eq!(key_argument("web_fetch", &fetch), "https://docs.rs/tokio");
         // A capability's own call shows its arguments.
         let call = json!({"text": "hello"});
         assert_eq!(

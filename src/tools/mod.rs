@@ -31,6 +31,8 @@ pub mod skill_check;
 pub mod skills;
 pub mod truncate;
 pub mod turn_report;
+pub mod web_fetch;
+pub mod web_text;
 
 use std::any::TypeId;
 use std::collections::HashMap;

@@ -39,13 +39,19 @@ impl ToolRegistry {
 
     /// The same tools without those that change anything.
     pub fn read_only(&self) -> ToolRegistry {
+        self.keeping(|t| !t.mutates())
+    }
+
+    /// The same tools without those that reach the network themselves (`web_fetch`), for an
+    /// agent started without network.
+    pub fn offline(&self) -> ToolRegistry {
+        use super::TypedTool;
+        self.keeping(|t| t.name() != super::web_fetch::WebFetch::NAME)
+    }
+
+    fn keeping(&self, keep: impl Fn(&Arc<dyn Tool>) -> bool) -> ToolRegistry {
         let mut registry = ToolRegistry::new();
-        registry.tools = self
-            .tools
-            .iter()
-            .filter(|t| !t.mutates())
-            .cloned()
-            .collect();
+        registry.tools = self.tools.iter().filter(|t| keep(t)).cloned().collect();
         registry.specs = self
             .specs
             .iter()

@@ -51,6 +51,10 @@ impl AgentHost {
             true => self.tools.read_only(),
             false => self.tools.clone(),
         };
+        let tools = match spec.network {
+            true => tools,
+            false => tools.offline(),
+        };
         let mut settings = self.settings.clone();
         settings.approvals = self.settings.approvals.for_subagent(spec.network);
         settings.system_prompt = format!(
