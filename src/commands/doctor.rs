@@ -55,6 +55,7 @@ pub async fn doctor(
         ),
     };
     writeln!(out, "  {network}")?;
+    writeln!(out, "  {}", loaded.config.web.describe())?;
 
     let env = |name: &str| std::env::var(name).ok();
     let config = &loaded.config;

@@ -11,6 +11,7 @@ pub mod show;
 pub mod telegram;
 pub mod trust;
 pub mod user_file;
+pub mod web;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -51,6 +52,8 @@ pub struct Config {
     /// `[hooks]`: the person's commands on the session's events, in Claude Code's shape.
     #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub hooks: crate::hooks::HooksConfig,
+    /// `[web]`: where `web_search` sends its queries.
+    pub web: web::WebConfig,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

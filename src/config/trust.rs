@@ -303,6 +303,8 @@ pub fn restrict(lower: &Table, mut layer: Table) -> (Table, Vec<Ignored>) {
     drop(&mut layer, "schedules", "");
     // Hooks run commands outside the sandbox.
     drop(&mut layer, "hooks", "");
+    // Where searches go, and which variable's key goes with them, is the person's choice.
+    drop(&mut layer, "web", "");
     // Which models get the conversation is the person's choice, not the repository's.
     for key in ["default_model", "fallbacks"] {
         if layer.get(key).is_some() && layer.get(key) != lower.get(key) {

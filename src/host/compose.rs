@@ -266,6 +266,9 @@ impl Loaded {
         );
         tools.register(crate::tools::turn_report::TurnReport);
         tools.register(crate::tools::ask_user::AskUser);
+        if let Some(backend) = self.config.web.search_backend() {
+            tools.register(crate::tools::web_search::WebSearch { backend });
+        }
         tools
     }
 }

@@ -35,7 +35,7 @@ pub fn key_argument(name: &str, arguments: &Value) -> String {
             Some(language) => format!("{n} ({language})"),
             None => n.to_string(),
         }),
-        "capability_query" => field("query").map(str::to_string),
+        "capability_query" | "web_search" => field("query").map(str::to_string),
         "web_fetch" => field("url").map(str::to_string),
         "capability_inspect" | "capability_remove" | "load_skill" | "skill_write"
         | "skill_patch" => field("name").map(str::to_string),

@@ -32,6 +32,7 @@ pub mod skills;
 pub mod truncate;
 pub mod turn_report;
 pub mod web_fetch;
+pub mod web_search;
 pub mod web_text;
 
 use std::any::TypeId;

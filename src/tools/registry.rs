@@ -42,11 +42,12 @@ impl ToolRegistry {
         self.keeping(|t| !t.mutates())
     }
 
-    /// The same tools without those that reach the network themselves (`web_fetch`), for an
-    /// agent started without network.
+    /// The same tools without those that reach the network themselves (`web_fetch`,
+    /// `web_search`), for an agent started without network.
     pub fn offline(&self) -> ToolRegistry {
         use super::TypedTool;
-        self.keeping(|t| t.name() != super::web_fetch::WebFetch::NAME)
+        use super::{web_fetch::WebFetch, web_search::WebSearch};
+        self.keeping(|t| t.name() != WebFetch::NAME && t.name() != WebSearch::NAME)
     }
 
     fn keeping(&self, keep: impl Fn(&Arc<dyn Tool>) -> bool) -> ToolRegistry {
