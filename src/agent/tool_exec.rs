@@ -2,8 +2,8 @@
 //! one at a time in order, each under the per-tool timeout and the turn's cancel token.
 //! Every call gets a result, so the history never holds a call without its answer.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
 use futures_util::future::join_all;
@@ -14,10 +14,13 @@ use super::Session;
 use super::guards::RepeatGuard;
 use super::nested_context::touched_dir;
 use super::subagents::is_agent_tool;
+use crate::llm::image::ImageBlock;
 use crate::llm::{ContentBlock, Message, Role};
 use crate::memory::StoreError;
 use crate::protocol::{Event, ToolStatus};
 use crate::tools::{ToolContext, ToolError};
+
+type ToolImages = Arc<Mutex<Vec<ImageBlock>>>;
 
 struct PendingCall {
     id: String,
@@ -84,6 +87,8 @@ impl Session {
             }
         }
         results.extend(self.run_batch(batch, cancel).await);
+        let (mut results, images): (Vec<ContentBlock>, Vec<Vec<ContentBlock>>) =
+            results.into_iter().unzip();
 
         // Results come in the order of the calls.
         let workspace = &self.settings.workspace;
@@ -101,6 +106,7 @@ impl Session {
             })
             .filter_map(|(call, _)| touched_dir(workspace, &call.name, &call.input))
             .collect();
+        results.extend(images.into_iter().flatten());
         if let Some(text) = self.nested_instructions(&touched).await? {
             results.push(ContentBlock::Text { text });
         }
@@ -116,11 +122,16 @@ impl Session {
         &self,
         batch: Vec<&PendingCall>,
         cancel: &CancellationToken,
-    ) -> Vec<ContentBlock> {
+    ) -> Vec<(ContentBlock, Vec<ContentBlock>)> {
         join_all(batch.into_iter().map(|call| self.run_one(call, cancel))).await
     }
 
-    async fn run_one(&self, call: &PendingCall, cancel: &CancellationToken) -> ContentBlock {
+    /// The call's result, and the images it returned.
+    async fn run_one(
+        &self,
+        call: &PendingCall,
+        cancel: &CancellationToken,
+    ) -> (ContentBlock, Vec<ContentBlock>) {
         self.emit(Event::ToolCallStarted {
             call_id: call.id.clone(),
             name: call.name.clone(),
@@ -129,11 +140,13 @@ impl Session {
         .await;
         let started = Instant::now();
         let waited_ms = Arc::new(AtomicU64::new(0));
+        let images: ToolImages = Arc::default();
         let outcome = match &call.refused {
             Some(reason) => Err(ToolError::Failed(reason.clone())),
             None if cancel.is_cancelled() => Err(ToolError::Cancelled),
-            None => self.execute(call, cancel, &waited_ms).await,
+            None => self.execute(call, cancel, &waited_ms, &images).await,
         };
+        let images = std::mem::take(&mut *images.lock().unwrap_or_else(PoisonError::into_inner));
         // The time shown is the tool's own, not the person's to answer its question.
         let elapsed = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
         let duration_ms = elapsed.saturating_sub(waited_ms.load(Ordering::Relaxed));
@@ -153,11 +166,20 @@ impl Session {
             duration_ms,
         })
         .await;
-        ContentBlock::ToolResult {
+        let images = images
+            .into_iter()
+            .filter(|_| !is_error)
+            .map(|mut image| {
+                image.tool_use_id = Some(call.id.clone());
+                ContentBlock::Image(image)
+            })
+            .collect();
+        let result = ContentBlock::ToolResult {
             tool_use_id: call.id.clone(),
             content,
             is_error,
-        }
+        };
+        (result, images)
     }
 
     async fn execute(
@@ -165,6 +187,7 @@ impl Session {
         call: &PendingCall,
         cancel: &CancellationToken,
         waited_ms: &Arc<AtomicU64>,
+        images: &ToolImages,
     ) -> Result<String, ToolError> {
         let timeout = self.settings.tool_timeout;
         let mut ctx = ToolContext::new(
@@ -178,6 +201,7 @@ impl Session {
         )
         .in_turn(self.turns);
         ctx.waited_ms = Arc::clone(waited_ms);
+        ctx.images = Arc::clone(images);
         ctx.rewind = self.rewind.clone();
         if is_agent_tool(&call.name) {
             ctx.agents = Some(self.agent_host());

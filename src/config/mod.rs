@@ -267,6 +267,9 @@ pub struct ModelConfig {
     pub price: crate::llm::Price,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub script: Option<PathBuf>,
+    /// Whether the model reads images; unset: known by its name (claude-*, gpt-4o, gpt-5...).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub images: Option<bool>,
 }
 
 /// Values given on the command line; they win over every file and variable.

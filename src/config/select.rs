@@ -26,6 +26,8 @@ pub struct ResolvedModel {
     pub max_output_tokens: u32,
     pub price: Price,
     pub script: Option<PathBuf>,
+    /// `images = true|false` on the entry; unset: known by the model's name.
+    pub images: Option<bool>,
 }
 
 /// How the session's model was chosen.
@@ -81,6 +83,7 @@ pub fn resolve_model(config: &Config, cli: &CliOverrides) -> Result<ResolvedMode
             max_output_tokens: DEFAULT_MAX_OUTPUT_TOKENS,
             price: Price::default(),
             script: Some(path),
+            images: None,
         },
         ModelChoice::AdHoc { provider, model } => ResolvedModel {
             name: format!("{}:{model}", provider.as_str()),
@@ -92,6 +95,7 @@ pub fn resolve_model(config: &Config, cli: &CliOverrides) -> Result<ResolvedMode
             max_output_tokens: DEFAULT_MAX_OUTPUT_TOKENS,
             price: Price::default(),
             script: None,
+            images: None,
         },
     };
     if let Some(url) = &cli.base_url {
@@ -130,6 +134,7 @@ pub fn named(config: &Config, name: &str) -> Result<ResolvedModel, ConfigError> 
         max_output_tokens: entry.max_output_tokens.unwrap_or(DEFAULT_MAX_OUTPUT_TOKENS),
         price: entry.price,
         script: entry.script.clone(),
+        images: entry.images,
     })
 }
 

@@ -26,9 +26,14 @@ pub fn build_provider(
         api_key_env: model.api_key_env.clone(),
         timeouts,
     };
+    let images = model
+        .images
+        .unwrap_or_else(|| crate::llm::image::model_reads_images(&model.model));
     Ok(match model.provider {
-        ProviderKind::Anthropic => Arc::new(AnthropicProvider::new(settings)),
-        ProviderKind::OpenAi => Arc::new(OpenAiProvider::new(settings)),
+        ProviderKind::Anthropic => {
+            Arc::new(AnthropicProvider::new(settings).reading_images(images))
+        }
+        ProviderKind::OpenAi => Arc::new(OpenAiProvider::new(settings).reading_images(images)),
         ProviderKind::Scripted => {
             let path = model.script.clone().unwrap_or_default();
             Arc::new(ScriptedProvider::load(&path)?)

@@ -99,7 +99,8 @@ fn assistant(stored: &StoredMessage, calls: &mut Vec<Call>, events: &mut Vec<Eve
             }
             ContentBlock::Text { .. }
             | ContentBlock::Thinking { .. }
-            | ContentBlock::ToolResult { .. } => {}
+            | ContentBlock::ToolResult { .. }
+            | ContentBlock::Image(_) => {}
         }
     }
 }
@@ -108,7 +109,11 @@ fn user(stored: &StoredMessage, calls: &mut Vec<Call>, events: &mut Vec<Event>) 
     let mut texts = Vec::new();
     for block in &stored.message.content {
         match block {
-            ContentBlock::Text { text } => texts.push(text.as_str()),
+            ContentBlock::Text { text } => texts.push(text.clone()),
+            ContentBlock::Image(image) if image.tool_use_id.is_none() => {
+                texts.push(format!("[image: {}]", image.label()));
+            }
+            ContentBlock::Image(_) => {}
             ContentBlock::ToolResult {
                 tool_use_id,
                 content,

@@ -5,6 +5,7 @@ pub mod anthropic;
 pub mod error;
 pub mod fallback;
 pub mod http;
+pub mod image;
 pub mod openai;
 mod price;
 pub mod reach;

@@ -23,6 +23,9 @@ pub fn to_markdown(messages: &[Message]) -> String {
                 ContentBlock::Text { text } => {
                     let _ = writeln!(out, "{}\n", text.trim_end());
                 }
+                ContentBlock::Image(image) => {
+                    let _ = writeln!(out, "[image: {}]\n", image.label());
+                }
                 ContentBlock::Thinking { thinking, .. } => {
                     for line in thinking.trim_end().lines() {
                         let _ = writeln!(out, "> {line}");

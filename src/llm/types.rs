@@ -40,6 +40,8 @@ pub enum ContentBlock {
         #[serde(default)]
         is_error: bool,
     },
+    /// An image the person attached, or one a tool call returned (then `tool_use_id` names it).
+    Image(crate::llm::image::ImageBlock),
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

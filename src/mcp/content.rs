@@ -10,6 +10,24 @@ pub struct McpResult {
     pub text: String,
     /// The server flagged the result as an error (`isError`): a tool error for the model.
     pub is_error: bool,
+    /// The images the tool returned, for the model to see (the text describes them too).
+    pub images: Vec<crate::llm::image::ImageBlock>,
+}
+
+/// The image blocks of a `tools/call` result that decode as images models read (bounded and
+/// downscaled like any image); the others stay described in the text.
+pub fn result_images(content: &[Value]) -> Vec<crate::llm::image::ImageBlock> {
+    use base64::Engine;
+    content
+        .iter()
+        .filter(|b| b.get("type").and_then(Value::as_str) == Some("image"))
+        .filter_map(|b| b.get("data").and_then(Value::as_str))
+        .filter_map(|data| base64::engine::general_purpose::STANDARD.decode(data).ok())
+        .enumerate()
+        .filter_map(|(at, bytes)| {
+            crate::llm::image::ImageBlock::from_bytes(&format!("image {}", at + 1), &bytes).ok()
+        })
+        .collect()
 }
 
 /// The text of a `tools/call` result given as JSON (`content`, `structuredContent`).
@@ -106,6 +124,25 @@ mod tests {
             result_text(&content, None),
             "hello\n[image: image/png, 3.0 KB]"
         );
+    }
+
+    #[test]
+    fn image_blocks_become_images_for_the_model() {
+        use base64::Engine;
+        let mut png = std::io::Cursor::new(Vec::new());
+        image::DynamicImage::new_rgb8(3, 2)
+            .write_to(&mut png, image::ImageFormat::Png)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let data = base64::engine::general_purpose::STANDARD.encode(png.get_ref());
+        let content = [
+            json!({"type": "text", "text": "chart"}),
+            json!({"type": "image", "mimeType": "image/png", "data": data}),
+            json!({"type": "image", "mimeType": "image/png", "data": "not base64!"}),
+        ];
+        let images = result_images(&content);
+        assert_eq!(images.len(), 1);
+        assert_eq!((images[0].width, images[0].height), (3, 2));
+        assert_eq!(images[0].data, data);
     }
 
     #[test]

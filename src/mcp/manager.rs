@@ -337,6 +337,7 @@ impl McpManager {
                 Ok(McpResult {
                     text: content::result_text(&blocks, result.structured_content.as_ref()),
                     is_error: result.is_error.unwrap_or(false),
+                    images: content::result_images(&blocks),
                 })
             }
         }

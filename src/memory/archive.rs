@@ -174,6 +174,8 @@ pub fn searchable_text(messages: &[Message]) -> String {
     for block in messages.iter().flat_map(|message| &message.content) {
         match block {
             ContentBlock::Text { text } => push_line(&mut out, text),
+            // Base64 is never searched; the image's name is.
+            ContentBlock::Image(image) => push_line(&mut out, &image.name),
             ContentBlock::Thinking { .. } => {}
             ContentBlock::ToolUse { name, input, .. } => {
                 push_line(&mut out, name);

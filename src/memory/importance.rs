@@ -44,7 +44,7 @@ pub fn importance(messages: &[Message]) -> f64 {
             }
             ContentBlock::ToolUse { .. } => tool_calls += 1,
             ContentBlock::ToolResult { content, .. } => chars += content.len(),
-            ContentBlock::Thinking { .. } => {}
+            ContentBlock::Thinking { .. } | ContentBlock::Image(_) => {}
         }
     }
     let text = text.to_lowercase();

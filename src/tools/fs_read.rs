@@ -3,13 +3,14 @@
 //! context or the process.
 
 use std::fs::{self, File};
-use std::io::{self, BufRead, BufReader, Read};
+use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::{ToolContext, ToolError, TypedTool, fs_editor};
+use crate::llm::image::{self, ImageBlock};
 use crate::sandbox::handles::{self, EntryKind};
 use crate::sandbox::path_guard;
 
@@ -35,7 +36,8 @@ impl TypedTool for ReadFile {
     type Args = ReadFileArgs;
     const NAME: &'static str = "read_file";
     const DESCRIPTION: &'static str = "Read a text file. Lines are numbered like `cat -n`; use \
-        offset and limit to read a long file in parts. Read a file before editing it.";
+        offset and limit to read a long file in parts. Read a file before editing it. A PNG, \
+        JPEG, GIF or WebP image is returned as an image to look at.";
     const MUTATES: bool = false;
 
     async fn run(&self, args: ReadFileArgs, ctx: &ToolContext) -> Result<String, ToolError> {
@@ -46,7 +48,10 @@ impl TypedTool for ReadFile {
         let limit = args.limit.unwrap_or(DEFAULT_LIMIT).max(1);
         let from_editor = ctx.approvals.front_end().offered().read_files;
         let task = move || -> Result<OnDisk, ToolError> {
-            let file = open(&workspace, &relative, &shown)?;
+            let mut file = open(&workspace, &relative, &shown)?;
+            if let Some(image) = image_of(&mut file, &shown)? {
+                return Ok(OnDisk::Image(image));
+            }
             if from_editor {
                 return Ok(OnDisk::Checked(shown));
             }
@@ -57,6 +62,14 @@ impl TypedTool for ReadFile {
             .map_err(|e| ToolError::Failed(format!("reading the file failed: {e}")))??;
         let shown = match read {
             OnDisk::Read(text) => return Ok(text),
+            OnDisk::Image(image) => {
+                let text = format!(
+                    "{} is an image ({}, {}×{}); it is attached for you to see.",
+                    image.name, image.media_type, image.width, image.height
+                );
+                ctx.attach_image(image);
+                return Ok(text);
+            }
             OnDisk::Checked(shown) => shown,
         };
         if let Some(text) = fs_editor::text(&path, ctx).await? {
@@ -74,7 +87,38 @@ impl TypedTool for ReadFile {
 /// A file read on disk, or only checked there (by opening it) for the editor to read.
 enum OnDisk {
     Read(String),
+    Image(ImageBlock),
     Checked(String),
+}
+
+/// The file as an image when its first bytes say it is one (PNG, JPEG, GIF, WebP), read
+/// whole up to a size cap; `None` (and the file rewound) otherwise.
+fn image_of(file: &mut File, shown: &str) -> Result<Option<ImageBlock>, ToolError> {
+    let mut magic = [0u8; 12];
+    let read = read_up_to(file, &mut magic).map_err(|e| io_error(shown, e))?;
+    file.seek(SeekFrom::Start(0))
+        .map_err(|e| io_error(shown, e))?;
+    if image::sniff(&magic[..read]).is_none() {
+        return Ok(None);
+    }
+    let mut bytes = Vec::new();
+    file.take(image::MAX_FILE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| io_error(shown, e))?;
+    ImageBlock::from_bytes(shown, &bytes)
+        .map(Some)
+        .map_err(|e| ToolError::Failed(e.to_string()))
+}
+
+fn read_up_to(file: &mut File, buf: &mut [u8]) -> io::Result<usize> {
+    let mut filled = 0;
+    while filled < buf.len() {
+        match file.read(&mut buf[filled..])? {
+            0 => break,
+            n => filled += n,
+        }
+    }
+    Ok(filled)
 }
 
 fn relative_of(ctx: &ToolContext, path: &Path) -> PathBuf {

@@ -82,6 +82,9 @@ pub struct ToolContext {
     /// Keeps files before their first change in a turn, and names the commands run, for
     /// rewinding; `None` where nothing is kept (sub-agents, tests).
     pub rewind: Option<Arc<crate::rewind::Keeper>>,
+    /// Images the call returns beside its text (`read_file` of an image, MCP tools); the
+    /// agent sends them to the model with the result.
+    pub images: Arc<std::sync::Mutex<Vec<crate::llm::image::ImageBlock>>>,
     events: Option<mpsc::Sender<Event>>,
 }
 
@@ -106,8 +109,17 @@ impl ToolContext {
             agents: None,
             waited_ms: Arc::default(),
             rewind: None,
+            images: Arc::default(),
             events,
         }
+    }
+
+    /// Returns `image` to the model with this call's result.
+    pub fn attach_image(&self, image: crate::llm::image::ImageBlock) {
+        self.images
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(image);
     }
 
     /// The same context for a call made in turn `turn`.

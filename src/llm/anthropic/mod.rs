@@ -21,6 +21,8 @@ pub struct AnthropicProvider {
     label: String,
     endpoint: String,
     client: reqwest::Client,
+    /// Whether the model reads images; when not, they are described in words.
+    images: bool,
 }
 
 impl AnthropicProvider {
@@ -31,8 +33,15 @@ impl AnthropicProvider {
             label: format!("anthropic:{}", settings.model),
             endpoint,
             client: http::client(settings.timeouts.connect),
+            images: super::image::model_reads_images(&settings.model),
             settings,
         }
+    }
+
+    /// Sets whether the model reads images (by default known by its name).
+    pub fn reading_images(mut self, images: bool) -> Self {
+        self.images = images;
+        self
     }
 }
 
@@ -43,6 +52,11 @@ impl Provider for AnthropicProvider {
 
     fn stream(&self, request: ModelRequest) -> BoxFuture<'_, Result<EventStream, ProviderError>> {
         Box::pin(async move {
+            let request = if self.images {
+                request
+            } else {
+                super::image::described(request)
+            };
             let body = serde_json::to_vec(&request::body(&self.settings.model, &request)).map_err(
                 |err| ProviderError::BadRequest {
                     message: format!("could not encode the request: {err}"),

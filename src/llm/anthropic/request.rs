@@ -8,6 +8,7 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+use crate::llm::image::ImageBlock;
 use crate::llm::types::{ContentBlock, Message, ModelRequest, Role, ToolCalls, ToolSpec};
 
 /// Anthropic allows four breakpoints: the system prompt, the tools, and these many of the
@@ -80,11 +81,16 @@ enum WireBlock<'a> {
         #[serde(skip_serializing_if = "Option::is_none")]
         cache_control: Option<CacheControl>,
     },
+    Image {
+        source: ImageSource<'a>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        cache_control: Option<CacheControl>,
+    },
     ToolResult {
         tool_use_id: &'a str,
-        /// Optional on the wire; an empty string is left out rather than sent.
-        #[serde(skip_serializing_if = "is_empty")]
-        content: &'a str,
+        /// Optional on the wire; an empty result is left out rather than sent.
+        #[serde(skip_serializing_if = "ToolContent::is_empty")]
+        content: ToolContent<'a>,
         #[serde(skip_serializing_if = "is_false")]
         is_error: bool,
         #[serde(skip_serializing_if = "Option::is_none")]
@@ -92,8 +98,64 @@ enum WireBlock<'a> {
     },
 }
 
-fn is_empty(text: &&str) -> bool {
-    text.is_empty()
+/// `{"type": "image", "source": {"type": "base64", ...}}`.
+#[derive(Debug, Serialize)]
+struct WireImage<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    source: ImageSource<'a>,
+}
+
+#[derive(Debug, Serialize)]
+struct ImageSource<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    media_type: &'a str,
+    data: &'a str,
+}
+
+fn wire_image(image: &ImageBlock) -> WireImage<'_> {
+    WireImage {
+        kind: "image",
+        source: ImageSource {
+            kind: "base64",
+            media_type: &image.media_type,
+            data: &image.data,
+        },
+    }
+}
+
+/// A tool result's content: a string, or with images an array of a text and image blocks.
+#[derive(Debug)]
+struct ToolContent<'a> {
+    text: &'a str,
+    images: Vec<&'a ImageBlock>,
+}
+
+impl ToolContent<'_> {
+    fn is_empty(&self) -> bool {
+        self.text.is_empty() && self.images.is_empty()
+    }
+}
+
+impl Serialize for ToolContent<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeSeq;
+        if self.images.is_empty() {
+            return serializer.serialize_str(self.text);
+        }
+        let mut seq = serializer.serialize_seq(None)?;
+        if !self.text.is_empty() {
+            seq.serialize_element(&WireBlock::Text {
+                text: self.text,
+                cache_control: None,
+            })?;
+        }
+        for image in &self.images {
+            seq.serialize_element(&wire_image(image))?;
+        }
+        seq.end()
+    }
 }
 
 fn is_false(flag: &bool) -> bool {
@@ -105,6 +167,7 @@ impl WireBlock<'_> {
     fn set_breakpoint(&mut self) -> bool {
         match self {
             Self::Text { cache_control, .. }
+            | Self::Image { cache_control, .. }
             | Self::ToolUse { cache_control, .. }
             | Self::ToolResult { cache_control, .. } => {
                 *cache_control = Some(EPHEMERAL);
@@ -206,10 +269,12 @@ fn messages(history: &[Arc<Message>]) -> Vec<WireMessage<'_>> {
     let mut out: Vec<WireMessage<'_>> = Vec::with_capacity(history.len());
     for message in history {
         let blocks = message.content.iter().filter_map(block);
+        let blocks: Vec<_> = blocks.collect();
+        let blocks = attach_tool_images(blocks, &message.content);
         match out.last_mut() {
             Some(last) if last.role == message.role => last.content.extend(blocks),
             _ => {
-                let content: Vec<_> = blocks.collect();
+                let content: Vec<_> = blocks;
                 if !content.is_empty() {
                     out.push(WireMessage {
                         role: message.role,
@@ -226,6 +291,35 @@ fn messages(history: &[Arc<Message>]) -> Vec<WireMessage<'_>> {
             .sort_by_key(|b| !matches!(b, WireBlock::ToolResult { .. }));
     }
     out
+}
+
+/// Images a tool call returned go inside that call's result; the others stay blocks.
+fn attach_tool_images<'a>(
+    mut blocks: Vec<WireBlock<'a>>,
+    content: &'a [ContentBlock],
+) -> Vec<WireBlock<'a>> {
+    for block in content {
+        let ContentBlock::Image(image) = block else {
+            continue;
+        };
+        let id = image.tool_use_id.as_deref();
+        let result = blocks.iter_mut().find_map(|wire| match wire {
+            WireBlock::ToolResult {
+                tool_use_id,
+                content,
+                ..
+            } if Some(*tool_use_id) == id => Some(content),
+            _ => None,
+        });
+        match result {
+            Some(result) => result.images.push(image),
+            None => blocks.push(WireBlock::Image {
+                source: wire_image(image).source,
+                cache_control: None,
+            }),
+        }
+    }
+    blocks
 }
 
 fn block(block: &ContentBlock) -> Option<WireBlock<'_>> {
@@ -265,10 +359,15 @@ fn block(block: &ContentBlock) -> Option<WireBlock<'_>> {
             is_error,
         } => Some(WireBlock::ToolResult {
             tool_use_id,
-            content,
+            content: ToolContent {
+                text: content,
+                images: Vec::new(),
+            },
             is_error: *is_error,
             cache_control: None,
         }),
+        // Placed by `attach_tool_images`, beside or inside the tool results.
+        ContentBlock::Image(_) => None,
     }
 }
 

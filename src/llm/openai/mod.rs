@@ -42,6 +42,8 @@ pub struct OpenAiProvider {
     endpoint: String,
     dialect: Dialect,
     client: reqwest::Client,
+    /// Whether the model reads images; when not, they are described in words.
+    images: bool,
 }
 
 impl OpenAiProvider {
@@ -54,8 +56,15 @@ impl OpenAiProvider {
             endpoint: format!("{base_url}/chat/completions"),
             dialect: Dialect::from_base_url(base_url),
             client: http::client(settings.timeouts.connect),
+            images: super::image::model_reads_images(&settings.model),
             settings,
         }
+    }
+
+    /// Sets whether the model reads images (by default known by its name).
+    pub fn reading_images(mut self, images: bool) -> Self {
+        self.images = images;
+        self
     }
 }
 
@@ -66,6 +75,11 @@ impl Provider for OpenAiProvider {
 
     fn stream(&self, request: ModelRequest) -> BoxFuture<'_, Result<EventStream, ProviderError>> {
         Box::pin(async move {
+            let request = if self.images {
+                request
+            } else {
+                super::image::described(request)
+            };
             let body = request::body(&self.settings.model, &request, self.dialect);
             let body = serde_json::to_vec(&body).map_err(|err| ProviderError::BadRequest {
                 message: format!("could not encode the request: {err}"),

@@ -8,6 +8,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::Dialect;
+use crate::llm::image::ImageBlock;
 use crate::llm::types::{ContentBlock, Message, ModelRequest, Role, ToolCalls, ToolSpec};
 
 #[derive(Debug, Serialize)]
@@ -40,7 +41,7 @@ enum WireMessage<'a> {
         content: &'a str,
     },
     User {
-        content: Cow<'a, str>,
+        content: UserContent<'a>,
     },
     Assistant {
         /// `null` when the message only calls tools.
@@ -54,6 +55,34 @@ enum WireMessage<'a> {
         tool_call_id: &'a str,
         content: Cow<'a, str>,
     },
+}
+
+/// A user message's content: a string, or with images an array of text and `image_url` parts.
+#[derive(Debug)]
+struct UserContent<'a> {
+    text: Cow<'a, str>,
+    images: Vec<&'a ImageBlock>,
+}
+
+impl Serialize for UserContent<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeSeq;
+        if self.images.is_empty() {
+            return serializer.serialize_str(&self.text);
+        }
+        let mut seq = serializer.serialize_seq(None)?;
+        if !self.text.is_empty() {
+            seq.serialize_element(&serde_json::json!({"type": "text", "text": self.text}))?;
+        }
+        for image in &self.images {
+            let url = format!("data:{};base64,{}", image.media_type, image.data);
+            seq.serialize_element(&serde_json::json!({
+                "type": "image_url",
+                "image_url": {"url": url},
+            }))?;
+        }
+        seq.end()
+    }
 }
 
 #[derive(Debug, Serialize)]
@@ -130,8 +159,9 @@ fn tool(spec: &ToolSpec) -> WireTool<'_> {
 }
 
 /// Tool results first, in order (they must follow the assistant's calls directly), then the
-/// text, joined onto the previous user message if there is one: some chat templates of
-/// local servers insist that roles alternate.
+/// images they returned (a tool message cannot carry images: a user message says whose they
+/// are), then the text and attached images, joined onto the previous user message if there is
+/// one: some chat templates of local servers insist that roles alternate.
 fn push_user<'a>(out: &mut Vec<WireMessage<'a>>, message: &'a Message) {
     for block in &message.content {
         if let ContentBlock::ToolResult {
@@ -153,22 +183,48 @@ fn push_user<'a>(out: &mut Vec<WireMessage<'a>>, message: &'a Message) {
         }
     }
     for block in &message.content {
-        let ContentBlock::Text { text } = block else {
-            continue;
-        };
-        if text.trim().is_empty() {
-            continue;
+        if let ContentBlock::Image(image) = block
+            && let Some(id) = &image.tool_use_id
+        {
+            let note = format!("The image {} returned by tool call {id}:", image.name);
+            push_user_part(out, Cow::Owned(note), Some(image));
         }
-        match out.last_mut() {
-            Some(WireMessage::User { content }) => {
-                let joined = content.to_mut();
-                joined.push_str("\n\n");
-                joined.push_str(text);
+    }
+    for block in &message.content {
+        match block {
+            ContentBlock::Text { text } if !text.trim().is_empty() => {
+                push_user_part(out, Cow::Borrowed(text), None);
             }
-            _ => out.push(WireMessage::User {
-                content: Cow::Borrowed(text),
-            }),
+            ContentBlock::Image(image) if image.tool_use_id.is_none() => {
+                push_user_part(out, Cow::Borrowed(""), Some(image));
+            }
+            _ => {}
         }
+    }
+}
+
+fn push_user_part<'a>(
+    out: &mut Vec<WireMessage<'a>>,
+    text: Cow<'a, str>,
+    image: Option<&'a ImageBlock>,
+) {
+    match out.last_mut() {
+        Some(WireMessage::User { content }) => {
+            if !text.is_empty() {
+                let joined = content.text.to_mut();
+                if !joined.is_empty() {
+                    joined.push_str("\n\n");
+                }
+                joined.push_str(&text);
+            }
+            content.images.extend(image);
+        }
+        _ => out.push(WireMessage::User {
+            content: UserContent {
+                text,
+                images: image.into_iter().collect(),
+            },
+        }),
     }
 }
 
@@ -193,7 +249,7 @@ fn assistant(message: &Message, dialect: Dialect) -> Option<WireMessage<'_>> {
                 },
             }),
             // Not expected in an assistant message; there is no way to send it.
-            ContentBlock::ToolResult { .. } => {}
+            ContentBlock::ToolResult { .. } | ContentBlock::Image(_) => {}
         }
     }
     if text.trim().is_empty() && tool_calls.is_empty() {

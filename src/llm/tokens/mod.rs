@@ -82,6 +82,7 @@ pub fn estimate_message(message: &Message) -> u32 {
                 estimate_text(name).saturating_add(estimate_text(&input.to_string()))
             }
             ContentBlock::ToolResult { content, .. } => estimate_text(content),
+            ContentBlock::Image(image) => image.tokens(),
         })
         .fold(MESSAGE_OVERHEAD, u32::saturating_add)
 }

@@ -86,6 +86,9 @@ impl Tool for McpCall {
                 .await
                 .map_err(mcp_failed)?;
             let text = head_tail(&result.text, MAX_OUTPUT_BYTES);
+            for image in result.images {
+                ctx.attach_image(image);
+            }
             match result.is_error {
                 true => Err(ToolError::Failed(text)),
                 false => Ok(text),
