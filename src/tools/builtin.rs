@@ -126,7 +126,7 @@ mod tests {
     #[test]
     fn every_property_has_a_description_and_only_changing_tools_mutate() {
         let registry = builtin_tools();
-        assert_eq!(registry.names().len(), 7);
+        assert_eq!(registry.names().len(), 8);
         for name in registry.names() {
             let Some(tool) = registry.get(&name) else {
                 panic!("{name} is listed but not found");
