@@ -27,7 +27,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("rewind", 9),
     ("user_commands", 9),
     ("llm", 10),
-    ("mcp", 10),
+    ("mcp", 9),
     ("sandbox", 11),
     ("crash", 12),
     ("signals", 12),
