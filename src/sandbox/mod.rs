@@ -18,6 +18,7 @@ pub mod path_guard;
 pub mod policy;
 pub mod process_tree;
 pub mod reentry;
+mod run_guard;
 pub mod seatbelt;
 #[cfg(target_os = "linux")]
 pub mod seccomp;
@@ -37,6 +38,7 @@ use tokio::sync::OnceCell;
 pub use approval::{ApprovalMode, Escalation};
 pub use confinement::{Confinement, Limits, SandboxSection};
 pub use policy::{SandboxConfig, SandboxPolicy};
+pub use run_guard::{Prepared, RunGuard};
 
 /// Entries of the workspace that commands may read but never write: hooks and config in `.git`
 /// run code on the user's next git command, `.mnemo` holds mnemo's own configuration and
@@ -467,62 +469,6 @@ fn give_fds(pairs: &[(i32, i32)]) -> io::Result<()> {
     Ok(())
 }
 
-/// A command ready to spawn, and what must live as long as it runs.
-pub struct Prepared {
-    pub command: Command,
-    pub guard: RunGuard,
-}
-
-/// Held while a command runs: its cgroup (if any) and what is needed to explain its failure
-/// or kill all it started.
-pub struct RunGuard {
-    config: SandboxConfig,
-    limits: Limits,
-    cgroup: Option<cgroup::CommandCgroup>,
-    /// The command's proxy, when its network opens per domain.
-    _egress: Option<egress::Egress>,
-    /// The domains it let through when the command started ("crates.io, *.pypi.org").
-    domains: Option<String>,
-}
-
-impl RunGuard {
-    /// Kills everything the command started. `pid` is the spawned process, leader of its own
-    /// process group. Unsandboxed and not yet reaped, its whole tree is walked (it is a
-    /// subreaper); sandboxed, bwrap's PID namespace and the cgroup end everything once bwrap
-    /// is killed.
-    pub fn kill(&self, pid: libc::pid_t, reaped: bool) {
-        if !self.config.is_sandboxed() && !reaped {
-            process_tree::kill_tree(pid);
-        }
-        // SAFETY: killpg has no memory-safety preconditions; the group is the one the command
-        // was spawned into, which lives as long as any member does.
-        unsafe {
-            libc::killpg(pid, libc::SIGKILL);
-        }
-        if let Some(cgroup) = &self.cgroup {
-            cgroup.kill_all();
-        }
-    }
-
-    /// The note for a failed command's output: a limit it ran into, or the sandbox that
-    /// seems to have blocked it.
-    pub fn explain(&self, output: &str) -> Option<String> {
-        self.limit_note(output).or_else(|| match &self.domains {
-            Some(domains) => denial::explain_proxied(&self.config, domains, output),
-            None => denial::explain(&self.config, output),
-        })
-    }
-
-    /// The note for a command that ran into its process or memory limit, if it did.
-    pub fn limit_note(&self, output: &str) -> Option<String> {
-        if !self.config.is_sandboxed() {
-            return None;
-        }
-        let hit = self.cgroup.as_ref().and_then(cgroup::CommandCgroup::hit);
-        denial::explain_limit(&self.limits, hit, output)
-    }
-}
-
 /// Removes our scratch directories in `temp` whose process no longer runs.
 fn sweep_orphaned_scratch(temp: &Path) {
     let Ok(entries) = fs::read_dir(temp) else {
@@ -568,89 +514,4 @@ fn prepare_scratch(path: &Path) -> io::Result<PathBuf> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    type TestResult = Result<(), Box<dyn std::error::Error>>;
-
-    #[test]
-    fn missing_bwrap_message_names_the_install_command_and_the_way_out() {
-        let error = SandboxError::Unavailable(SandboxUnavailable::Missing {
-            tool: bwrap::BWRAP,
-            install: bwrap::INSTALL_HINT,
-        });
-        assert_eq!(
-            error.to_string(),
-            "commands are refused because the sandbox cannot run: bwrap is not installed; \
-             install it with `sudo apt-get install bubblewrap`. To run commands without a \
-             sandbox instead, choose full access"
-        );
-    }
-
-    #[test]
-    fn a_temporary_scratch_directory_lives_as_long_as_the_last_clone() -> TestResult {
-        let dir = tempfile::tempdir()?;
-        let sandbox = Sandbox::temporary(SandboxConfig::default(), dir.path())?;
-        let scratch = sandbox.scratch().to_path_buf();
-        assert_eq!(fs::metadata(&scratch)?.mode() & 0o777, 0o700);
-        fs::write(scratch.join("left-behind"), "x")?;
-        let clone = sandbox.with_config(SandboxConfig::default());
-        drop(sandbox);
-        assert!(
-            scratch.join("left-behind").exists(),
-            "a clone still uses it"
-        );
-        drop(clone);
-        assert!(!scratch.exists());
-        Ok(())
-    }
-
-    #[test]
-    fn scratch_directories_of_dead_processes_are_swept_and_live_ones_kept() -> TestResult {
-        let temp = tempfile::tempdir()?;
-        let mine = temp
-            .path()
-            .join(format!("{SCRATCH_PREFIX}{}-a", std::process::id()));
-        // Beyond the kernel's pid_max: no such process can exist.
-        let dead = temp.path().join(format!("{SCRATCH_PREFIX}99999999-b"));
-        let unrelated = temp.path().join("mnemo-scratch-notapid");
-        for dir in [&mine, &dead, &unrelated] {
-            fs::create_dir(dir)?;
-        }
-        sweep_orphaned_scratch(temp.path());
-        assert!(mine.exists() && unrelated.exists());
-        assert!(!dead.exists());
-        Ok(())
-    }
-
-    #[test]
-    fn a_file_in_place_of_the_scratch_directory_is_refused() -> TestResult {
-        let dir = tempfile::tempdir()?;
-        let file = dir.path().join("scratch");
-        fs::write(&file, "")?;
-        let result = Sandbox::new(SandboxConfig::default(), dir.path(), &file);
-        assert!(matches!(result, Err(SandboxError::Directory { .. })));
-        Ok(())
-    }
-
-    #[tokio::test]
-    async fn full_access_needs_no_sandbox_and_keeps_tmpdir() -> TestResult {
-        let dir = tempfile::tempdir()?;
-        let config = SandboxConfig {
-            policy: SandboxPolicy::FullAccess,
-            network: false,
-        };
-        preflight(&config).await?;
-        let sandbox = Sandbox::new(config, dir.path(), &dir.path().join("s"))?;
-        let env = [("TMPDIR".into(), "/var/tmp".into())];
-        let output = sandbox
-            .command_with_env("echo $TMPDIR $MNEMO_SCRATCH", env)
-            .await?
-            .command
-            .output()
-            .await?;
-        let expected = format!("/var/tmp {}\n", sandbox.scratch().display());
-        assert_eq!(String::from_utf8_lossy(&output.stdout), expected);
-        Ok(())
-    }
-}
+mod tests;
