@@ -16,7 +16,7 @@ use serde::Deserialize;
 use super::web_text::{Body, describe};
 use super::{ToolContext, ToolError, TypedTool};
 use crate::sandbox::ApprovalMode;
-use crate::sandbox::egress::{listed_exactly, private};
+use crate::sandbox::egress::{listed_exactly, resolve_checked};
 
 /// Bytes of a body read at most; the rest is not read.
 pub const MAX_BODY: usize = 5 << 20;
@@ -192,30 +192,10 @@ async fn admit(url: &reqwest::Url, ctx: &ToolContext) -> Result<(String, SocketA
                 .map_err(ToolError::Denied)?;
         }
     }
-    let addresses: Vec<SocketAddr> = tokio::time::timeout(
-        CONNECT_TIMEOUT,
-        tokio::net::lookup_host((host.as_str(), port)),
-    )
-    .await
-    .map_err(|_| ToolError::Failed(format!("resolving {host} took too long")))?
-    .map_err(|e| ToolError::Failed(format!("could not resolve {host}: {e}")))?
-    .collect();
     let listed = listed_exactly(&approvals.confinement().domains, &host);
-    if let Some(inside) = addresses
-        .iter()
-        .find(|a| private(a.ip()))
-        .filter(|_| !listed)
-    {
-        return Err(ToolError::Denied(format!(
-            "{host} resolves to {}, an address of this machine or its private network; only a \
-             name listed itself in [sandbox] allow_domains may lead there",
-            inside.ip()
-        )));
-    }
-    let address = addresses
-        .into_iter()
-        .next()
-        .ok_or_else(|| ToolError::Failed(format!("{host} has no address")))?;
+    let address = resolve_checked(&host, port, listed)
+        .await
+        .map_err(ToolError::Denied)?;
     Ok((host, address))
 }
 

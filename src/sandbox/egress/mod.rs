@@ -107,6 +107,40 @@ pub fn private(ip: IpAddr) -> bool {
     }
 }
 
+/// How long resolving a name may take.
+const RESOLVE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// The address to connect to for `host:port`: the first the name resolves to, all of them
+/// public unless `may_be_private` (the name itself is listed), so a listed public name cannot be
+/// pointed at this machine's services. mnemo connects to the address checked here, leaving no
+/// second lookup for a rebinding DNS server to answer. The error is the reason to give.
+pub async fn resolve_checked(
+    host: &str,
+    port: u16,
+    may_be_private: bool,
+) -> Result<std::net::SocketAddr, String> {
+    use std::net::SocketAddr;
+    let addresses: Vec<SocketAddr> = match host.parse::<IpAddr>() {
+        Ok(ip) => vec![SocketAddr::new(ip, port)],
+        Err(_) => tokio::time::timeout(RESOLVE_TIMEOUT, tokio::net::lookup_host((host, port)))
+            .await
+            .map_err(|_| format!("resolving {host} took too long"))?
+            .map_err(|e| format!("could not resolve {host}: {e}"))?
+            .collect(),
+    };
+    if !may_be_private && let Some(inside) = addresses.iter().find(|a| private(a.ip())) {
+        return Err(format!(
+            "{host} resolves to {}, an address of this machine or its private network; list \
+             `{host}` itself in [sandbox] allow_domains to reach it",
+            inside.ip()
+        ));
+    }
+    addresses
+        .into_iter()
+        .next()
+        .ok_or_else(|| format!("{host} has no address"))
+}
+
 /// The variables that point a command's tools at the proxy. `localhost` is the sandbox's own
 /// loopback and bypasses the proxy, unless `localhost` itself is listed: then the person asked
 /// for this machine's.

@@ -3,7 +3,7 @@
 //! the gate judges, so the sandbox needs no DNS; the proxy resolves it and refuses private
 //! addresses unless that very name is listed.
 
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -19,7 +19,6 @@ const MAX_HEAD: usize = 16 * 1024;
 /// Connections served at once for one command; more wait for a free place.
 const MAX_CONNECTIONS: usize = 64;
 const HEAD_TIMEOUT: Duration = Duration::from_secs(30);
-const RESOLVE_TIMEOUT: Duration = Duration::from_secs(10);
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// Serves `listener` until the task is dropped (the command ended); every connection task
@@ -188,30 +187,9 @@ fn host_port(authority: &str, default: Option<u16>) -> Result<(String, u16), Str
     Ok((host.to_ascii_lowercase(), port))
 }
 
-/// The address to connect to: the first the name resolves to, all of them public unless the
-/// name itself is listed (so a listed public name cannot be pointed at this machine's services).
+/// The checked address to connect to; a private one only for a name listed itself.
 async fn resolve(host: &str, port: u16, gate: &dyn Gate) -> Result<SocketAddr, String> {
-    let addresses: Vec<SocketAddr> = match host.parse::<IpAddr>() {
-        Ok(ip) => vec![SocketAddr::new(ip, port)],
-        Err(_) => tokio::time::timeout(RESOLVE_TIMEOUT, tokio::net::lookup_host((host, port)))
-            .await
-            .map_err(|_| format!("resolving {host} took too long"))?
-            .map_err(|e| format!("could not resolve {host}: {e}"))?
-            .collect(),
-    };
-    if !gate.listed_exactly(host)
-        && let Some(private) = addresses.iter().find(|a| super::private(a.ip()))
-    {
-        return Err(format!(
-            "{host} resolves to {}, an address of this machine or its private network; list \
-             `{host}` itself in [sandbox] allow_domains to reach it",
-            private.ip()
-        ));
-    }
-    addresses
-        .into_iter()
-        .next()
-        .ok_or_else(|| format!("{host} has no address"))
+    super::resolve_checked(host, port, gate.listed_exactly(host)).await
 }
 
 async fn refuse(client: &mut TcpStream, status: u16, why: &str) -> std::io::Result<()> {
