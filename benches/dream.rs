@@ -3,7 +3,7 @@
 //! answers at once, and each batch's notes (about 1,000 words per file) written to the files
 //! and stored as a version with its searchable paragraphs. Prints the median with its target.
 
-#[path = "../tests/dream_support/mod.rs"]
+#[path = "../tests/suite/dream_support/mod.rs"]
 mod dream_support;
 
 use std::error::Error;

@@ -2,7 +2,7 @@
 //! (`cargo bench --bench embed`): model load time, one short query, one ~1,000-character
 //! archived turn, and throughput for a batch of 32 turns.
 
-#[path = "../tests/embed_support/mod.rs"]
+#[path = "../tests/suite/embed_support/mod.rs"]
 mod embed_support;
 
 use std::error::Error;

@@ -5,7 +5,7 @@
 //! processes excluded), and rebuilding a step's MCP tools with a deferred server. It prints
 //! the figures with their targets; it does not fail on them.
 
-#[path = "../tests/mcp_support/mod.rs"]
+#[path = "../tests/suite/mcp_support/mod.rs"]
 mod mcp_support;
 
 use std::io::{BufRead, BufReader, Write};

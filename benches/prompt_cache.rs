@@ -1,11 +1,11 @@
 //! Prompt-cache figures (`cargo bench --bench prompt_cache`): the 30-step scripted session of
-//! `tests/prompt_cache.rs` through the real binary, on the Anthropic and OpenAI wires, plain,
+//! `tests/suite/prompt_cache.rs` through the real binary, on the Anthropic and OpenAI wires, plain,
 //! with a working checkpoint set, and with a capability created mid-session; for each, the
 //! share of input read from the cache, the tokens written to it, and the cost at Sonnet
 //! prices. Then the size of the first request of a default install. It prints the figures; it
 //! does not fail on them.
 
-#[path = "../tests/cache_support/mod.rs"]
+#[path = "../tests/suite/cache_support/mod.rs"]
 mod cache_support;
 
 use cache_support::session::{Growth, project, run};

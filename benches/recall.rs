@@ -6,7 +6,7 @@
 //! runs; and the memory the piece index of 100,000 pieces takes. Prints figures with their
 //! targets.
 
-#[path = "../tests/embed_support/mod.rs"]
+#[path = "../tests/suite/embed_support/mod.rs"]
 mod embed_support;
 mod support;
 

@@ -8,7 +8,7 @@
 //!
 //! Without `MNEMO_WRITE_ORDER` it only says so, so that `cargo bench` stays a measurement.
 
-#[path = "../tests/common/mod.rs"]
+#[path = "../tests/suite/common/mod.rs"]
 mod common;
 mod tui_pty;
 

@@ -8,7 +8,7 @@
 
 mod support;
 
-#[path = "../tests/telegram_support/mod.rs"]
+#[path = "../tests/suite/telegram_support/mod.rs"]
 mod telegram_support;
 
 use std::error::Error;

@@ -8,7 +8,7 @@
 //! resume, streaming, markdown, unpaced, frames) pick figures; `$MNEMO_BENCH_BIN` runs an
 //! older binary in the pseudo-terminal instead of this build's.
 
-#[path = "../tests/mcp_support/mod.rs"]
+#[path = "../tests/suite/mcp_support/mod.rs"]
 mod mcp_support;
 mod tui_markdown;
 mod tui_pty;

@@ -6,6 +6,7 @@
 //! limit it arrives whole, past it the call is an error.
 #![cfg(target_os = "linux")]
 
+#[path = "suite/capability_support/mod.rs"]
 mod capability_support;
 
 use std::time::{Duration, Instant};

@@ -2,8 +2,11 @@
 //! posted to the webhook), and the session goes on; `mnemo doctor` checks the set-up and lists
 //! the records.
 
+#[path = "suite/agent_support/mod.rs"]
 mod agent_support;
+#[path = "suite/cli_support/mod.rs"]
 mod cli_support;
+#[path = "suite/common/mod.rs"]
 mod common;
 
 use std::sync::Arc;

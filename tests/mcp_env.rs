@@ -1,6 +1,7 @@
 //! An MCP server's environment holds none of mnemo's keys. Its own test binary: it sets
 //! variables in the process environment before any thread starts.
 
+#[path = "suite/mcp_support/mod.rs"]
 mod mcp_support;
 
 use mcp_support::{TestResult, everything, manager, ready};

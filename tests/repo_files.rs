@@ -1,7 +1,9 @@
 //! What a repository carries and mnemo reads on its own (instruction files, its config) cannot
 //! leak a secret, hang start-up, exhaust memory or crash mnemo: end to end through the binary.
 
+#[path = "suite/cli_support/mod.rs"]
 mod cli_support;
+#[path = "suite/common/mod.rs"]
 mod common;
 
 use std::os::unix::fs::symlink;
