@@ -158,7 +158,7 @@ async fn doctor_checks_the_set_up_and_lists_crash_records() -> TestResult {
     for line in [
         "✓ the sandbox works",
         "commands reach only crates.io, *.crates.io through mnemo's proxy",
-        "web search is off: set [web] searxng_url",
+        "web search through Anthropic models' own search tool; for other models set [web] searxng_url",
         "✓ the default model ollama needs no key",
         "is writable",
         "✓ the database is sound",

@@ -312,6 +312,7 @@ impl Session {
             static_tools: usize::MAX,
             volatile_tail: 0,
             tool_calls: crate::llm::ToolCalls::Allowed,
+            server_search: false,
             max_output_tokens: model.max_output_tokens.min(4096),
         };
         // An interrupt ends the wait: the mechanical summary takes its place.

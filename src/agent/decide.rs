@@ -129,6 +129,9 @@ impl TurnState {
                 return Next::AskToContinue;
             }
             StopReason::MaxTokens => return Next::End(TurnStatus::CutOff),
+            // The provider's own tools ran long: the reply goes back as it is to resume them
+            // (each resumption is a step, so the step limit bounds them).
+            StopReason::Paused => return Next::Step,
             _ => {}
         }
         if !reply.inbox_empty {

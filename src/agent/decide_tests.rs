@@ -369,3 +369,11 @@ fn a_rewind_is_refused_while_a_turn_runs_and_carried_out_between_turns() {
     );
     assert_eq!(on_op(Some(Op::ListTurns), false), OpAction::ListTurns);
 }
+
+#[test]
+fn a_paused_reply_is_sent_back_for_the_provider_to_resume_within_the_step_limit() {
+    let mut state = TurnState::new(3);
+    let stop = StopReason::Paused;
+    assert_eq!(state.on_reply(&answer(&stop), LIMITS), Next::Step);
+    assert_eq!(state.before_call(LIMITS), BeforeCall::Call { step: 1 });
+}

@@ -8,7 +8,7 @@ use tokio_util::sync::CancellationToken;
 use super::Session;
 use crate::llm::fallback::{ChainError, ChainModel, ChainNotice, Decision};
 use crate::llm::{ModelRequest, ModelResponse, ProviderError, StreamEvent, ToolCalls, Usage};
-use crate::protocol::Event;
+use crate::protocol::{Event, ToolStatus};
 
 /// How one attempt ended when it produced no response.
 enum Attempt {
@@ -140,6 +140,7 @@ impl Session {
                 true => ToolCalls::Forbidden,
                 false => ToolCalls::Allowed,
             },
+            server_search: self.tools.server_search(),
         };
         let mut stream = tokio::select! {
             opened = model.provider.stream(request) => opened.map_err(Attempt::Failed)?,
@@ -159,6 +160,25 @@ impl Session {
                     self.emit(Event::ReasoningDelta { text }).await;
                 }
                 Some(Ok(StreamEvent::Usage(usage))) => *used = usage,
+                Some(Ok(StreamEvent::ServerTool(run))) => {
+                    self.emit(Event::ToolCallStarted {
+                        call_id: run.id.clone(),
+                        name: run.name.clone(),
+                        arguments: run.input,
+                    })
+                    .await;
+                    self.emit(Event::ToolCallFinished {
+                        call_id: run.id,
+                        name: run.name,
+                        status: match run.failed {
+                            true => ToolStatus::Error,
+                            false => ToolStatus::Ok,
+                        },
+                        output: run.output,
+                        duration_ms: 0,
+                    })
+                    .await;
+                }
                 Some(Ok(StreamEvent::Completed(response))) => return Ok(response),
                 Some(Err(err)) => return Err(Attempt::Failed(err)),
                 None => {

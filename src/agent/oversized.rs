@@ -101,7 +101,9 @@ pub(super) fn cut_message(message: &Message, chars: usize, tokens: u32) -> Messa
                 name: name.clone(),
                 input: shorten_strings(input, chars, tokens),
             },
-            other @ (ContentBlock::Thinking { .. } | ContentBlock::Image(_)) => other.clone(),
+            other @ (ContentBlock::Thinking { .. }
+            | ContentBlock::Image(_)
+            | ContentBlock::Server(_)) => other.clone(),
         })
         .collect();
     Message {

@@ -13,6 +13,9 @@ pub struct WebConfig {
     pub brave_key_env: String,
     /// The Brave Search API's address (another for a compatible service).
     pub brave_url: String,
+    /// Whether a provider's own web search (Anthropic's) is offered when no search endpoint
+    /// above is configured.
+    pub server_search: bool,
 }
 
 impl Default for WebConfig {
@@ -21,6 +24,7 @@ impl Default for WebConfig {
             searxng_url: None,
             brave_key_env: "BRAVE_API_KEY".into(),
             brave_url: "https://api.search.brave.com/res/v1/web/search".into(),
+            server_search: true,
         }
     }
 }
@@ -61,9 +65,14 @@ impl WebConfig {
             Some(SearchBackend::Brave { key_env, .. }) => {
                 format!("web search through the Brave Search API (key in {key_env})")
             }
+            None if self.server_search => format!(
+                "web search through Anthropic models' own search tool; for other models set \
+                 [web] searxng_url to a SearXNG instance, or put a Brave Search API key in {}",
+                self.brave_key_env
+            ),
             None => format!(
                 "web search is off: set [web] searxng_url to a SearXNG instance, or put a Brave \
-                 Search API key in {}",
+                 Search API key in {} (or [web] server_search = true for Anthropic's own)",
                 self.brave_key_env
             ),
         }

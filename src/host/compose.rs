@@ -269,6 +269,7 @@ impl Loaded {
         if let Some(backend) = self.config.web.search_backend() {
             tools.register(crate::tools::web_search::WebSearch { backend });
         }
+        tools.offer_server_search(self.config.web.server_search);
         tools
     }
 }

@@ -6,6 +6,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::llm::server_tool::{ServerBlock, ServerPart};
 use crate::llm::{ContentBlock, Role};
 use crate::memory::types::StoredMessage;
 use crate::protocol::{Event, ToolStatus, UserMessageKind};
@@ -97,6 +98,7 @@ fn assistant(stored: &StoredMessage, calls: &mut Vec<Call>, events: &mut Vec<Eve
                     asked_at: stored.created_at,
                 });
             }
+            ContentBlock::Server(server) => server_events(server, events),
             ContentBlock::Text { .. }
             | ContentBlock::Thinking { .. }
             | ContentBlock::ToolResult { .. }
@@ -150,7 +152,9 @@ fn user(stored: &StoredMessage, calls: &mut Vec<Call>, events: &mut Vec<Event>) 
                     duration_ms: u64::try_from(duration).unwrap_or(0),
                 });
             }
-            ContentBlock::Thinking { .. } | ContentBlock::ToolUse { .. } => {}
+            ContentBlock::Thinking { .. }
+            | ContentBlock::ToolUse { .. }
+            | ContentBlock::Server(_) => {}
         }
     }
     if !texts.is_empty() {
@@ -158,6 +162,33 @@ fn user(stored: &StoredMessage, calls: &mut Vec<Call>, events: &mut Vec<Event>) 
             text: texts.join("\n"),
             kind: stored.kind.unwrap_or(UserMessageKind::Prompt),
         });
+    }
+}
+
+/// A provider's own tool call (its call and its result are separate blocks) as a tool pane.
+fn server_events(server: &ServerBlock, events: &mut Vec<Event>) {
+    match server.part() {
+        Some(ServerPart::Call { id, name, input }) => events.push(Event::ToolCallStarted {
+            call_id: id.into(),
+            name: name.into(),
+            arguments: input.clone(),
+        }),
+        Some(ServerPart::Result {
+            tool_use_id,
+            name,
+            output,
+            failed,
+        }) => events.push(Event::ToolCallFinished {
+            call_id: tool_use_id.into(),
+            name: name.into(),
+            status: match failed {
+                true => ToolStatus::Error,
+                false => ToolStatus::Ok,
+            },
+            output,
+            duration_ms: 0,
+        }),
+        None => {}
     }
 }
 

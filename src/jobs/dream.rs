@@ -265,6 +265,7 @@ impl Dreamer {
             static_tools: usize::MAX,
             volatile_tail: 0,
             tool_calls: crate::llm::ToolCalls::Allowed,
+            server_search: false,
             max_output_tokens,
         };
         if let Some(batch) = &self.batch {

@@ -10,6 +10,7 @@ pub mod openai;
 mod price;
 pub mod reach;
 pub mod scripted;
+pub mod server_tool;
 pub mod sse;
 pub mod tokens;
 pub mod transcript;

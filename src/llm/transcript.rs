@@ -32,6 +32,9 @@ pub fn to_markdown(messages: &[Message]) -> String {
                     }
                     out.push('\n');
                 }
+                ContentBlock::Server(server) => {
+                    let _ = writeln!(out, "{}\n", server.summary());
+                }
                 ContentBlock::ToolUse { name, input, .. } => {
                     let _ = writeln!(out, "**{name}** `{input}`\n");
                 }

@@ -42,6 +42,8 @@ pub enum ContentBlock {
     },
     /// An image the person attached, or one a tool call returned (then `tool_use_id` names it).
     Image(crate::llm::image::ImageBlock),
+    /// A provider's own tool call or result (Anthropic's web search), kept verbatim.
+    Server(crate::llm::server_tool::ServerBlock),
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -103,6 +105,8 @@ pub enum StopReason {
     MaxTokens,
     StopSequence,
     Refusal,
+    /// The provider paused a long turn of its own tools; sending the reply back resumes it.
+    Paused,
     Other(String),
 }
 
@@ -133,6 +137,9 @@ pub struct ModelRequest {
     /// Whether the model may call the tools offered. Forbidding calls keeps the tools in the
     /// request (a history holding tool calls needs them, and the cached prefix stays).
     pub tool_calls: ToolCalls,
+    /// Whether a provider with a search of its own may offer it (the session may reach the
+    /// web, and no `web_search` tool is configured instead).
+    pub server_search: bool,
 }
 
 /// Whether a request lets the model call its tools.
@@ -159,6 +166,8 @@ pub enum StreamEvent {
     /// The usage of the response so far, as the provider reports it while streaming; what an
     /// attempt that breaks off has already cost.
     Usage(Usage),
+    /// A provider's own tool ran (its call and result are in the message too).
+    ServerTool(crate::llm::server_tool::ServerToolRun),
     Completed(ModelResponse),
 }
 

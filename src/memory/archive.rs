@@ -182,6 +182,7 @@ pub fn searchable_text(messages: &[Message]) -> String {
                 push_values(&mut out, input);
             }
             ContentBlock::ToolResult { content, .. } => push_line(&mut out, content),
+            ContentBlock::Server(server) => push_line(&mut out, &server.summary()),
         }
     }
     out

@@ -44,6 +44,7 @@ pub fn importance(messages: &[Message]) -> f64 {
             }
             ContentBlock::ToolUse { .. } => tool_calls += 1,
             ContentBlock::ToolResult { content, .. } => chars += content.len(),
+            ContentBlock::Server(_) => tool_calls += 1,
             ContentBlock::Thinking { .. } | ContentBlock::Image(_) => {}
         }
     }

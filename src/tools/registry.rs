@@ -14,6 +14,8 @@ pub struct ToolRegistry {
     tools: Vec<Arc<dyn Tool>>,
     /// Generated once: every model call sends them, and schema generation is not free.
     specs: Arc<[ToolSpec]>,
+    /// Whether a provider's own web search may be offered beside these tools.
+    server_search: bool,
 }
 
 impl ToolRegistry {
@@ -47,11 +49,25 @@ impl ToolRegistry {
     pub fn offline(&self) -> ToolRegistry {
         use super::TypedTool;
         use super::{web_fetch::WebFetch, web_search::WebSearch};
-        self.keeping(|t| t.name() != WebFetch::NAME && t.name() != WebSearch::NAME)
+        let mut registry =
+            self.keeping(|t| t.name() != WebFetch::NAME && t.name() != WebSearch::NAME);
+        registry.server_search = false;
+        registry
+    }
+
+    /// Lets a provider with a web search of its own offer it (`[web] server_search`).
+    pub fn offer_server_search(&mut self, on: bool) {
+        self.server_search = on;
+    }
+
+    /// Whether a provider's own web search may be offered (never by an `offline` registry).
+    pub fn server_search(&self) -> bool {
+        self.server_search
     }
 
     fn keeping(&self, keep: impl Fn(&Arc<dyn Tool>) -> bool) -> ToolRegistry {
         let mut registry = ToolRegistry::new();
+        registry.server_search = self.server_search;
         registry.tools = self.tools.iter().filter(|t| keep(t)).cloned().collect();
         registry.specs = self
             .specs

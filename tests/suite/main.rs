@@ -125,5 +125,6 @@ mod tui_words;
 mod turn_endings;
 mod web_fetch;
 mod web_search;
+mod web_search_server;
 mod wire_anthropic;
 mod wire_openai;

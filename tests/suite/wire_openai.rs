@@ -366,6 +366,7 @@ fn tool_loop_request() -> ModelRequest {
         max_output_tokens: 8192,
         volatile_tail: 0,
         tool_calls: mnemo::llm::ToolCalls::Allowed,
+        server_search: false,
     }
 }
 

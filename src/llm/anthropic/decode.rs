@@ -7,9 +7,13 @@ use super::events::{
     BlockDelta, BlockStart, ErrorEvent, MessageDelta, MessageStart, TypeTag, WireUsage,
 };
 
+use serde_json::Value;
+
+use super::server_tools;
 use crate::llm::WireDecoder;
 use crate::llm::error::ProviderError;
 use crate::llm::http;
+use crate::llm::server_tool::{ServerBlock, ServerPart, Source, add_source, sources_text};
 use crate::llm::sse::SseEvent;
 use crate::llm::tool_input;
 use crate::llm::types::{ContentBlock, Message, ModelResponse, StopReason, StreamEvent, Usage};
@@ -22,6 +26,8 @@ pub struct AnthropicDecoder {
     usage: Usage,
     stop_reason: Option<StopReason>,
     stopped: bool,
+    /// Pages the text cites, listed after it.
+    sources: Vec<Source>,
 }
 
 #[derive(Debug)]
@@ -36,7 +42,12 @@ enum Block {
         name: String,
         json: String,
     },
-    /// Kinds the canonical model does not carry, such as redacted thinking or server tools.
+    /// A server tool's call (its input streamed like a tool call's) or result, kept verbatim.
+    Server {
+        raw: Value,
+        json: String,
+    },
+    /// Kinds the canonical model does not carry, such as redacted thinking.
     Other,
 }
 
@@ -45,9 +56,24 @@ impl AnthropicDecoder {
         Self::default()
     }
 
-    fn start_block(&mut self, start: BlockStart<'_>, out: &mut Vec<StreamEvent>) {
+    fn start_block(&mut self, start: BlockStart<'_>, data: &str, out: &mut Vec<StreamEvent>) {
         let started = start.content_block;
         let block = match started.kind.as_ref() {
+            kind if server_tools::is_server_block(kind) => {
+                let raw = server_tools::started_block(data);
+                let result = ServerBlock::anthropic(raw.clone());
+                let call = self
+                    .blocks
+                    .iter_mut()
+                    .find_map(|b| b.finished_call(&result));
+                out.extend(
+                    server_tools::run_of(call.as_ref(), &result).map(StreamEvent::ServerTool),
+                );
+                Block::Server {
+                    raw,
+                    json: String::new(),
+                }
+            }
             "text" => {
                 if !started.text.is_empty() {
                     out.push(StreamEvent::TextDelta(started.text.to_string()));
@@ -95,7 +121,18 @@ impl AnthropicDecoder {
             ("signature_delta", Block::Thinking { signature, .. }) => {
                 signature.push_str(&delta.signature);
             }
-            ("input_json_delta", Block::ToolUse { json, .. }) => json.push_str(&delta.partial_json),
+            ("input_json_delta", Block::ToolUse { json, .. } | Block::Server { json, .. }) => {
+                json.push_str(&delta.partial_json);
+            }
+            ("citations_delta", Block::Text(_)) => {
+                if let Some(cited) = delta.citation {
+                    let source = Source {
+                        url: cited.url.into_owned(),
+                        title: cited.title.into_owned(),
+                    };
+                    add_source(&mut self.sources, source);
+                }
+            }
             // Citations, empty deltas and deltas of blocks that are not kept.
             _ => {}
         }
@@ -140,7 +177,7 @@ impl WireDecoder for AnthropicDecoder {
         match kind {
             "content_block_delta" => self.apply_delta(parse(event)?, out),
             "content_block_start" => {
-                self.start_block(parse(event)?, out);
+                self.start_block(parse(event)?, event.data, out);
                 Ok(())
             }
             "message_start" => {
@@ -160,6 +197,11 @@ impl WireDecoder for AnthropicDecoder {
             }
             "message_stop" => {
                 self.stopped = true;
+                if !self.sources.is_empty() {
+                    let text = sources_text(&self.sources);
+                    out.push(StreamEvent::TextDelta(text.clone()));
+                    self.blocks.push(Block::Text(text));
+                }
                 Ok(())
             }
             "error" => Err(stream_error(event.data)),
@@ -175,10 +217,11 @@ impl WireDecoder for AnthropicDecoder {
                 "the stream ended before message_stop".into(),
             ));
         }
-        let content: Vec<ContentBlock> = std::mem::take(&mut self.blocks)
-            .into_iter()
-            .filter_map(Block::into_content)
-            .collect();
+        let content = merge_texts(
+            std::mem::take(&mut self.blocks)
+                .into_iter()
+                .filter_map(Block::into_content),
+        );
         let has_tool_use = content
             .iter()
             .any(|b| matches!(b, ContentBlock::ToolUse { .. }));
@@ -209,9 +252,52 @@ impl Block {
                 name,
                 input: tool_input(json),
             }),
+            Self::Server { raw, json } => Some(ContentBlock::Server(ServerBlock::anthropic(
+                with_input(raw, json),
+            ))),
             Self::Other => None,
         }
     }
+
+    /// The finished server call `result` answers (its streamed input set), if this is it.
+    fn finished_call(&mut self, result: &ServerBlock) -> Option<ServerBlock> {
+        let Block::Server { raw, json } = self else {
+            return None;
+        };
+        let ServerPart::Result { tool_use_id, .. } = result.part()? else {
+            return None;
+        };
+        if raw.get("id").and_then(Value::as_str) != Some(tool_use_id) {
+            return None;
+        }
+        *raw = with_input(std::mem::take(raw), std::mem::take(json));
+        Some(ServerBlock::anthropic(raw.clone()))
+    }
+}
+
+/// Adjacent text blocks as one: a reply that cites pages comes as a text block per cited
+/// passage, which other wires would otherwise join as separate paragraphs.
+fn merge_texts(blocks: impl Iterator<Item = ContentBlock>) -> Vec<ContentBlock> {
+    let mut out: Vec<ContentBlock> = Vec::new();
+    for block in blocks {
+        match (out.last_mut(), block) {
+            (Some(ContentBlock::Text { text }), ContentBlock::Text { text: next }) => {
+                text.push_str(&next);
+            }
+            (_, block) => out.push(block),
+        }
+    }
+    out
+}
+
+/// A server call's block with the input that streamed in (if any did).
+fn with_input(mut raw: Value, json: String) -> Value {
+    if !json.trim().is_empty()
+        && let Some(fields) = raw.as_object_mut()
+    {
+        fields.insert("input".into(), tool_input(json));
+    }
+    raw
 }
 
 fn parse<'a, T: Deserialize<'a>>(event: SseEvent<'a>) -> Result<T, ProviderError> {
@@ -228,6 +314,7 @@ fn stop_reason(reason: String) -> StopReason {
         "max_tokens" | "model_context_window_exceeded" => StopReason::MaxTokens,
         "stop_sequence" => StopReason::StopSequence,
         "refusal" => StopReason::Refusal,
+        "pause_turn" => StopReason::Paused,
         _ => StopReason::Other(reason),
     }
 }
@@ -331,10 +418,7 @@ mod tests {
             StopReason::StopSequence
         );
         assert_eq!(stop_reason("refusal".into()), StopReason::Refusal);
-        assert_eq!(
-            stop_reason("pause_turn".into()),
-            StopReason::Other("pause_turn".into())
-        );
+        assert_eq!(stop_reason("pause_turn".into()), StopReason::Paused);
     }
 
     #[test]

@@ -76,6 +76,17 @@ pub(super) struct Delta<'a> {
     pub(super) signature: Cow<'a, str>,
     #[serde(default, borrow)]
     pub(super) partial_json: Cow<'a, str>,
+    /// Of a `citations_delta`: the page a passage of the text cites.
+    #[serde(default, borrow)]
+    pub(super) citation: Option<Citation<'a>>,
+}
+
+#[derive(Deserialize)]
+pub(super) struct Citation<'a> {
+    #[serde(default, borrow)]
+    pub(super) url: Cow<'a, str>,
+    #[serde(default, borrow)]
+    pub(super) title: Cow<'a, str>,
 }
 
 #[derive(Deserialize)]

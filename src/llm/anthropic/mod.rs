@@ -4,6 +4,7 @@
 mod decode;
 mod events;
 mod request;
+mod server_tools;
 
 use futures_util::future::BoxFuture;
 use reqwest::header::{ACCEPT, CONTENT_TYPE};

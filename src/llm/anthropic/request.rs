@@ -8,6 +8,7 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+use super::server_tools;
 use crate::llm::image::ImageBlock;
 use crate::llm::types::{ContentBlock, Message, ModelRequest, Role, ToolCalls, ToolSpec};
 
@@ -40,20 +41,27 @@ struct ToolChoice {
 }
 
 #[derive(Debug, Clone, Copy, Serialize)]
-struct CacheControl {
+pub(super) struct CacheControl {
     #[serde(rename = "type")]
     kind: &'static str,
 }
 
 const EPHEMERAL: CacheControl = CacheControl { kind: "ephemeral" };
 
-#[derive(Debug, Serialize)]
-struct WireTool<'a> {
-    name: &'a str,
-    description: &'a str,
-    input_schema: &'a Value,
+/// A tool of mnemo's (name, description, schema) or one the API runs itself (type and name).
+#[derive(Debug, Default, Serialize)]
+pub(super) struct WireTool<'a> {
+    #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
+    pub(super) kind: Option<&'static str>,
+    pub(super) name: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
-    cache_control: Option<CacheControl>,
+    pub(super) description: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) input_schema: Option<&'a Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) max_uses: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) cache_control: Option<CacheControl>,
 }
 
 #[derive(Debug, Serialize)]
@@ -96,6 +104,9 @@ enum WireBlock<'a> {
         #[serde(skip_serializing_if = "Option::is_none")]
         cache_control: Option<CacheControl>,
     },
+    /// A server tool's call or result, as the API sent it.
+    #[serde(untagged)]
+    Raw(&'a Value),
 }
 
 /// `{"type": "image", "source": {"type": "base64", ...}}`.
@@ -173,7 +184,7 @@ impl WireBlock<'_> {
                 *cache_control = Some(EPHEMERAL);
                 true
             }
-            Self::Thinking { .. } => false,
+            Self::Thinking { .. } | Self::Raw(_) => false,
         }
     }
 }
@@ -187,10 +198,12 @@ pub(super) fn body<'a>(model: &'a str, request: &'a ModelRequest) -> Body<'a> {
             cache_control: Some(EPHEMERAL),
         }]
     };
-    let mut tools: Vec<WireTool<'a>> = request.tools.iter().map(tool).collect();
+    let mut tools: Vec<WireTool<'a>> = server_tools::offered(request).into_iter().collect();
     // The breakpoint sits on the last static tool, so capabilities entering or leaving do
-    // not spoil the cached system prompt and static tools.
-    let last_static = request.static_tools.min(tools.len()).checked_sub(1);
+    // not spoil the cached system prompt and static tools (the server's tool comes first).
+    let static_tools = request.static_tools.saturating_add(tools.len());
+    tools.extend(request.tools.iter().map(tool));
+    let last_static = static_tools.min(tools.len()).checked_sub(1);
     if let Some(last) = last_static.and_then(|at| tools.get_mut(at)) {
         last.cache_control = Some(EPHEMERAL);
     }
@@ -256,9 +269,9 @@ pub fn batch_params(model: &str, request: &ModelRequest, shared: &str) -> Value 
 fn tool(spec: &ToolSpec) -> WireTool<'_> {
     WireTool {
         name: &spec.name,
-        description: &spec.description,
-        input_schema: &spec.input_schema,
-        cache_control: None,
+        description: Some(&spec.description),
+        input_schema: Some(&spec.input_schema),
+        ..WireTool::default()
     }
 }
 
@@ -368,6 +381,10 @@ fn block(block: &ContentBlock) -> Option<WireBlock<'_>> {
         }),
         // Placed by `attach_tool_images`, beside or inside the tool results.
         ContentBlock::Image(_) => None,
+        ContentBlock::Server(server) if server.wire == "anthropic" => {
+            Some(WireBlock::Raw(&server.raw))
+        }
+        ContentBlock::Server(_) => None,
     }
 }
 
@@ -401,6 +418,7 @@ mod tests {
             static_tools: usize::MAX,
             volatile_tail: 0,
             tool_calls: ToolCalls::Allowed,
+            server_search: false,
             max_output_tokens: 8192,
         }
     }

@@ -249,7 +249,8 @@ fn assistant(message: &Message, dialect: Dialect) -> Option<WireMessage<'_>> {
                 },
             }),
             // Not expected in an assistant message; there is no way to send it.
-            ContentBlock::ToolResult { .. } | ContentBlock::Image(_) => {}
+            // Another provider's own tools: this one could not read them.
+            ContentBlock::ToolResult { .. } | ContentBlock::Image(_) | ContentBlock::Server(_) => {}
         }
     }
     if text.trim().is_empty() && tool_calls.is_empty() {
@@ -312,6 +313,7 @@ mod tests {
             static_tools: usize::MAX,
             volatile_tail: 0,
             tool_calls: ToolCalls::Allowed,
+            server_search: false,
             max_output_tokens: 4096,
         }
     }

@@ -83,6 +83,8 @@ pub fn estimate_message(message: &Message) -> u32 {
             }
             ContentBlock::ToolResult { content, .. } => estimate_text(content),
             ContentBlock::Image(image) => image.tokens(),
+            // Search results are billed by their (encrypted) content, which the raw form holds.
+            ContentBlock::Server(server) => estimate_text(&server.raw.to_string()),
         })
         .fold(MESSAGE_OVERHEAD, u32::saturating_add)
 }

@@ -378,6 +378,7 @@ pub fn simple_request() -> ModelRequest {
         max_output_tokens: 4096,
         volatile_tail: 0,
         tool_calls: mnemo::llm::ToolCalls::Allowed,
+        server_search: false,
     }
 }
 
