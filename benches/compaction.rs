@@ -74,9 +74,7 @@ async fn session() -> BenchResult {
     let started = Instant::now();
     handle
         .ops
-        .send(Op::UserInput {
-            text: "read every notes file".into(),
-        })
+        .send(Op::user_input("read every notes file"))
         .await?;
     let mut compactions = Vec::new();
     while let Some(event) = handle.events.recv().await {

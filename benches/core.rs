@@ -358,12 +358,7 @@ fn agent_step_overhead(persistence: Persistence) {
         let mut handle = mnemo::agent::spawn(session);
         let start = Instant::now();
         for t in 0..TURNS {
-            let sent = handle
-                .ops
-                .send(Op::UserInput {
-                    text: format!("turn {t}"),
-                })
-                .await;
+            let sent = handle.ops.send(Op::user_input(format!("turn {t}"))).await;
             assert!(sent.is_ok());
             while let Some(event) = handle.events.recv().await {
                 if matches!(event, Event::TurnFinished { .. }) {

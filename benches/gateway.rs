@@ -103,7 +103,7 @@ async fn latency() -> BenchResult {
     }
     let started = Instant::now();
     for (_, ops) in &clients {
-        ops.send(Op::UserInput { text: "go".into() }).await?;
+        ops.send(Op::user_input("go")).await?;
     }
     for reader in readers {
         tokio::time::timeout(Duration::from_secs(120), reader).await??;

@@ -74,7 +74,7 @@ async fn spawn_round_trip(file: bool) {
     let start = Instant::now();
     for n in 0..SPAWNS {
         let text = format!("PARENT{n}: delegate");
-        assert!(handle.ops.send(Op::UserInput { text }).await.is_ok());
+        assert!(handle.ops.send(Op::user_input(text)).await.is_ok());
         while let Some(event) = handle.events.recv().await {
             if matches!(event, Event::TurnFinished { .. }) {
                 break;
@@ -104,7 +104,7 @@ async fn cancel_three_levels() {
         let store = Store::open_in_memory().unwrap_or_else(|e| panic!("{e}"));
         let mut handle = session(turns, store).await;
         let text = "ROOT".to_string();
-        assert!(handle.ops.send(Op::UserInput { text }).await.is_ok());
+        assert!(handle.ops.send(Op::user_input(text)).await.is_ok());
         while let Some(event) = handle.events.recv().await {
             if matches!(&event, Event::AgentActivity { run_id, activity } if run_id == "a1.a1.a1" && *activity == AgentActivity::Responding)
             {

@@ -76,6 +76,10 @@ pub enum Command {
         /// Print every event as one JSON line.
         #[arg(long)]
         json: bool,
+        /// Attach an image (PNG, JPEG, GIF or WebP) to the prompt; repeatable. `@shot.png` in
+        /// the prompt attaches one too.
+        #[arg(long = "image", value_name = "PATH")]
+        images: Vec<std::path::PathBuf>,
         /// Plan mode: the agent reads and thinks but changes nothing, and ends with a plan.
         #[arg(long, conflicts_with = "approve_plan")]
         plan: bool,

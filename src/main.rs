@@ -435,6 +435,7 @@ fn real_main(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Run {
             prompt,
             json,
+            images,
             plan,
             approve_plan,
             host,
@@ -453,17 +454,17 @@ fn real_main(cli: Cli) -> anyhow::Result<ExitCode> {
             if prompt.trim().is_empty() && !approve_plan {
                 anyhow::bail!("empty prompt: pass it as an argument or on stdin");
             }
+            let cwd = std::env::current_dir().context("cannot read the working directory")?;
+            let images = mnemo::llm::image_attach::for_run(&prompt, &images, &cwd)
+                .map_err(anyhow::Error::msg)?;
+            let input = Op::UserInput {
+                text: prompt.clone(),
+                images,
+            };
             let opening = match (plan, approve_plan) {
                 (_, true) => vec![Op::ApprovePlan { plan: None }],
-                (true, false) => vec![
-                    Op::SetPlanMode { on: true },
-                    Op::UserInput {
-                        text: prompt.clone(),
-                    },
-                ],
-                (false, false) => vec![Op::UserInput {
-                    text: prompt.clone(),
-                }],
+                (true, false) => vec![Op::SetPlanMode { on: true }, input],
+                (false, false) => vec![input],
             };
             let mode = if json {
                 OutputMode::Json

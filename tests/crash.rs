@@ -70,9 +70,7 @@ async fn a_tool_that_panics_leaves_a_record_and_the_session_goes_on() -> TestRes
     let mut handle = mnemo::agent::spawn(session);
     handle
         .ops
-        .send(Op::UserInput {
-            text: "use the buggy tool".into(),
-        })
+        .send(Op::user_input("use the buggy tool"))
         .await?;
     let mut events = Vec::new();
     while !matches!(events.last(), Some(Event::TurnFinished { .. })) {

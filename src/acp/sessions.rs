@@ -27,7 +27,7 @@ use super::services;
 use super::updates;
 use crate::config::CliOverrides;
 use crate::host::{Attachment, Delivery, HostApi, Loaded, OpenOptions, SessionChoice};
-use crate::protocol::{ApprovalMode, FrontEndServices, Op};
+use crate::protocol::{self, ApprovalMode, FrontEndServices, Op};
 
 /// How long a session this process runs may take to end when the client leaves.
 const STOP_WAIT: Duration = Duration::from_secs(10);
@@ -73,7 +73,7 @@ impl Front {
     pub(super) fn initialize(&self, request: &InitializeRequest) -> InitializeResponse {
         *self.offered.lock().unwrap_or_else(|p| p.into_inner()) =
             services::offered(&request.client_capabilities);
-        let prompts = PromptCapabilities::new().embedded_context(true);
+        let prompts = PromptCapabilities::new().embedded_context(true).image(true);
         InitializeResponse::new(ProtocolVersion::V1)
             .agent_capabilities(
                 AgentCapabilities::new()
@@ -329,7 +329,8 @@ impl Front {
             };
             return;
         }
-        if text.trim().is_empty() {
+        let images = prompt_images(&request.prompt);
+        if text.trim().is_empty() && images.is_empty() {
             let _ = responder
                 .respond_with_error(error(ErrorCode::INVALID_PARAMS, "the prompt has no text"));
             return;
@@ -337,7 +338,7 @@ impl Front {
         if !waiting.wait(responder) {
             return;
         }
-        if ops.send(Op::UserInput { text }).await.is_err() {
+        if ops.send(Op::UserInput { text, images }).await.is_err() {
             waiting.end(Err(ended()));
         }
     }
@@ -422,6 +423,27 @@ fn prompt_text(blocks: &[ContentBlock]) -> String {
         }
     }
     text
+}
+
+/// The prompt's images, attached to the message (the session checks each before the model
+/// sees it).
+fn prompt_images(blocks: &[ContentBlock]) -> Vec<protocol::Attachment> {
+    blocks
+        .iter()
+        .filter_map(|block| match block {
+            ContentBlock::Image(image) => Some(protocol::Attachment {
+                name: image
+                    .uri
+                    .as_deref()
+                    .and_then(|uri| uri.rsplit('/').next())
+                    .filter(|name| !name.is_empty())
+                    .unwrap_or("image")
+                    .to_string(),
+                data: image.data.clone(),
+            }),
+            _ => None,
+        })
+        .collect()
 }
 
 /// The slash command a prompt is, when it is one.

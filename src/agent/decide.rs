@@ -9,8 +9,8 @@ use super::compaction::CompactReason;
 use super::guards::RepeatGuard;
 use crate::llm::StopReason;
 use crate::protocol::{
-    ApprovalDecision, FrontEndReply, FrontEndServices, Op, QuestionAnswer, RewindWhat, TurnStatus,
-    UserMessageKind,
+    ApprovalDecision, Attachment, FrontEndReply, FrontEndServices, Op, QuestionAnswer, RewindWhat,
+    TurnStatus, UserMessageKind,
 };
 use crate::sandbox::ApprovalMode;
 
@@ -204,7 +204,7 @@ pub(super) fn compaction_due(asked: bool, fill: Fill) -> Option<CompactReason> {
 #[derive(Debug, PartialEq, Eq)]
 pub(super) enum OpAction {
     /// Start a turn with it once the queue reaches it.
-    Queue(String, UserMessageKind),
+    Queue(Queued),
     /// Hand it to the running turn, which adds it before its next model call.
     Deliver(String),
     /// Take back a queued message the running turn has not started.
@@ -247,11 +247,18 @@ pub(super) fn on_op(op: Option<Op>, turn_running: bool) -> OpAction {
         return OpAction::Shutdown;
     };
     match op {
-        Op::UserInput { text } if turn_running => OpAction::Queue(text, UserMessageKind::Queued),
+        Op::UserInput { text, images } if turn_running => OpAction::Queue(Queued {
+            text,
+            kind: UserMessageKind::Queued,
+            images,
+        }),
+        Op::UserInput { text, images } => OpAction::Queue(Queued {
+            text,
+            kind: UserMessageKind::Prompt,
+            images,
+        }),
         Op::Inject { text } if turn_running => OpAction::Deliver(text),
-        Op::UserInput { text } | Op::Inject { text } => {
-            OpAction::Queue(text, UserMessageKind::Prompt)
-        }
+        Op::Inject { text } => OpAction::Queue(Queued::text(text, UserMessageKind::Prompt)),
         Op::Withdraw { text } if turn_running => OpAction::Withdraw(text),
         // Between turns a queued message has already started.
         Op::Withdraw { .. } => OpAction::Ignore,
@@ -278,21 +285,36 @@ pub(super) fn on_op(op: Option<Op>, turn_running: bool) -> OpAction {
     }
 }
 
+/// A user message waiting for its turn: its text, how it came, and the images attached.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Queued {
+    pub text: String,
+    pub kind: UserMessageKind,
+    pub images: Vec<Attachment>,
+}
+
+impl Queued {
+    pub fn text(text: String, kind: UserMessageKind) -> Self {
+        Self {
+            text,
+            kind,
+            images: Vec::new(),
+        }
+    }
+}
+
 /// Removes the latest queued message with this text; true when one was waiting.
-pub(super) fn withdraw(queued: &mut VecDeque<(String, UserMessageKind)>, text: &str) -> bool {
+pub(super) fn withdraw(queued: &mut VecDeque<Queued>, text: &str) -> bool {
     let waiting = queued
         .iter()
-        .rposition(|(t, kind)| t == text && *kind == UserMessageKind::Queued);
+        .rposition(|q| q.text == text && q.kind == UserMessageKind::Queued);
     waiting.and_then(|index| queued.remove(index)).is_some()
 }
 
 /// Injections that arrived between turns open the next turns, ahead of queued messages.
-pub(super) fn queue_arrived(
-    queued: &mut VecDeque<(String, UserMessageKind)>,
-    arrived: Vec<String>,
-) {
+pub(super) fn queue_arrived(queued: &mut VecDeque<Queued>, arrived: Vec<String>) {
     for text in arrived.into_iter().rev() {
-        queued.push_front((text, UserMessageKind::Injected));
+        queued.push_front(Queued::text(text, UserMessageKind::Injected));
     }
 }
 

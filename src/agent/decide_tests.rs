@@ -220,24 +220,36 @@ fn during_a_turn_an_injection_goes_to_it_and_user_input_waits_queued() {
         text: "also".into(),
     };
     assert_eq!(on_op(Some(inject), true), OpAction::Deliver("also".into()));
-    let input = Op::UserInput {
-        text: "next".into(),
-    };
+    let input = Op::user_input("next");
     assert_eq!(
         on_op(Some(input), true),
-        OpAction::Queue("next".into(), UserMessageKind::Queued)
+        OpAction::Queue(Queued::text("next".into(), UserMessageKind::Queued))
     );
 }
 
 #[test]
+fn the_images_of_user_input_wait_with_its_text() {
+    let image = Attachment {
+        name: "shot.png".into(),
+        data: "iVBORw0KGgo=".into(),
+    };
+    let input = Op::UserInput {
+        text: "what is this?".into(),
+        images: vec![image.clone()],
+    };
+    let OpAction::Queue(queued) = on_op(Some(input), true) else {
+        panic!("not queued");
+    };
+    assert_eq!(queued.images, [image]);
+    assert_eq!(queued.kind, UserMessageKind::Queued);
+}
+
+#[test]
 fn between_turns_an_injection_or_user_input_opens_a_turn_as_a_prompt() {
-    for op in [
-        Op::Inject { text: "go".into() },
-        Op::UserInput { text: "go".into() },
-    ] {
+    for op in [Op::Inject { text: "go".into() }, Op::user_input("go")] {
         assert_eq!(
             on_op(Some(op), false),
-            OpAction::Queue("go".into(), UserMessageKind::Prompt)
+            OpAction::Queue(Queued::text("go".into(), UserMessageKind::Prompt))
         );
     }
 }
@@ -248,15 +260,19 @@ fn withdraw_takes_back_the_latest_queued_message_only_during_a_turn() {
     assert_eq!(on_op(op(), true), OpAction::Withdraw("b".into()));
     assert_eq!(on_op(op(), false), OpAction::Ignore);
 
-    let mut queued: VecDeque<(String, UserMessageKind)> = VecDeque::new();
-    queued.push_back(("b".into(), UserMessageKind::Injected));
-    queued.push_back(("b".into(), UserMessageKind::Queued));
-    queued.push_back(("c".into(), UserMessageKind::Queued));
-    queued.push_back(("b".into(), UserMessageKind::Queued));
+    let mut queued: VecDeque<Queued> = VecDeque::new();
+    for (text, kind) in [
+        ("b", UserMessageKind::Injected),
+        ("b", UserMessageKind::Queued),
+        ("c", UserMessageKind::Queued),
+        ("b", UserMessageKind::Queued),
+    ] {
+        queued.push_back(Queued::text(text.into(), kind));
+    }
     assert!(withdraw(&mut queued, "b"));
     assert!(withdraw(&mut queued, "b"));
     assert!(!withdraw(&mut queued, "b"));
-    let left: Vec<_> = queued.iter().map(|(t, k)| (t.as_str(), *k)).collect();
+    let left: Vec<_> = queued.iter().map(|q| (q.text.as_str(), q.kind)).collect();
     assert_eq!(
         left,
         [
@@ -292,12 +308,12 @@ fn shutdown_or_a_closed_channel_shuts_down() {
 
 #[test]
 fn arrived_injections_go_ahead_of_queued_messages_in_order() {
-    let mut queued: VecDeque<(String, UserMessageKind)> = VecDeque::new();
-    queued.push_back(("later".into(), UserMessageKind::Queued));
+    let mut queued: VecDeque<Queued> = VecDeque::new();
+    queued.push_back(Queued::text("later".into(), UserMessageKind::Queued));
     queue_arrived(&mut queued, vec!["one".into(), "two".into()]);
-    let order: Vec<_> = queued.iter().map(|(t, _)| t.as_str()).collect();
+    let order: Vec<_> = queued.iter().map(|q| q.text.as_str()).collect();
     assert_eq!(order, ["one", "two", "later"]);
-    assert_eq!(queued[0].1, UserMessageKind::Injected);
+    assert_eq!(queued[0].kind, UserMessageKind::Injected);
 }
 
 #[test]

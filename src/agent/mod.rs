@@ -1,6 +1,7 @@
 //! The agent task. It owns the session (history, model chain, tools) and talks to front ends only
 //! through the protocol: `Op`s in on one channel, `Event`s out on another.
 
+mod attachments;
 mod checkpoint;
 mod compaction;
 pub mod compaction_plan;
@@ -113,7 +114,7 @@ async fn drive(
     let mut mcp_states = mcp.as_ref().map(crate::mcp::McpManager::states_changed);
     let mut failed_told = std::collections::BTreeSet::new();
     session.report_failed_mcp(&mut failed_told).await;
-    let mut queued: VecDeque<(String, UserMessageKind)> = VecDeque::new();
+    let mut queued: VecDeque<decide::Queued> = VecDeque::new();
     loop {
         // Injections and background results that arrived between turns open the next one.
         let arrived: Vec<String> = mailbox
@@ -122,7 +123,7 @@ async fn drive(
             .map(|mut p| p.texts.drain(..).collect())
             .unwrap_or_default();
         decide::queue_arrived(&mut queued, arrived);
-        let Some((text, kind)) = queued.pop_front() else {
+        let Some(next) = queued.pop_front() else {
             let op = tokio::select! {
                 op = ops.recv() => op,
                 () = mailbox.wake.notified() => continue,
@@ -142,7 +143,7 @@ async fn drive(
                 }
             };
             match decide::on_op(op, false) {
-                OpAction::Queue(text, kind) => queued.push_back((text, kind)),
+                OpAction::Queue(input) => queued.push_back(input),
                 OpAction::CancelBackground | OpAction::CancelTurn => runs.cancel_all(),
                 // Boxed like a turn below: compaction calls the model.
                 OpAction::CompactNow | OpAction::CompactBeforeNextCall => {
@@ -164,7 +165,7 @@ async fn drive(
                 OpAction::SetPlanMode(on) => control.set_plan(on).await,
                 OpAction::ApprovePlan(edited) => {
                     if let Some(prompt) = session.approve_plan(edited).await {
-                        queued.push_back((prompt, UserMessageKind::Prompt));
+                        queued.push_back(decide::Queued::text(prompt, UserMessageKind::Prompt));
                     }
                 }
                 OpAction::ListTurns => {
@@ -188,15 +189,14 @@ async fn drive(
         let cancel = CancellationToken::new();
         // Boxed: a turn's state (model stream, tool calls) is large, and an idle session's
         // task should not hold room for it (a daemon holds many idle sessions).
-        let mut turn =
-            Box::pin(session.run_turn(text, kind, cancel.clone(), mailbox.inbox.clone()));
+        let mut turn = Box::pin(session.run_turn(next, cancel.clone(), mailbox.inbox.clone()));
         let mut shutting_down = false;
         loop {
             tokio::select! {
                 _ = &mut turn => break,
                 op = ops.recv(), if !shutting_down => match decide::on_op(op, true) {
                     OpAction::Deliver(text) => mailbox.deliver(text),
-                    OpAction::Queue(text, kind) => queued.push_back((text, kind)),
+                    OpAction::Queue(input) => queued.push_back(input),
                     OpAction::Withdraw(text) => {
                         if decide::withdraw(&mut queued, &text) {
                             let _ = control.events.send(Event::QueuedWithdrawn { text }).await;

@@ -9,11 +9,14 @@ use crate::text::{clip, first_line};
 /// A session's title: the first line of its first message, cut to this many characters.
 const TITLE_CHARS: usize = 60;
 
+use super::attachments::{user_message, with_image_labels};
 use super::compaction::CompactReason;
+use super::decide::Queued;
 use super::decide::{BeforeCall, CallFailure, Limits, Next, Reply, ToolsRan, TurnState};
 use super::model_call::StepFailure;
 use super::{Inbox, Session};
 use crate::llm::fallback::ChainError;
+use crate::llm::image::ImageBlock;
 use crate::llm::{ContentBlock, Message, StopReason, Usage};
 use crate::memory::StoreError;
 use crate::memory::types::TurnRecord;
@@ -22,16 +25,17 @@ use crate::protocol::{Event, TurnStatus, UserMessageKind};
 impl Session {
     pub(super) async fn run_turn(
         &mut self,
-        text: String,
-        kind: UserMessageKind,
+        input: Queued,
         cancel: CancellationToken,
         inbox: Inbox,
     ) -> (TurnStatus, Option<String>) {
+        let Queued { text, kind, images } = input;
+        let images = self.take_attachments(images).await;
         let (text, model_after) = match self.expand_user_command(text, kind).await {
             Ok(expanded) => expanded,
             Err(why) => return self.refuse_prompt(why).await,
         };
-        let ended = self.run_prompt(text, kind, cancel, inbox).await;
+        let ended = self.run_prompt(text, kind, images, cancel, inbox).await;
         if let Some(model) = model_after {
             self.change_model(&model).await;
         }
@@ -42,6 +46,7 @@ impl Session {
         &mut self,
         text: String,
         kind: UserMessageKind,
+        images: Vec<ImageBlock>,
         cancel: CancellationToken,
         inbox: Inbox,
     ) -> (TurnStatus, Option<String>) {
@@ -69,7 +74,9 @@ impl Session {
         let started_at = now_millis();
         let first_seq = self.next_seq;
         let prompt = text.clone();
-        let opened = self.open_turn(turn, started_at, text, kind, context).await;
+        let opened = self
+            .open_turn(turn, started_at, (text, images), kind, context)
+            .await;
         if opened.is_ok() {
             self.keep_for_rewind(turn, prompt, first_seq, started_at)
                 .await;
@@ -150,7 +157,7 @@ impl Session {
         &mut self,
         turn: u64,
         started_at: i64,
-        text: String,
+        (text, images): (String, Vec<ImageBlock>),
         kind: UserMessageKind,
         hook_context: Vec<String>,
     ) -> Result<(), StoreError> {
@@ -164,7 +171,7 @@ impl Session {
             true => self.note_growth().await?,
             false => self.refresh_system_prompt().await?,
         }
-        self.add_user_text(text, kind).await?;
+        self.add_user_message(text, kind, images).await?;
         for context in hook_context {
             let text = format!("[hook context] {context}");
             self.add_user_text(text, UserMessageKind::Injected).await?;
@@ -193,9 +200,18 @@ impl Session {
         text: String,
         kind: UserMessageKind,
     ) -> Result<(), StoreError> {
+        self.add_user_message(text, kind, Vec::new()).await
+    }
+
+    async fn add_user_message(
+        &mut self,
+        text: String,
+        kind: UserMessageKind,
+        images: Vec<ImageBlock>,
+    ) -> Result<(), StoreError> {
         let seq = self.next_seq;
-        self.commit_as(Message::user_text(text.clone()), kind)
-            .await?;
+        let shown = with_image_labels(&text, &images);
+        self.commit_as(user_message(&text, images), kind).await?;
         if kind != UserMessageKind::Prompt {
             let id = self.id.clone();
             self.services
@@ -211,7 +227,7 @@ impl Session {
                 .call(move |db| db.rename_session(&id, &title))
                 .await?;
         }
-        self.emit(Event::UserMessage { text, kind }).await;
+        self.emit(Event::UserMessage { text: shown, kind }).await;
         Ok(())
     }
 

@@ -6,6 +6,7 @@ pub mod error;
 pub mod fallback;
 pub mod http;
 pub mod image;
+pub mod image_attach;
 pub mod openai;
 mod price;
 pub mod reach;

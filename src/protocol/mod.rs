@@ -28,7 +28,12 @@ pub struct SessionEvent {
 pub enum Op {
     /// A new user message. Starts a turn, or waits for the running one to end (a queued
     /// message).
-    UserInput { text: String },
+    UserInput {
+        text: String,
+        /// Images the person attached (a path named with `@`, dropped or pasted).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        images: Vec<Attachment>,
+    },
     /// Text for the running turn: it becomes a user message before the next model call.
     Inject { text: String },
     /// Takes back a queued message (`UserInput` sent during a turn) that has not started yet;
@@ -74,6 +79,24 @@ pub enum Op {
     ApprovePlan { plan: Option<String> },
     /// The answer to `Event::QuestionAsked` with the same id.
     AnswerQuestion { id: String, answer: QuestionAnswer },
+}
+
+impl Op {
+    /// A user message of text alone.
+    pub fn user_input(text: impl Into<String>) -> Self {
+        Self::UserInput {
+            text: text.into(),
+            images: Vec::new(),
+        }
+    }
+}
+
+/// An image attached to a user message: its name and its encoded bytes in base64. The session
+/// checks it again (kind, size, pixels) before the model sees it, whoever sent it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Attachment {
+    pub name: String,
+    pub data: String,
 }
 
 /// What became of a question the model put to the person (`ask_user`).

@@ -112,12 +112,7 @@ async fn drive(
         session_id: Some(session_id),
         error: "the agent task ended unexpectedly".into(),
     };
-    if handle
-        .ops
-        .send(Op::UserInput { text: prompt })
-        .await
-        .is_err()
-    {
+    if handle.ops.send(Op::user_input(prompt)).await.is_err() {
         return gone(session_id);
     }
     let mut reply = String::new();

@@ -296,7 +296,7 @@ impl<W: Write> App<W> {
         match agent.ops.try_send(op) {
             Ok(()) => {}
             Err(TrySendError::Full(op)) => {
-                if let Op::UserInput { text } | Op::Inject { text } = &op {
+                if let Op::UserInput { text, .. } | Op::Inject { text } = &op {
                     self.state.pending.retain(|p| p.text != *text);
                 }
                 self.state.notice(

@@ -21,7 +21,8 @@ use super::rewind_picker::RewindOutcome;
 use super::slash::{self, Parsed, SlashCommand};
 use super::state::{AppState, Effect, PendingInput, QUIT_WINDOW};
 use super::status::Activity;
-use crate::protocol::{Op, QuestionAnswer, UserMessageKind};
+use crate::llm::image_attach;
+use crate::protocol::{Attachment, Op, QuestionAnswer, UserMessageKind};
 
 impl AppState {
     pub fn handle_key(&mut self, key: KeyEvent, now: Instant) -> Vec<Effect> {
@@ -270,6 +271,17 @@ impl AppState {
         vec![Effect::Send(Op::Interrupt)]
     }
 
+    /// The images the text names (`@shot.png`, a dropped path), read now; each one that
+    /// cannot be attached is said in a notice.
+    pub(super) fn attached_images(&mut self, text: &str) -> Vec<Attachment> {
+        let cwd = std::env::current_dir().unwrap_or_default();
+        let (images, problems) = image_attach::attachments_in(text, &cwd);
+        for problem in problems {
+            self.notice(NoticeLevel::Warning, &problem);
+        }
+        images
+    }
+
     /// Sends typed text. While a turn runs, `busy_kind` says whether it is injected into the
     /// turn or queued as the next message; otherwise it starts a turn.
     fn submit(&mut self, text: String, busy_kind: UserMessageKind, now: Instant) -> Vec<Effect> {
@@ -317,9 +329,18 @@ impl AppState {
             | Activity::AwaitingApproval
             | Activity::AwaitingAnswer => {}
         }
+        let images = self.attached_images(&text);
         let (kind, op) = if self.is_busy() {
             match busy_kind {
-                UserMessageKind::Queued => (busy_kind, Op::UserInput { text: text.clone() }),
+                // Images go with a message of their own: one that waits for the turn.
+                _ if !images.is_empty() => (
+                    UserMessageKind::Queued,
+                    Op::UserInput {
+                        text: text.clone(),
+                        images,
+                    },
+                ),
+                UserMessageKind::Queued => (busy_kind, Op::user_input(text.clone())),
                 UserMessageKind::Injected
                 | UserMessageKind::Prompt
                 | UserMessageKind::Continuation
@@ -331,7 +352,10 @@ impl AppState {
             self.status.turn_started = Some(now);
             (
                 UserMessageKind::Prompt,
-                Op::UserInput { text: text.clone() },
+                Op::UserInput {
+                    text: text.clone(),
+                    images,
+                },
             )
         };
         let folds = self.composer.take_folds();

@@ -37,7 +37,7 @@ impl AppState {
             Event::UserMessage { text, kind } => {
                 self.finish_stream();
                 let mut folded = None;
-                if let Some(index) = self.pending.iter().position(|p| p.text == text) {
+                if let Some(index) = self.pending.iter().position(|p| echoes(&text, &p.text)) {
                     folded = crate::tui::paste::folded(&text, &self.pending.remove(index).folds);
                 }
                 self.commit_cell(Cell::User { text, kind, folded });
@@ -349,17 +349,20 @@ impl AppState {
     /// Sends what was typed while the session started: the first message starts a turn, the
     /// rest wait for it as queued messages.
     fn release_waiting(&mut self, now: Instant) {
-        for pending in self.pending.iter_mut().filter(|p| p.waiting) {
-            pending.waiting = false;
+        for at in 0..self.pending.len() {
+            if !self.pending[at].waiting {
+                continue;
+            }
+            self.pending[at].waiting = false;
             if self.outbox.is_empty() {
                 self.status.activity = Activity::Thinking;
                 self.status.turn_started = Some(now);
             } else {
-                pending.kind = UserMessageKind::Queued;
+                self.pending[at].kind = UserMessageKind::Queued;
             }
-            self.outbox.push(Op::UserInput {
-                text: pending.text.clone(),
-            });
+            let text = self.pending[at].text.clone();
+            let images = self.attached_images(&text);
+            self.outbox.push(Op::UserInput { text, images });
         }
     }
 
@@ -447,5 +450,17 @@ impl AppState {
         if !repeated {
             self.notice(level, &text);
         }
+    }
+}
+
+/// Whether a user message the session stored is the one typed: its text, then a line per
+/// image attached.
+fn echoes(stored: &str, typed: &str) -> bool {
+    match stored.strip_prefix(typed) {
+        Some("") => true,
+        Some(rest) => {
+            rest.lines().skip(1).all(|l| l.starts_with("[image: ")) && rest.starts_with('\n')
+        }
+        None => false,
     }
 }

@@ -302,3 +302,59 @@ async fn the_agents_plan_reaches_the_editors_plan_view() {
         ]]
     );
 }
+
+/// An image in an ACP prompt is attached to the user message the session keeps (and the
+/// model gets); the agent says it takes images.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_image_in_a_prompt_is_attached_to_the_message() {
+    use agent_client_protocol::v1::schema::{ContentBlock, ImageContent, PromptRequest};
+    use base64::Engine;
+    let ws = Workspace::new();
+    let model = ws.script(json!({"turns": [{"text": "A small picture."}]}));
+    let mut png = std::io::Cursor::new(Vec::new());
+    image::DynamicImage::new_rgb8(6, 4)
+        .write_to(&mut png, image::ImageFormat::Png)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let data = base64::engine::general_purpose::STANDARD.encode(png.into_inner());
+    let seen = Seen::default();
+    let main = async |cx: agent_client_protocol::v1::ConnectionTo<agent_client_protocol::Agent>| {
+        let init = acp_support::initialize(&cx).await?;
+        assert!(init.agent_capabilities.prompt_capabilities.image);
+        let id = new_session(&cx, &ws).await?;
+        let image = ImageContent::new(data.clone(), "image/png").uri("file:///tmp/shot.png");
+        let request = PromptRequest::new(
+            id.clone(),
+            vec![
+                ContentBlock::from("what is this?"),
+                ContentBlock::Image(image),
+            ],
+        );
+        cx.send_request(request).block_task().await
+    };
+    let done = tokio::time::timeout(
+        LIMIT,
+        run(agent(&ws, &model, &[]), &seen, Answer::Deny, main),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}"))
+    .unwrap_or_else(|e| panic!("{e:?}"));
+    assert_eq!(done.stop_reason, StopReason::EndTurn);
+    let db = mnemo::memory::Db::open(&ws.path().join(".data").join("mnemo.db"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let cwd = ws.path().canonicalize().unwrap_or_else(|e| panic!("{e}"));
+    let session = db
+        .latest_session(&cwd.to_string_lossy())
+        .unwrap_or_else(|e| panic!("{e}"))
+        .unwrap_or_else(|| panic!("no session"));
+    let messages = db
+        .all_messages(&session.id)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let first = &messages[0].message;
+    assert_eq!(first.text(), "what is this?");
+    assert!(
+        first.content.iter().any(|b| matches!(b,
+            mnemo::llm::ContentBlock::Image(i) if i.name == "shot.png" && (i.width, i.height) == (6, 4))),
+        "{:?}",
+        first.content
+    );
+}

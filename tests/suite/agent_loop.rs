@@ -38,7 +38,7 @@ async fn streamed_text_arrives_as_deltas_and_the_turn_completes() {
         |_| {},
     )
     .await;
-    h.send(Op::UserInput { text: "hi".into() }).await;
+    h.send(Op::user_input("hi")).await;
     let events = h.until_turn_finished().await;
     assert_eq!(text_deltas(&events), "Hello world");
     let deltas = events
@@ -67,7 +67,7 @@ async fn several_read_only_calls_in_one_response_run_concurrently() {
     )
     .await;
     let started = Instant::now();
-    h.send(Op::UserInput { text: "go".into() }).await;
+    h.send(Op::user_input("go")).await;
     let events = h.until_turn_finished().await;
     assert_eq!(status_of(&events).0, TurnStatus::Completed);
     let elapsed = started.elapsed();
@@ -89,10 +89,7 @@ async fn the_same_call_three_times_in_a_row_ends_the_turn_as_loop_detected() {
         |_| {},
     )
     .await;
-    h.send(Op::UserInput {
-        text: "loop".into(),
-    })
-    .await;
+    h.send(Op::user_input("loop")).await;
     let events = h.until_turn_finished().await;
     let (status, message) = status_of(&events);
     assert_eq!(status, TurnStatus::LoopDetected);
@@ -121,10 +118,7 @@ async fn the_step_limit_stops_a_turn_that_keeps_calling_tools() {
         .map(|i| json!({"tool_calls": [{"name": "sleep", "arguments": {"ms": i}}]}))
         .collect();
     let mut h = start(json!({ "turns": turns }), |s| s.max_steps = 2).await;
-    h.send(Op::UserInput {
-        text: "work".into(),
-    })
-    .await;
+    h.send(Op::user_input("work")).await;
     let events = h.until_turn_finished().await;
     let (status, message) = status_of(&events);
     assert_eq!(status, TurnStatus::StepLimit);
@@ -142,7 +136,7 @@ async fn a_tool_that_runs_too_long_becomes_an_error_result_and_the_turn_goes_on(
         |s| s.tool_timeout = Duration::from_secs(1),
     )
     .await;
-    h.send(Op::UserInput { text: "go".into() }).await;
+    h.send(Op::user_input("go")).await;
     let events = h.until_turn_finished().await;
     assert_eq!(status_of(&events).0, TurnStatus::Completed);
     let finished = events.iter().find_map(|e| match e {
@@ -168,7 +162,7 @@ async fn invalid_tool_arguments_and_unknown_tools_become_errors_the_model_sees()
         |_| {},
     )
     .await;
-    h.send(Op::UserInput { text: "go".into() }).await;
+    h.send(Op::user_input("go")).await;
     let events = h.until_turn_finished().await;
     assert_eq!(status_of(&events).0, TurnStatus::Completed);
     let session = h.finish().await;
@@ -203,10 +197,7 @@ async fn interrupt_mid_stream_ends_the_turn_at_once_and_keeps_what_was_shown() {
         |_| {},
     )
     .await;
-    h.send(Op::UserInput {
-        text: "talk".into(),
-    })
-    .await;
+    h.send(Op::user_input("talk")).await;
     h.until(|e| matches!(e, Event::TextDelta { text } if text == "w1 "))
         .await;
     let asked = Instant::now();
@@ -215,10 +206,7 @@ async fn interrupt_mid_stream_ends_the_turn_at_once_and_keeps_what_was_shown() {
     assert!(asked.elapsed() < Duration::from_millis(100));
     assert_eq!(status_of(&events).0, TurnStatus::Interrupted);
     // The session is still usable after the interrupt.
-    h.send(Op::UserInput {
-        text: "again".into(),
-    })
-    .await;
+    h.send(Op::user_input("again")).await;
     let events = h.until_turn_finished().await;
     assert_eq!(status_of(&events).0, TurnStatus::Completed);
     let session = h.finish().await;
@@ -233,7 +221,7 @@ async fn interrupt_during_a_tool_cancels_it_and_answers_the_call() {
         |_| {},
     )
     .await;
-    h.send(Op::UserInput { text: "go".into() }).await;
+    h.send(Op::user_input("go")).await;
     h.until(|e| matches!(e, Event::ToolCallStarted { .. }))
         .await;
     let asked = Instant::now();
@@ -268,10 +256,7 @@ async fn an_injection_becomes_a_user_message_before_the_next_model_call() {
         |_| {},
     )
     .await;
-    h.send(Op::UserInput {
-        text: "start".into(),
-    })
-    .await;
+    h.send(Op::user_input("start")).await;
     h.until(|e| matches!(e, Event::ToolCallStarted { .. }))
         .await;
     h.send(Op::Inject {
@@ -311,10 +296,7 @@ async fn an_injection_during_the_final_answer_starts_another_model_call_in_the_s
         |_| {},
     )
     .await;
-    h.send(Op::UserInput {
-        text: "start".into(),
-    })
-    .await;
+    h.send(Op::user_input("start")).await;
     h.until(|e| matches!(e, Event::TextDelta { .. })).await;
     h.send(Op::Inject {
         text: "one more thing".into(),
@@ -344,9 +326,9 @@ async fn a_message_sent_during_a_turn_is_queued_as_the_next_turn() {
         |_| {},
     )
     .await;
-    h.send(Op::UserInput { text: "one".into() }).await;
+    h.send(Op::user_input("one")).await;
     let mut first = h.until(|e| matches!(e, Event::TextDelta { .. })).await;
-    h.send(Op::UserInput { text: "two".into() }).await;
+    h.send(Op::user_input("two")).await;
     first.extend(h.until_turn_finished().await);
     assert_eq!(text_deltas(&first), "first answer");
     let second = h.until_turn_finished().await;
@@ -362,7 +344,7 @@ async fn a_provider_failure_fails_the_turn_with_the_reason() {
         |_| {},
     )
     .await;
-    h.send(Op::UserInput { text: "hi".into() }).await;
+    h.send(Op::user_input("hi")).await;
     let events = h.until_turn_finished().await;
     let (status, message) = status_of(&events);
     assert_eq!(status, TurnStatus::Failed);

@@ -84,7 +84,7 @@ async fn next_request(h: &mut Harness) -> (String, ApprovalAction) {
 async fn ask_shows_the_diff_and_an_allowed_write_happens() {
     let mut h = session(write_then_done("notes.txt"), ApprovalMode::Ask, true).await;
     std::fs::write(h.workspace().join("notes.txt"), "old\n").unwrap_or_else(|e| panic!("{e}"));
-    h.send(Op::UserInput { text: "go".into() }).await;
+    h.send(Op::user_input("go")).await;
     let (id, action) = next_request(&mut h).await;
     let ApprovalAction::Write { path, diff } = action else {
         panic!("expected a write, got {action:?}");
@@ -116,7 +116,7 @@ async fn ask_shows_the_diff_and_an_allowed_write_happens() {
 #[tokio::test]
 async fn a_denied_write_does_not_happen_and_the_model_is_told() {
     let mut h = session(write_then_done("x.txt"), ApprovalMode::Ask, true).await;
-    h.send(Op::UserInput { text: "go".into() }).await;
+    h.send(Op::user_input("go")).await;
     let (id, _) = next_request(&mut h).await;
     h.send(Op::Approval {
         id,
@@ -143,7 +143,7 @@ async fn allow_for_this_session_covers_the_same_command_prefix_only() {
         {"text": "done"}
     ]});
     let mut h = session(script, ApprovalMode::Ask, true).await;
-    h.send(Op::UserInput { text: "go".into() }).await;
+    h.send(Op::user_input("go")).await;
     let (id, action) = next_request(&mut h).await;
     assert!(matches!(&action, ApprovalAction::Command { command, .. } if command == "echo one"));
     h.send(Op::Approval {
@@ -184,7 +184,7 @@ async fn auto_runs_sandboxed_work_unasked_and_asks_for_the_network() {
         settings.approvals = Arc::new(approvals);
     })
     .await;
-    h.send(Op::UserInput { text: "go".into() }).await;
+    h.send(Op::user_input("go")).await;
     let events = h
         .until(|e| matches!(e, Event::ApprovalRequested { .. }))
         .await;
@@ -216,7 +216,7 @@ async fn auto_runs_sandboxed_work_unasked_and_asks_for_the_network() {
 #[tokio::test]
 async fn without_a_front_end_that_answers_questions_are_denied_at_once() {
     let mut h = session(write_then_done("y.txt"), ApprovalMode::Ask, false).await;
-    h.send(Op::UserInput { text: "go".into() }).await;
+    h.send(Op::user_input("go")).await;
     let events = h.until_turn_finished().await;
     assert!(requests(&events).is_empty());
     let (status, output) = results(&events).remove(0);
@@ -229,7 +229,7 @@ async fn without_a_front_end_that_answers_questions_are_denied_at_once() {
 #[tokio::test]
 async fn read_only_refuses_writes_without_asking() {
     let mut h = session(write_then_done("z.txt"), ApprovalMode::ReadOnly, true).await;
-    h.send(Op::UserInput { text: "go".into() }).await;
+    h.send(Op::user_input("go")).await;
     let events = h.until_turn_finished().await;
     assert!(requests(&events).is_empty());
     assert!(results(&events)[0].1.contains("this session is read-only"));
@@ -239,7 +239,7 @@ async fn read_only_refuses_writes_without_asking() {
 #[tokio::test]
 async fn interrupting_while_asked_withdraws_the_question() {
     let mut h = session(write_then_done("w.txt"), ApprovalMode::Ask, true).await;
-    h.send(Op::UserInput { text: "go".into() }).await;
+    h.send(Op::user_input("go")).await;
     let (id, _) = next_request(&mut h).await;
     h.send(Op::Interrupt).await;
     let events = h.until_turn_finished().await;
@@ -266,7 +266,7 @@ async fn interrupting_while_asked_withdraws_the_question() {
 #[tokio::test]
 async fn time_spent_waiting_for_the_user_is_neither_the_tools_timeout_nor_its_shown_time() {
     let mut h = session(write_then_done("slow.txt"), ApprovalMode::Ask, true).await;
-    h.send(Op::UserInput { text: "go".into() }).await;
+    h.send(Op::user_input("go")).await;
     let (id, _) = next_request(&mut h).await;
     // Longer than the one-second tool timeout of these sessions.
     tokio::time::sleep(Duration::from_millis(1500)).await;
@@ -306,7 +306,7 @@ async fn the_mode_can_change_mid_session() {
         )
     })
     .await;
-    h.send(Op::UserInput { text: "go".into() }).await;
+    h.send(Op::user_input("go")).await;
     let events = h.until_turn_finished().await;
     assert_eq!(results(&events)[0].0, ToolStatus::Ok);
     assert!(h.workspace().join("m.txt").exists());

@@ -173,11 +173,7 @@ async fn in_ask_mode_a_capability_call_waits_for_approval_and_a_denial_stops_it(
     })
     .await?;
 
-    agent
-        .send(Op::UserInput {
-            text: "mark it".into(),
-        })
-        .await?;
+    agent.send(Op::user_input("mark it")).await?;
     let (id, _) = question(&mut agent, "capability_create").await?;
     answer(&agent, id, ApprovalDecision::AllowOnce).await?;
     let (id, action) = question(&mut agent, "cap_mark_ran").await?;
@@ -206,11 +202,7 @@ async fn in_ask_mode_a_capability_call_waits_for_approval_and_a_denial_stops_it(
     assert!(!ws.join("ran.txt").exists(), "a denied capability ran");
 
     // Allowed, the same call runs: the denial is what kept it from running.
-    agent
-        .send(Op::UserInput {
-            text: "now do".into(),
-        })
-        .await?;
+    agent.send(Op::user_input("now do")).await?;
     let (id, _) = question(&mut agent, "cap_mark_ran").await?;
     answer(&agent, id, ApprovalDecision::AllowOnce).await?;
     let events = agent

@@ -55,9 +55,7 @@ async fn turns(handle: &mut AgentHandle, count: usize) -> TestResult {
     for i in 0..count {
         handle
             .ops
-            .send(Op::UserInput {
-                text: format!("step {i} of the refactor"),
-            })
+            .send(Op::user_input(format!("step {i} of the refactor")))
             .await?;
         until(handle, |e| matches!(e, Event::TurnFinished { .. })).await?;
     }
@@ -172,12 +170,7 @@ async fn a_turn_report_ends_the_turn_and_updates_topic_and_memory() -> TestResul
         {"text": "never used"}
     ]);
     let mut handle = start(script, &store, &ws).await?;
-    handle
-        .ops
-        .send(Op::UserInput {
-            text: "rename the flag".into(),
-        })
-        .await?;
+    handle.ops.send(Op::user_input("rename the flag")).await?;
     let events = until(&mut handle, |e| matches!(e, Event::TurnFinished { .. })).await?;
     let answers = events
         .iter()

@@ -104,7 +104,7 @@ async fn turn(
     handle: &mut AgentHandle,
     text: &str,
 ) -> Result<Vec<Event>, Box<dyn std::error::Error>> {
-    handle.ops.send(Op::UserInput { text: text.into() }).await?;
+    handle.ops.send(Op::user_input(text)).await?;
     let mut events = Vec::new();
     loop {
         let event = tokio::time::timeout(std::time::Duration::from_secs(60), handle.events.recv())

@@ -91,7 +91,7 @@ async fn a_dream_writes_both_files_moves_the_cursor_and_reaches_the_next_session
     let session =
         Session::create(settings, chain(session_model.clone()), tools, store, None).await?;
     let mut handle = mnemo::agent::spawn(session);
-    handle.ops.send(Op::UserInput { text: "hi".into() }).await?;
+    handle.ops.send(Op::user_input("hi")).await?;
     loop {
         let event = tokio::time::timeout(Duration::from_secs(20), handle.events.recv()).await?;
         if matches!(event.ok_or("agent ended")?, Event::TurnFinished { .. }) {

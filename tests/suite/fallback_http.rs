@@ -83,12 +83,7 @@ async fn run(
     let mut handle = mnemo::agent::spawn(session);
     let mut events = Vec::new();
     for prompt in prompts {
-        handle
-            .ops
-            .send(Op::UserInput {
-                text: prompt.to_string(),
-            })
-            .await?;
+        handle.ops.send(Op::user_input(prompt.to_string())).await?;
         while let Some(event) =
             tokio::time::timeout(Duration::from_secs(20), handle.events.recv()).await?
         {

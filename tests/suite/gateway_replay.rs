@@ -79,21 +79,11 @@ async fn attaching_from_before_the_kept_window_replays_from_the_journal_while_ev
             &mut Vec::new(),
         )
         .await?;
-    reference
-        .ops
-        .send(Op::UserInput {
-            text: "many".into(),
-        })
-        .await?;
+    reference.ops.send(Op::user_input("many")).await?;
     let mut seen = turn(&mut reference).await?;
     assert!(seen.len() > 5_000, "{}", seen.len());
 
-    reference
-        .ops
-        .send(Op::UserInput {
-            text: "paced".into(),
-        })
-        .await?;
+    reference.ops.send(Op::user_input("paced")).await?;
     // The paced turn has begun streaming when the client reattaches.
     while !seen
         .last()

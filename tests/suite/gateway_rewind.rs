@@ -54,7 +54,7 @@ async fn a_remote_front_end_lists_turns_and_rewinds_a_file() -> TestResult {
         .open(&served.loaded, &cli, SessionChoice::New, OPTIONS)
         .await?;
     let text = "write the notes".to_string();
-    attached.ops.send(Op::UserInput { text }).await?;
+    attached.ops.send(Op::user_input(text)).await?;
     let finished = next(&mut attached, |e| {
         matches!(e, Event::TurnFinished { .. }).then_some(())
     });

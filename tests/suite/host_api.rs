@@ -40,7 +40,7 @@ async fn one_turn(host: &Arc<dyn HostApi>, served: &Served, text: &str) -> Falli
         .open(&served.loaded, &cli, SessionChoice::New, OPTIONS)
         .await?;
     let text = text.to_string();
-    attached.ops.send(Op::UserInput { text }).await?;
+    attached.ops.send(Op::user_input(text)).await?;
     let finished = tokio::time::timeout(Duration::from_secs(20), async {
         while let Some(event) = attached.events.recv().await {
             if matches!(event.event, Event::TurnFinished { .. }) {

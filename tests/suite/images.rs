@@ -156,3 +156,43 @@ async fn anthropic_requests_carry_image_blocks_in_user_content_and_tool_results(
     );
     Ok(())
 }
+
+/// `mnemo run` with `--image` and an `@` mention: both images go in the prompt's message; an
+/// image that cannot be attached stops the run before anything is sent.
+#[tokio::test(flavor = "multi_thread")]
+async fn mnemo_run_attaches_images_given_with_image_or_named_in_the_prompt() -> TestResult {
+    let server = TestServer::start(vec![Reply::sse(&openai_text("two pictures"))]).await?;
+    let ws = Arc::new(Workspace::new());
+    std::fs::write(ws.path().join("a.png"), png(30, 20))?;
+    std::fs::write(ws.path().join("b.png"), png(10, 10))?;
+    let mut args = run_on_openai_server(&server.base_url, "compare @a.png with the other");
+    args[5] = "gpt-4o".into();
+    args.splice(
+        args.len() - 1..args.len() - 1,
+        ["--image".to_string(), "b.png".into()],
+    );
+    let out = cli_support::mnemo_with_key(&ws, args.clone()).await?;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("two pictures"));
+    let body = server.only_request().json()?;
+    let user = &body["messages"][1]["content"];
+    let kinds: Vec<&str> = user
+        .as_array()
+        .ok_or("the user content is not a list of parts")?
+        .iter()
+        .filter_map(|p| p["type"].as_str())
+        .collect();
+    assert_eq!(kinds, ["text", "image_url", "image_url"], "{user}");
+
+    let at = args.iter().position(|a| a == "b.png").ok_or("no --image")?;
+    args[at] = "missing.png".into();
+    let out = cli_support::mnemo_with_key(&ws, args).await?;
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("missing.png: not attached, there is no such file"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert_eq!(server.requests().len(), 1, "nothing more was sent");
+    Ok(())
+}

@@ -102,6 +102,7 @@ mod tui_attach_pty;
 mod tui_capabilities;
 mod tui_diffs;
 mod tui_hooks_pty;
+mod tui_images_pty;
 mod tui_input;
 mod tui_markdown;
 mod tui_mcp_pty;

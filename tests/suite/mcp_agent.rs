@@ -210,11 +210,7 @@ async fn a_server_killed_mid_call_fails_the_call_and_the_session_goes_on() -> Te
     ])
     .await?;
     let mut agent = agent(&server, &setup, mcp.clone(), |_| {}).await?;
-    agent
-        .send(Op::UserInput {
-            text: "run the long operation".into(),
-        })
-        .await?;
+    agent.send(Op::user_input("run the long operation")).await?;
     agent
         .until(|e| matches!(e, Event::ToolCallStarted { .. }))
         .await?;
@@ -360,11 +356,7 @@ async fn an_interrupt_cancels_the_mcp_call_at_the_server() -> TestResult {
     ])
     .await?;
     let mut agent = agent(&server, &setup, mcp, |_| {}).await?;
-    agent
-        .send(Op::UserInput {
-            text: "wait".into(),
-        })
-        .await?;
+    agent.send(Op::user_input("wait")).await?;
     agent
         .until(|e| matches!(e, Event::ToolCallStarted { .. }))
         .await?;
@@ -441,11 +433,7 @@ async fn a_write_like_mcp_tool_asks_under_ask_and_a_read_only_one_does_not() -> 
         s.approvals = approvals(ApprovalMode::Ask);
     })
     .await?;
-    agent
-        .send(Op::UserInput {
-            text: "write made.txt".into(),
-        })
-        .await?;
+    agent.send(Op::user_input("write made.txt")).await?;
     let events = answering(
         &mut agent,
         &[ApprovalDecision::Deny, ApprovalDecision::AllowOnce],

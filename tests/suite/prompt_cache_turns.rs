@@ -82,9 +82,7 @@ async fn session(
     for turn in turns {
         handle
             .ops
-            .send(Op::UserInput {
-                text: turn.to_string(),
-            })
+            .send(Op::user_input(turn.to_string()))
             .await
             .unwrap_or_else(|e| panic!("{e}"));
         while let Some(event) = handle.events.recv().await {

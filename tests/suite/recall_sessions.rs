@@ -48,9 +48,9 @@ async fn a_finished_turn_is_found_by_meaning_from_another_session() -> embed_sup
     let mut handle = mnemo::agent::spawn(session);
     handle
         .ops
-        .send(Op::UserInput {
-            text: "We ship a new version to customers every other Thursday.".into(),
-        })
+        .send(Op::user_input(
+            "We ship a new version to customers every other Thursday.",
+        ))
         .await?;
     loop {
         let event = tokio::time::timeout(Duration::from_secs(30), handle.events.recv()).await?;

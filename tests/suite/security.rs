@@ -302,10 +302,7 @@ async fn a_background_sub_agent_swapping_in_a_symlink_cannot_redirect_the_parent
     turns.push(turn("ROOT", json!({"text": "wrote"})));
     // Hundreds of results would fill the scripted model's small window; nothing is compacted.
     let mut h = start(script, |s| s.compact_threshold = 100.0).await;
-    h.send(Op::UserInput {
-        text: "ROOT: write while it swaps".into(),
-    })
-    .await;
+    h.send(Op::user_input("ROOT: write while it swaps")).await;
     let events = h.until_turn_finished().await;
     let writes: Vec<ToolStatus> = events
         .iter()

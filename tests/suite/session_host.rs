@@ -65,7 +65,7 @@ async fn attached_front_ends_share_one_numbered_stream_and_detaching_leaves_the_
     let mut second = host
         .attach(&id, Delivery::DropWhenBehind)
         .ok_or("not live")?;
-    first.ops.send(Op::UserInput { text: "one".into() }).await?;
+    first.ops.send(Op::user_input("one")).await?;
     let a = turn(&mut first).await?;
     let b = turn(&mut second).await?;
     assert_eq!(a, b, "both front ends see the same events");
@@ -76,10 +76,7 @@ async fn attached_front_ends_share_one_numbered_stream_and_detaching_leaves_the_
     // The first front end goes away; the session goes on for the other.
     drop(first);
     assert_eq!(host.live(), vec![id.clone()]);
-    second
-        .ops
-        .send(Op::UserInput { text: "two".into() })
-        .await?;
+    second.ops.send(Op::user_input("two")).await?;
     let later = turn(&mut second).await?;
     assert_eq!(later[0].seq, seqs.len() as u64 + 1, "no gap, no repeat");
     assert!(later.iter().any(|e| matches!(&e.event,
@@ -103,7 +100,7 @@ async fn a_remote_front_end_that_falls_behind_is_detached_while_the_session_goes
     let mut slow = host
         .attach(&reader.session, Delivery::DropWhenBehind)
         .ok_or("not live")?;
-    reader.ops.send(Op::UserInput { text: "go".into() }).await?;
+    reader.ops.send(Op::user_input("go")).await?;
     let all = turn(&mut reader).await?;
     assert!(all.len() > 3000, "{} events", all.len());
     // The slow one got what fitted its queue, in order, and then its stream ended.

@@ -27,12 +27,7 @@ async fn run_turns(
 ) -> Result<Session, Box<dyn std::error::Error>> {
     let mut handle = mnemo::agent::spawn(session);
     for prompt in prompts {
-        handle
-            .ops
-            .send(Op::UserInput {
-                text: prompt.to_string(),
-            })
-            .await?;
+        handle.ops.send(Op::user_input(prompt.to_string())).await?;
         while let Some(event) = handle.events.recv().await {
             if matches!(event, Event::TurnFinished { .. }) {
                 break;

@@ -296,11 +296,7 @@ async fn the_checkpoint_ends_every_later_request_of_its_turn_even_after_a_compac
         let events = agent.turn(&format!("note {i}")).await?;
         assert_eq!(status(&events), Some(TurnStatus::Completed));
     }
-    agent
-        .send(Op::UserInput {
-            text: "deploy the docs".into(),
-        })
-        .await?;
+    agent.send(Op::user_input("deploy the docs")).await?;
     // While the long sleep runs, ask for a compaction: it happens before the next step.
     let mut events = agent
         .until(|e| matches!(e, Event::ToolCallStarted { name, .. } if name == "sleep"))
@@ -435,11 +431,7 @@ async fn a_skill_loaded_before_a_compaction_is_loaded_again_after_it() -> TestRe
         let events = agent.turn(&format!("note {i}")).await?;
         assert_eq!(status(&events), Some(TurnStatus::Completed));
     }
-    agent
-        .send(Op::UserInput {
-            text: "deploy the docs".into(),
-        })
-        .await?;
+    agent.send(Op::user_input("deploy the docs")).await?;
     let mut events = agent
         .until(|e| matches!(e, Event::ToolCallStarted { name, .. } if name == "sleep"))
         .await?;

@@ -133,11 +133,7 @@ async fn writing_or_patching_the_person_s_skills_is_asked_even_under_auto() -> T
     let mut agent = env
         .agent(&server, 0, |s| s.approvals = approvals(ApprovalMode::Auto))
         .await?;
-    agent
-        .send(Op::UserInput {
-            text: "save it".into(),
-        })
-        .await?;
+    agent.send(Op::user_input("save it")).await?;
     let asked = answer(&mut agent, "skill_write", ApprovalDecision::Deny).await?;
     assert!(asked.contains("everywhere"), "{asked}");
     let asked = answer(&mut agent, "skill_patch", ApprovalDecision::Deny).await?;

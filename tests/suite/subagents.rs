@@ -128,10 +128,7 @@ fn three_levels() -> Value {
 #[tokio::test]
 async fn interrupting_the_parent_cancels_three_levels_within_200_ms() {
     let mut h = start(three_levels(), |_| {}).await;
-    h.send(Op::UserInput {
-        text: "ROOT: go".into(),
-    })
-    .await;
+    h.send(Op::user_input("ROOT: go")).await;
     h.until(|e| matches!(e, Event::AgentActivity { run_id, activity } if run_id == "a1.a1.a1" && *activity == AgentActivity::Responding))
         .await;
     let interrupted = Instant::now();
@@ -331,10 +328,7 @@ async fn a_sub_agent_asks_the_same_user_under_the_parents_approval_mode() {
         settings.approvals = std::sync::Arc::new(approvals);
     })
     .await;
-    h.send(Op::UserInput {
-        text: "PARENT: save".into(),
-    })
-    .await;
+    h.send(Op::user_input("PARENT: save")).await;
     let events = h
         .until(|e| matches!(e, Event::ApprovalRequested { .. }))
         .await;

@@ -44,12 +44,8 @@ fn text_sent_while_the_session_starts_is_sent_when_it_is_ready() {
     assert_eq!(
         harness.state.take_outbox(),
         [
-            Op::UserInput {
-                text: "fix the failing test".into()
-            },
-            Op::UserInput {
-                text: "then run clippy".into()
-            }
+            Op::user_input("fix the failing test"),
+            Op::user_input("then run clippy")
         ]
     );
     insta::assert_snapshot!("typed_while_starting", waiting);
@@ -75,12 +71,7 @@ fn up_takes_a_queued_message_back_to_edit() {
     harness.prompt("first");
     harness.type_text("second thing");
     let effects = harness.state.handle_key(key(KeyCode::Tab), harness.now);
-    assert_eq!(
-        effects,
-        [Effect::Send(Op::UserInput {
-            text: "second thing".into()
-        })]
-    );
+    assert_eq!(effects, [Effect::Send(Op::user_input("second thing"))]);
     let effects = harness.state.handle_key(key(KeyCode::Up), harness.now);
     assert_eq!(
         effects,
@@ -284,10 +275,7 @@ fn a_large_paste_is_a_chip_in_the_box_and_the_transcript_but_sent_whole() {
     assert!(!typing.contains("test   1"), "{typing}");
     let effects = harness.state.handle_key(key(KeyCode::Enter), harness.now);
     let sent = format!("why does this fail? {log}");
-    assert_eq!(
-        effects,
-        [Effect::Send(Op::UserInput { text: sent.clone() })]
-    );
+    assert_eq!(effects, [Effect::Send(Op::user_input(sent.clone()))]);
     harness.event(Event::UserMessage {
         text: sent,
         kind: mnemo::protocol::UserMessageKind::Prompt,

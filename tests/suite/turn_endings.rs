@@ -75,7 +75,7 @@ async fn session(models: Vec<ChainModel>) -> Harness {
 
 /// Sends `text` and returns the turn's events and how it ended.
 async fn turn(h: &mut Harness, text: &str) -> (Vec<Event>, TurnStatus, Option<String>) {
-    h.send(Op::UserInput { text: text.into() }).await;
+    h.send(Op::user_input(text)).await;
     let mut events = Vec::new();
     while !matches!(events.last(), Some(Event::TurnFinished { .. })) {
         let next = tokio::time::timeout(Duration::from_secs(3600), h.handle.events.recv()).await;

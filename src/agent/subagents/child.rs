@@ -13,6 +13,7 @@ use super::args::ContextMode;
 use super::host::AgentHost;
 use super::{AgentRuns, Mailbox, Run};
 use crate::agent::Session;
+use crate::agent::decide::Queued;
 use crate::llm::fallback::FallbackChain;
 use crate::llm::{ContentBlock, Message, Role};
 use crate::protocol::{AgentActivity, AgentKind, AgentStatus, Event, TurnStatus, UserMessageKind};
@@ -331,8 +332,7 @@ async fn child_turns(
     let (inbox, wake) = (child.mailbox.inbox.clone(), child.mailbox.wake.clone());
     let mut outcome = child
         .run_turn(
-            prompt,
-            UserMessageKind::Prompt,
+            Queued::text(prompt, UserMessageKind::Prompt),
             run.cancel.clone(),
             inbox.clone(),
         )
@@ -347,8 +347,7 @@ async fn child_turns(
         if let Some(text) = next {
             outcome = child
                 .run_turn(
-                    text,
-                    UserMessageKind::Injected,
+                    Queued::text(text, UserMessageKind::Injected),
                     run.cancel.clone(),
                     inbox.clone(),
                 )

@@ -232,7 +232,7 @@ impl Agent {
 
     /// Sends `text` and returns the events of the turn it starts.
     pub async fn turn(&mut self, text: &str) -> Fallible<Vec<Event>> {
-        self.send(Op::UserInput { text: text.into() }).await?;
+        self.send(Op::user_input(text)).await?;
         self.until(|e| matches!(e, Event::TurnFinished { .. }))
             .await
     }

@@ -90,6 +90,6 @@ pub fn texts<M: std::borrow::Borrow<Message>>(messages: &[M]) -> Vec<String> {
 }
 
 pub async fn run_prompt(h: &mut Harness, text: &str) -> Vec<Event> {
-    h.send(Op::UserInput { text: text.into() }).await;
+    h.send(Op::user_input(text)).await;
     h.until_turn_finished().await
 }

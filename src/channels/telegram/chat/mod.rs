@@ -147,7 +147,7 @@ impl Chat {
         // Sent while a turn runs, it joins that turn before the model's next call.
         let op = match self.busy {
             true => Op::Inject { text },
-            false => Op::UserInput { text },
+            false => Op::user_input(text),
         };
         self.busy = true;
         if attached.ops.send(op).await.is_err() {
