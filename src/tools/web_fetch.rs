@@ -15,6 +15,7 @@ use serde::Deserialize;
 
 use super::web_text::{Body, describe};
 use super::{ToolContext, ToolError, TypedTool};
+use crate::llm::image::ImageBlock;
 use crate::sandbox::ApprovalMode;
 use crate::sandbox::egress::{listed_exactly, resolve_checked};
 
@@ -63,6 +64,14 @@ impl TypedTool for WebFetch {
                 TOTAL_TIMEOUT.as_secs()
             ))
         })??;
+        if let Some(image) = page.image().await {
+            let text = format!(
+                "{} · {} · {}\n\nan image ({}×{}); it is attached for you to see.",
+                page.url, page.status, image.media_type, image.width, image.height
+            );
+            ctx.attach_image(image);
+            return Ok(text);
+        }
         Ok(page.render(limit))
     }
 }
@@ -76,6 +85,26 @@ pub struct Page {
 }
 
 impl Page {
+    /// The body as an image for the model, when it is a whole one that decodes (checked and
+    /// scaled like any image); else it stays described.
+    async fn image(&self) -> Option<ImageBlock> {
+        if self.body.cut || crate::llm::image::sniff(&self.body.bytes).is_none() {
+            return None;
+        }
+        let name = self
+            .url
+            .path_segments()
+            .and_then(|mut s| s.next_back())
+            .filter(|n| !n.is_empty())
+            .unwrap_or("image")
+            .to_string();
+        let bytes = self.body.bytes.clone();
+        tokio::task::spawn_blocking(move || ImageBlock::from_bytes(&name, &bytes).ok())
+            .await
+            .ok()
+            .flatten()
+    }
+
     fn render(&self, limit: usize) -> String {
         let mut text = format!(
             "{} · {} · {}\n\n",

@@ -482,3 +482,45 @@ async fn the_front_end_hears_each_servers_state() -> TestResult {
     agent.finish().await?;
     Ok(())
 }
+
+/// The real server's image (server-everything's tiny PNG) reaches the model as an image block
+/// inside the call's result on the Anthropic wire, its text still describing it.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_mcp_tools_image_reaches_the_model_inside_its_result() -> TestResult {
+    let setup = setup()?;
+    let mcp = manager(vec![("everything", everything()?)], &setup.logs);
+    let server = model(vec![
+        sse_tool_use("r1", "mcp__everything__get-tiny-image", &json!({})),
+        sse_text("r2", "A tiny picture."),
+    ])
+    .await?;
+    let mut agent = agent(&server, &setup, mcp, |_| {}).await?;
+    let events = agent.turn("show me the tiny image").await?;
+    assert_eq!(status(&events), Some(TurnStatus::Completed));
+    let requests = bodies(&server)?;
+    assert_eq!(requests.len(), 2);
+    let messages = requests[1]["messages"].as_array().ok_or("no messages")?;
+    let results: Vec<&Value> = messages
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .flat_map(|m| m["content"].as_array().into_iter().flatten())
+        .filter(|b| b["type"] == "tool_result")
+        .collect();
+    assert_eq!(results.len(), 1, "{messages:#?}");
+    let parts = results[0]["content"]
+        .as_array()
+        .ok_or("the result has no parts")?;
+    let image = parts
+        .iter()
+        .find(|p| p["type"] == "image")
+        .ok_or(format!("no image in {parts:?}"))?;
+    assert_eq!(image["source"]["type"], "base64");
+    assert_eq!(image["source"]["media_type"], "image/png");
+    let text = parts
+        .iter()
+        .find(|p| p["type"] == "text")
+        .and_then(|p| p["text"].as_str())
+        .ok_or("no text part")?;
+    assert!(text.contains("[image: image/png"), "{text}");
+    Ok(())
+}

@@ -10,6 +10,7 @@ use std::net::{TcpListener, TcpStream};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use mnemo::llm::image::ImageBlock;
 use mnemo::sandbox::domains::{DomainList, DomainPattern};
 use mnemo::sandbox::{ApprovalMode, Confinement, SandboxConfig, SandboxSection};
 use mnemo::tools::web_fetch::WebFetch;
@@ -69,6 +70,15 @@ fn answer(mut stream: TcpStream, port: u16) -> std::io::Result<()> {
             stream.write_all(head("200 OK", "image/png", png.len()).as_bytes())?;
             stream.write_all(png)
         }
+        "/shot.png" => {
+            let mut png = std::io::Cursor::new(Vec::new());
+            image::DynamicImage::new_rgb8(40, 30)
+                .write_to(&mut png, image::ImageFormat::Png)
+                .map_err(std::io::Error::other)?;
+            let png = png.into_inner();
+            stream.write_all(head("200 OK", "image/png", png.len()).as_bytes())?;
+            stream.write_all(&png)
+        }
         _ => write!(stream, "{}", head("404 Not Found", "text/plain", 0)),
     }
 }
@@ -105,6 +115,14 @@ fn approvals(domains: &[&str], network: bool, mode: ApprovalMode) -> Arc<Approva
 }
 
 async fn fetch(approvals: Arc<Approvals>, url: &str) -> Result<String, String> {
+    fetch_seeing(approvals, url).await.map(|(text, _)| text)
+}
+
+/// The tool's text and the images it attached for the model.
+async fn fetch_seeing(
+    approvals: Arc<Approvals>,
+    url: &str,
+) -> Result<(String, Vec<ImageBlock>), String> {
     let dir = std::env::temp_dir();
     let ctx = ToolContext::new(
         dir,
@@ -115,10 +133,12 @@ async fn fetch(approvals: Arc<Approvals>, url: &str) -> Result<String, String> {
         None,
         approvals,
     );
-    WebFetch
+    let text = WebFetch
         .call(json!({ "url": url }), &ctx)
         .await
-        .map_err(|e| e.to_string())
+        .map_err(|e| e.to_string())?;
+    let images = ctx.images.lock().map(|i| i.clone()).unwrap_or_default();
+    Ok((text, images))
 }
 
 #[tokio::test]
@@ -142,11 +162,20 @@ async fn a_listed_host_s_page_comes_back_as_markdown_through_its_redirects() -> 
         "{refused}"
     );
 
-    let png = fetch(listed, &format!("http://127.0.0.1:{port}/logo.png")).await?;
+    let (png, images) =
+        fetch_seeing(listed.clone(), &format!("http://127.0.0.1:{port}/logo.png")).await?;
     assert!(
         png.contains("[binary content (image/png, 18 bytes): not shown]"),
-        "{png}"
+        "a broken image is described: {png}"
     );
+    assert!(images.is_empty());
+    let (shot, images) = fetch_seeing(listed, &format!("http://127.0.0.1:{port}/shot.png")).await?;
+    assert!(
+        shot.ends_with("image/png\n\nan image (40×30); it is attached for you to see."),
+        "{shot}"
+    );
+    assert_eq!(images.len(), 1);
+    assert_eq!((images[0].name.as_str(), images[0].width), ("shot.png", 40));
     Ok(())
 }
 
