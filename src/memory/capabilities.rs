@@ -12,8 +12,8 @@ use serde_json::Value;
 
 use super::db::{Db, from_sql_int, now_ms, to_sql_int};
 use super::error::StoreError;
-use super::fts_query::{query_terms, quote_terms};
-use super::ranking::{SearchMode, combined_score, normalize_bm25};
+use super::fts_query::{content_terms, quote_terms};
+use super::ranking::{self, Signals};
 use super::types::Millis;
 use super::vectors::{dot, from_blob, normalize, to_blob};
 
@@ -127,8 +127,6 @@ fn parse_json(
 }
 
 /// Search candidates: row id → keyword score and cosine (when the query has a vector).
-type Candidates = HashMap<i64, (f64, Option<f64>)>;
-
 /// How much a capability is used, in [0, 1]: the third signal of search after keywords and
 /// meaning. A pinned one counts as fully used.
 fn usage(capability: &Capability) -> f64 {
@@ -254,38 +252,48 @@ impl Db {
         Ok(from_sql_int(count))
     }
 
-    /// Best matches first: FTS5 bm25 over name/description/tags/examples; when `query_vector`
-    /// is given, blended with cosine similarity of stored embeddings (capabilities without an
-    /// embedding still rank by keywords); use and pins weigh in a little. Any text is a valid
-    /// query; one without words returns the most used and recently used capabilities.
+    /// Best matches first, ranked as recall ranks: the keyword place (bm25 over
+    /// name/description/tags/examples, scaled by how many of the query's words matched) and,
+    /// with `query_vector`, the meaning place (cosine of the stored embedding), fused so either
+    /// strong signal wins; use and pins only break ties. A capability related by neither (a
+    /// match on a minority of the words, a distant meaning) is not returned: what a search
+    /// finds enters the tool list. Any text is a valid query; one without words returns the
+    /// most used and recently used capabilities.
     pub fn search_capabilities(
         &self,
         query: &str,
         query_vector: Option<&[f32]>,
         limit: usize,
     ) -> Result<Vec<Capability>, StoreError> {
-        let terms = query_terms(query);
+        let terms = content_terms(query);
         if terms.is_empty() || limit == 0 {
             return self.most_used_capabilities(limit);
         }
         let pool = pool_size(limit);
+        let mut signals: HashMap<i64, Signals> = HashMap::new();
         let hits = self.capability_keyword_hits(&terms, pool)?;
-        let mut candidates: Candidates = normalize_bm25(&hits)
-            .into_iter()
-            .map(|(id, keyword)| (id, (keyword, None)))
-            .collect();
-        let mode = match query_vector {
-            None => SearchMode::Keyword,
-            Some(vector) => {
-                self.add_semantic_candidates(&mut candidates, vector, pool)?;
-                SearchMode::Hybrid
-            }
-        };
-        let ids: Vec<i64> = candidates.keys().copied().collect();
+        let ids: Vec<i64> = hits.iter().map(|&(id, _)| id).collect();
+        let matched = self.capability_terms_matched(&terms, &ids)?;
+        for (rank, id) in ids.iter().enumerate() {
+            let count = matched.get(id).copied().unwrap_or(0);
+            signals.insert(
+                *id,
+                Signals {
+                    keyword: Some(rank),
+                    coverage: count as f64 / terms.len() as f64,
+                    ..Signals::default()
+                },
+            );
+        }
+        if let Some(vector) = query_vector {
+            self.add_semantic_signals(&mut signals, vector, pool)?;
+        }
+        signals.retain(|_, s| related(s));
+        let ids: Vec<i64> = signals.keys().copied().collect();
         let mut ranked: Vec<(f64, Capability)> = Vec::with_capacity(ids.len());
         for (id, capability) in self.capabilities_by_id(&ids)? {
-            if let Some(&(keyword, semantic)) = candidates.get(&id) {
-                let score = combined_score(mode, keyword, semantic, usage(&capability));
+            if let Some(signal) = signals.get(&id) {
+                let score = ranking::fused(signal, usage(&capability));
                 ranked.push((score, capability));
             }
         }
@@ -406,11 +414,11 @@ impl Db {
         Ok(hits.collect::<Result<Vec<_>, _>>()?)
     }
 
-    /// Gives the candidates their cosine with `vector` and adds the `pool` latest versions
-    /// most similar to it that no keyword found.
-    fn add_semantic_candidates(
+    /// Gives the candidates their meaning place and cosine with `vector`, adding the `pool`
+    /// latest versions most similar to it that no keyword found.
+    fn add_semantic_signals(
         &self,
-        candidates: &mut Candidates,
+        signals: &mut HashMap<i64, Signals>,
         vector: &[f32],
         pool: usize,
     ) -> Result<(), StoreError> {
@@ -431,16 +439,50 @@ impl Db {
         }
         similar.sort_unstable_by(|a, b| b.1.total_cmp(&a.1));
         for (rank, (id, cosine)) in similar.into_iter().enumerate() {
-            match candidates.get_mut(&id) {
-                Some(candidate) => candidate.1 = Some(cosine),
-                None if rank < pool && cosine > 0.0 => {
-                    candidates.insert(id, (0.0, Some(cosine)));
-                }
-                None => {}
+            let known = signals.contains_key(&id);
+            if known || rank < pool {
+                let signal = signals.entry(id).or_default();
+                signal.semantic = Some(rank);
+                signal.cosine = Some(cosine);
             }
         }
         Ok(())
     }
+
+    /// How many of `terms` each capability of `ids` matches.
+    fn capability_terms_matched(
+        &self,
+        terms: &[String],
+        ids: &[i64],
+    ) -> Result<HashMap<i64, usize>, StoreError> {
+        let mut matched: HashMap<i64, usize> = HashMap::new();
+        if ids.is_empty() {
+            return Ok(matched);
+        }
+        let ids = serde_json::to_string(ids)?;
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT rowid FROM capabilities_fts WHERE capabilities_fts MATCH ?1
+             AND rowid IN (SELECT value FROM json_each(?2))",
+        )?;
+        for term in terms {
+            let expression = quote_terms(std::slice::from_ref(term));
+            let rows = stmt.query_map(params![expression, ids], |row| row.get::<_, i64>(0))?;
+            for id in rows {
+                *matched.entry(id?).or_default() += 1;
+            }
+        }
+        Ok(matched)
+    }
+}
+
+/// Whether a candidate is related to the query at all: half its words matched, or a close
+/// meaning.
+fn related(signal: &Signals) -> bool {
+    let by_words = signal.keyword.is_some() && signal.coverage >= ranking::KEYWORD_FLOOR;
+    let by_meaning = signal
+        .cosine
+        .is_some_and(|c| c >= ranking::MEANING_FLOOR);
+    by_words || by_meaning
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 //! by how close the cosine is; the stronger share counts whole and the other half, so either
 //! signal wins when it is strong, a candidate in both lists gains, and two weak places do not
 //! beat one strong one. A keyword share is scaled by how many of the query's words matched.
-//! Importance only breaks ties.
+//! Importance only breaks ties. Capability search ranks the same way.
 //! Kept apart from the SQL so the fusion can be read, tested and tuned on its own.
 
 use std::cmp::Ordering;
@@ -19,6 +19,9 @@ pub const MAX_COSINE_GAIN: f64 = 1.2;
 /// Below this cosine a candidate found only by meaning is not related to the query: a query
 /// of nonsense words finds nothing rather than the nearest of everything.
 pub const MEANING_FLOOR: f64 = 0.25;
+/// The share of a query's words a candidate found by keywords alone must match to count as
+/// related where what is found costs tokens (capabilities enter the tool list).
+pub const KEYWORD_FLOOR: f64 = 0.5;
 /// Weight of importance (0 to 1): enough to order otherwise equal hits.
 pub const IMPORTANCE_WEIGHT: f64 = 0.01;
 
@@ -42,56 +45,6 @@ pub fn fused(signals: &Signals, importance: f64) -> f64 {
     keyword.max(meaning)
         + 0.5 * keyword.min(meaning)
         + IMPORTANCE_WEIGHT * importance.clamp(0.0, 1.0)
-}
-
-/// Weights of capability search with an embedding provider: semantic, keyword, importance.
-pub const HYBRID_WEIGHTS: (f64, f64, f64) = (0.5, 0.3, 0.2);
-/// Weights of capability search without one: keyword, importance.
-pub const KEYWORD_WEIGHTS: (f64, f64) = (0.8, 0.2);
-
-/// Maps FTS5 bm25 values (negative, lower is better) of one query's hits to [0, 1], the best
-/// hit getting 1 and the others their fraction of its relevance (capability search).
-pub fn normalize_bm25(hits: &[(i64, f64)]) -> Vec<(i64, f64)> {
-    let best = hits.iter().map(|&(_, bm25)| bm25).fold(0.0_f64, f64::min);
-    hits.iter()
-        .map(|&(id, bm25)| {
-            let score = if best < 0.0 {
-                (bm25 / best).clamp(0.0, 1.0)
-            } else {
-                1.0
-            };
-            (id, score)
-        })
-        .collect()
-}
-
-/// Whether a capability query came with an embedding.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SearchMode {
-    Keyword,
-    Hybrid,
-}
-
-/// The combined score of a capability. In hybrid mode one without an embedding and a
-/// negative cosine both count as 0.
-pub fn combined_score(
-    mode: SearchMode,
-    keyword: f64,
-    semantic: Option<f64>,
-    importance: f64,
-) -> f64 {
-    let importance = importance.clamp(0.0, 1.0);
-    match mode {
-        SearchMode::Hybrid => {
-            let (w_semantic, w_keyword, w_importance) = HYBRID_WEIGHTS;
-            let semantic = semantic.unwrap_or(0.0).clamp(0.0, 1.0);
-            w_semantic * semantic + w_keyword * keyword + w_importance * importance
-        }
-        SearchMode::Keyword => {
-            let (w_keyword, w_importance) = KEYWORD_WEIGHTS;
-            w_keyword * keyword + w_importance * importance
-        }
-    }
 }
 
 /// Best score first; equal scores put the newer entry first.
