@@ -479,9 +479,7 @@ impl Db {
 /// meaning.
 fn related(signal: &Signals) -> bool {
     let by_words = signal.keyword.is_some() && signal.coverage >= ranking::KEYWORD_FLOOR;
-    let by_meaning = signal
-        .cosine
-        .is_some_and(|c| c >= ranking::MEANING_FLOOR);
+    let by_meaning = signal.cosine.is_some_and(|c| c >= ranking::MEANING_FLOOR);
     by_words || by_meaning
 }
 

@@ -264,7 +264,11 @@ fn a_match_on_a_minority_of_the_words_or_a_distant_meaning_is_not_found() -> Tes
     db.create_capability(with("weather", "forecast for tomorrow", vec![0.0, 1.0]))?;
     db.create_capability(with("ledger", "book keeping from a csv", vec![0.2, 1.0]))?;
     db.create_capability(with("rooms", "book a meeting room", vec![1.0, 0.3]))?;
-    db.create_capability(with("calendar", "add an event to the calendar", vec![1.0, 0.1]))?;
+    db.create_capability(with(
+        "calendar",
+        "add an event to the calendar",
+        vec![1.0, 0.1],
+    ))?;
     let query = "book a meeting room for tomorrow";
     assert_eq!(search(&db, query)?, vec!["rooms"]);
     let found = db.search_capabilities(query, Some(&[1.0, 0.0]), 10)?;

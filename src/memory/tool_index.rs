@@ -7,7 +7,8 @@ use std::sync::Mutex;
 use rusqlite::{Connection, params};
 
 use super::StoreError;
-use super::fts_query::{query_terms, quote_terms};
+use super::fts_query::{content_terms, quote_terms};
+use super::ranking::KEYWORD_FLOOR;
 
 pub struct ToolIndex {
     conn: Mutex<Connection>,
@@ -38,9 +39,11 @@ impl ToolIndex {
     }
 
     /// The names of the tools closest to `query` (bm25, words weighing more than the
-    /// description), best first. Any text is a valid query; one without words finds nothing.
+    /// description), best first, among those matching at least half of its content words:
+    /// a tool found enters the tool list, so one that shares an incidental word is left out.
+    /// Any text is a valid query; one without words finds nothing.
     pub fn search(&self, query: &str, limit: usize) -> Result<Vec<String>, StoreError> {
-        let terms = query_terms(query);
+        let terms = content_terms(query);
         if terms.is_empty() || limit == 0 {
             return Ok(Vec::new());
         }
@@ -52,11 +55,33 @@ impl ToolIndex {
             "SELECT name FROM tools WHERE tools MATCH ?1
              ORDER BY bm25(tools, 0.0, 4.0, 1.0), name LIMIT ?2",
         )?;
-        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let pool = i64::try_from(limit.saturating_mul(4)).unwrap_or(i64::MAX);
         let names = stmt
-            .query_map(params![quote_terms(&terms), limit], |row| row.get(0))?
+            .query_map(params![quote_terms(&terms), pool], |row| row.get(0))?
             .collect::<Result<Vec<String>, _>>()?;
-        Ok(names)
+        let mut matched = vec![0usize; names.len()];
+        let mut per_term = conn.prepare_cached(
+            "SELECT name FROM tools WHERE tools MATCH ?1 AND name IN (SELECT value FROM json_each(?2))",
+        )?;
+        let listed = serde_json::to_string(&names)?;
+        for term in &terms {
+            let expression = quote_terms(std::slice::from_ref(term));
+            let rows = per_term.query_map(params![expression, listed], |row| row.get(0))?;
+            for name in rows {
+                let name: String = name?;
+                if let Some(at) = names.iter().position(|n| *n == name) {
+                    matched[at] += 1;
+                }
+            }
+        }
+        let floor = terms.len() as f64 * KEYWORD_FLOOR;
+        Ok(names
+            .into_iter()
+            .zip(matched)
+            .filter(|(_, count)| *count as f64 >= floor)
+            .map(|(name, _)| name)
+            .take(limit)
+            .collect())
     }
 }
 
@@ -88,6 +113,16 @@ mod tests {
         assert_eq!(index.search("rename NEAR(\"*", 5)?, ["mcp__fs__move_file"]);
         assert!(index.search("  *** ", 5)?.is_empty());
         assert!(index.search("kubernetes", 5)?.is_empty());
+        // One incidental word of four is not enough to enter the tool list.
+        assert!(
+            index
+                .search("read the calendar of the meeting room", 5)?
+                .is_empty()
+        );
+        assert_eq!(
+            index.search("please read the whole file", 5)?,
+            ["mcp__fs__read_file"]
+        );
         Ok(())
     }
 }
