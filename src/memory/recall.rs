@@ -149,7 +149,8 @@ impl Db {
         }
         let mut hits = Vec::with_capacity(signals.len());
         for (key, signal) in signals {
-            let related = signal.keyword.is_some()
+            // A keyword match on a minority of the question's words is incidental.
+            let related = (signal.keyword.is_some() && signal.coverage >= ranking::KEYWORD_FLOOR)
                 || signal.cosine.is_some_and(|c| c >= ranking::MEANING_FLOOR);
             if !related {
                 continue;
