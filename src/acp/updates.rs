@@ -238,7 +238,7 @@ pub(super) fn asking(
         ),
         ApprovalAction::Network { host, port } => (
             format!("Reach {host}"),
-            format!("A command connects to {host}:{port}, which is not an allowed domain."),
+            format!("A connection to {host}:{port}, which is not an allowed domain."),
             Vec::new(),
         ),
     };

@@ -206,7 +206,7 @@ impl ApprovalPrompt {
             ApprovalAction::Network { host, port } => {
                 lines.push(Line::from(vec![
                     Span::styled("? ", bold),
-                    Span::styled(format!("Let the command reach {host}:{port}?"), bold),
+                    Span::styled(format!("Allow a connection to {host}:{port}?"), bold),
                 ]));
             }
         }

@@ -281,7 +281,7 @@ fn a_commands_connection_to_an_unlisted_domain_is_put_to_the_user() {
     ]);
     let shown = harness.screen(90, 14);
     assert!(
-        shown.contains("Let the command reach index.crates.io:443?"),
+        shown.contains("Allow a connection to index.crates.io:443?"),
         "{shown}"
     );
     assert!(
