@@ -1,7 +1,6 @@
 //! The agent task. It owns the session (history, model chain, tools) and talks to front ends only
 //! through the protocol: `Op`s in on one channel, `Event`s out on another.
 
-mod attachments;
 mod checkpoint;
 mod compaction;
 pub mod compaction_plan;
@@ -26,6 +25,7 @@ mod tool_set;
 mod turn_loop;
 mod turn_report;
 mod user_commands;
+mod user_message;
 mod window;
 mod working_set;
 

@@ -6,10 +6,6 @@ use tokio_util::sync::CancellationToken;
 
 use crate::text::{clip, first_line};
 
-/// A session's title: the first line of its first message, cut to this many characters.
-const TITLE_CHARS: usize = 60;
-
-use super::attachments::{user_message, with_image_labels};
 use super::compaction::CompactReason;
 use super::decide::Queued;
 use super::decide::{BeforeCall, CallFailure, Limits, Next, Reply, ToolsRan, TurnState};
@@ -193,42 +189,6 @@ impl Session {
         })
         .await;
         (TurnStatus::Refused, Some(why))
-    }
-
-    async fn add_user_text(
-        &mut self,
-        text: String,
-        kind: UserMessageKind,
-    ) -> Result<(), StoreError> {
-        self.add_user_message(text, kind, Vec::new()).await
-    }
-
-    async fn add_user_message(
-        &mut self,
-        text: String,
-        kind: UserMessageKind,
-        images: Vec<ImageBlock>,
-    ) -> Result<(), StoreError> {
-        let seq = self.next_seq;
-        let shown = with_image_labels(&text, &images);
-        self.commit_as(user_message(&text, images), kind).await?;
-        if kind != UserMessageKind::Prompt {
-            let id = self.id.clone();
-            self.services
-                .store
-                .call(move |db| db.set_message_kind(&id, seq, kind))
-                .await?;
-        }
-        let first = seq == 0;
-        if first {
-            let (id, title) = (self.id.clone(), clip(first_line(&text), TITLE_CHARS));
-            self.services
-                .store
-                .call(move |db| db.rename_session(&id, &title))
-                .await?;
-        }
-        self.emit(Event::UserMessage { text: shown, kind }).await;
-        Ok(())
     }
 
     async fn turn_steps(

@@ -1,18 +1,59 @@
-//! Images a person attached to a message: checked again here (kind, size, pixels) whoever sent
-//! them, since the gateway and other front ends reach the session too, then kept in the user
-//! message beside its text.
+//! User messages as the session keeps them: the text, the images attached to it (checked again
+//! here for kind, size and pixels whoever sent them, since the gateway and other front ends
+//! reach the session too), the session's title from its first message, and the event front
+//! ends show.
 
 use base64::Engine;
 
 use super::Session;
 use crate::llm::image::ImageBlock;
 use crate::llm::{ContentBlock, Message, Role};
-use crate::protocol::{Attachment, Event};
+use crate::memory::StoreError;
+use crate::protocol::{Attachment, Event, UserMessageKind};
+use crate::text::{clip, first_line};
 
+/// A session's title: the first line of its first message, cut to this many characters.
+const TITLE_CHARS: usize = 60;
 /// Images one message may carry; more are refused with a note.
 pub const MAX_IMAGES: usize = 8;
 
 impl Session {
+    pub(super) async fn add_user_text(
+        &mut self,
+        text: String,
+        kind: UserMessageKind,
+    ) -> Result<(), StoreError> {
+        self.add_user_message(text, kind, Vec::new()).await
+    }
+
+    pub(super) async fn add_user_message(
+        &mut self,
+        text: String,
+        kind: UserMessageKind,
+        images: Vec<ImageBlock>,
+    ) -> Result<(), StoreError> {
+        let seq = self.next_seq;
+        let shown = with_image_labels(&text, &images);
+        self.commit_as(user_message(&text, images), kind).await?;
+        if kind != UserMessageKind::Prompt {
+            let id = self.id.clone();
+            self.services
+                .store
+                .call(move |db| db.set_message_kind(&id, seq, kind))
+                .await?;
+        }
+        let first = seq == 0;
+        if first {
+            let (id, title) = (self.id.clone(), clip(first_line(&text), TITLE_CHARS));
+            self.services
+                .store
+                .call(move |db| db.rename_session(&id, &title))
+                .await?;
+        }
+        self.emit(Event::UserMessage { text: shown, kind }).await;
+        Ok(())
+    }
+
     /// The attachments as image blocks; one that is not a usable image is left out, and the
     /// front end hears why.
     pub(super) async fn take_attachments(&mut self, attached: Vec<Attachment>) -> Vec<ImageBlock> {
