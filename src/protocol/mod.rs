@@ -12,7 +12,7 @@ mod values;
 pub use front_end::{FrontEndReply, FrontEndRequest, FrontEndServices};
 pub use rewind::{NotRestored, RewindReport, RewindWhat, TurnSummary};
 pub use user_commands::UserCommandInfo;
-pub use values::{ApprovalMode, Escalation, TodoItem, TodoStatus, Usage};
+pub use values::{ApprovalMode, Attachment, Escalation, TodoItem, TodoStatus, Usage};
 
 /// An event as it leaves the session host: which session, and its place in that session's
 /// stream (1 for the first event the host handed out).
@@ -89,14 +89,6 @@ impl Op {
             images: Vec::new(),
         }
     }
-}
-
-/// An image attached to a user message: its name and its encoded bytes in base64. The session
-/// checks it again (kind, size, pixels) before the model sees it, whoever sent it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Attachment {
-    pub name: String,
-    pub data: String,
 }
 
 /// What became of a question the model put to the person (`ask_user`).

@@ -1,5 +1,5 @@
-//! Small values the protocol carries that the agent's parts share: token usage and the
-//! approval vocabulary. They live here so the protocol depends on nothing else of the crate.
+//! Small values the protocol carries that the agent's parts share: token usage, the
+//! approval vocabulary and images attached to a message. They live here so the protocol depends on nothing else of the crate.
 
 use std::fmt;
 
@@ -135,4 +135,12 @@ impl TodoStatus {
             TodoStatus::Done => "[x]",
         }
     }
+}
+
+/// An image attached to a user message: its name and its encoded bytes in base64. The session
+/// checks it again (kind, size, pixels) before the model sees it, whoever sent it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Attachment {
+    pub name: String,
+    pub data: String,
 }
