@@ -8,14 +8,16 @@
 
 #[path = "../tests/suite/embed_support/mod.rs"]
 mod embed_support;
+#[path = "../tests/suite/recall_support/mod.rs"]
+mod recall_support;
 
 use std::error::Error;
 use std::path::Path;
 
-use mnemo::llm::{ContentBlock, Message};
 use mnemo::memory::embed::backfill::embed_pending;
 use mnemo::memory::recall::RecallScope;
-use mnemo::memory::{EmbeddingClient, NewArchiveEntry, NewSession, Store, search_archive};
+use mnemo::memory::{EmbeddingClient, Store, search_archive};
+use recall_support::{archive_session, turn};
 use serde::Deserialize;
 
 type BenchResult<T = ()> = Result<T, Box<dyn Error>>;
@@ -76,15 +78,6 @@ const REPLIES: [&str; 4] = [
     "Finished, nothing else was touched.",
 ];
 
-fn turn(user: &str, assistant: &str) -> [Message; 2] {
-    [
-        Message::user_text(user.to_string()),
-        Message::assistant(vec![ContentBlock::Text {
-            text: assistant.to_string(),
-        }]),
-    ]
-}
-
 /// An unrelated request, different for each `n` below 100 (and repeating its wording after).
 fn filler(n: usize) -> (String, &'static str) {
     let subject = SUBJECTS[n % SUBJECTS.len()];
@@ -105,33 +98,7 @@ async fn plant_one(store: &Store, n: usize, said: Option<&str>) -> BenchResult<i
     }
     let (after, reply) = filler(n + 37);
     messages.extend(turn(&after, reply));
-    let (topic, summary) = mnemo::memory::mechanical_summary(&messages);
-    let session = format!("session-{n}");
-    let entry = NewArchiveEntry {
-        session_id: session.clone(),
-        topic: topic.unwrap_or_default(),
-        summary,
-        token_count: 200,
-        importance: 0.5,
-        first_seq: 1,
-        last_seq: messages.len() as i64,
-        started_at: n as i64 * 1000,
-        ended_at: n as i64 * 1000 + 500,
-        messages,
-    };
-    let id = store
-        .call(move |db| {
-            db.create_session(NewSession {
-                id: session,
-                parent_id: None,
-                cwd: "/ws".into(),
-                model: "m".into(),
-                title: String::new(),
-            })?;
-            db.archive_messages(entry)
-        })
-        .await?;
-    Ok(id)
+    archive_session(store, n, messages).await
 }
 
 /// Plants `facts` (each with its distractor beside it) and unrelated sessions up to `total`

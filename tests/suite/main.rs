@@ -14,6 +14,7 @@ mod gateway_support;
 mod jobs_support;
 mod mcp_support;
 mod pty_support;
+mod recall_support;
 mod sandbox_support;
 mod skills_support;
 mod subagent_support;

@@ -5,13 +5,13 @@
 //! real all-MiniLM-L6-v2 from PyPI) both. The figures are printed (`--nocapture`).
 
 use crate::embed_support;
+use crate::recall_support::{archive_session, turn};
 
 use mnemo::memory::recall::RecallScope;
 use std::path::Path;
 
-use mnemo::llm::{ContentBlock, Message};
 use mnemo::memory::embed::backfill::embed_pending;
-use mnemo::memory::{EmbeddingClient, NewArchiveEntry, NewSession, Store, search_archive};
+use mnemo::memory::{EmbeddingClient, Store, search_archive};
 use serde::Deserialize;
 
 #[derive(Deserialize)]
@@ -57,15 +57,6 @@ const FILLER: [(&str, &str); 8] = [
     ),
 ];
 
-fn turn(user: &str, assistant: &str) -> [Message; 2] {
-    [
-        Message::user_text(user.to_string()),
-        Message::assistant(vec![ContentBlock::Text {
-            text: assistant.to_string(),
-        }]),
-    ]
-}
-
 /// One session per fact, its conversation archived as one entry.
 async fn plant(store: &Store, facts: &[Fact]) -> Result<(), Box<dyn std::error::Error>> {
     for (i, fact) in facts.iter().enumerate() {
@@ -78,32 +69,7 @@ async fn plant(store: &Store, facts: &[Fact]) -> Result<(), Box<dyn std::error::
             "Noted, I will keep that in mind.",
         ));
         messages.extend(turn(after.0, after.1));
-        let (topic, summary) = mnemo::memory::mechanical_summary(&messages);
-        let session = format!("session-{i}");
-        let entry = NewArchiveEntry {
-            session_id: session.clone(),
-            topic: topic.unwrap_or_default(),
-            summary,
-            token_count: 200,
-            importance: 0.5,
-            first_seq: 1,
-            last_seq: 6,
-            started_at: i as i64 * 1000,
-            ended_at: i as i64 * 1000 + 500,
-            messages,
-        };
-        store
-            .call(move |db| {
-                db.create_session(NewSession {
-                    id: session,
-                    parent_id: None,
-                    cwd: "/ws".into(),
-                    model: "m".into(),
-                    title: String::new(),
-                })?;
-                db.archive_messages(entry)
-            })
-            .await?;
+        archive_session(store, i, messages).await?;
     }
     Ok(())
 }
