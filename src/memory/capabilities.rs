@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use super::db::{Db, from_sql_int, now_ms, to_sql_int};
 use super::error::StoreError;
-use super::fts_query::{content_terms, quote_terms};
+use super::fts_query::{content_terms, quote_terms, terms_matched};
 use super::ranking::{self, Signals};
 use super::types::Millis;
 use super::vectors::{dot, from_blob, normalize, to_blob};
@@ -273,7 +273,7 @@ impl Db {
         let mut signals: HashMap<i64, Signals> = HashMap::new();
         let hits = self.capability_keyword_hits(&terms, pool)?;
         let ids: Vec<i64> = hits.iter().map(|&(id, _)| id).collect();
-        let matched = self.capability_terms_matched(&terms, &ids)?;
+        let matched = terms_matched(&self.conn, "capabilities_fts", "rowid", &terms, &ids)?;
         for (rank, id) in ids.iter().enumerate() {
             let count = matched.get(id).copied().unwrap_or(0);
             signals.insert(
@@ -288,7 +288,7 @@ impl Db {
         if let Some(vector) = query_vector {
             self.add_semantic_signals(&mut signals, vector, pool)?;
         }
-        signals.retain(|_, s| related(s));
+        signals.retain(|_, s| ranking::related(s));
         let ids: Vec<i64> = signals.keys().copied().collect();
         let mut ranked: Vec<(f64, Capability)> = Vec::with_capacity(ids.len());
         for (id, capability) in self.capabilities_by_id(&ids)? {
@@ -448,39 +448,6 @@ impl Db {
         }
         Ok(())
     }
-
-    /// How many of `terms` each capability of `ids` matches.
-    fn capability_terms_matched(
-        &self,
-        terms: &[String],
-        ids: &[i64],
-    ) -> Result<HashMap<i64, usize>, StoreError> {
-        let mut matched: HashMap<i64, usize> = HashMap::new();
-        if ids.is_empty() {
-            return Ok(matched);
-        }
-        let ids = serde_json::to_string(ids)?;
-        let mut stmt = self.conn.prepare_cached(
-            "SELECT rowid FROM capabilities_fts WHERE capabilities_fts MATCH ?1
-             AND rowid IN (SELECT value FROM json_each(?2))",
-        )?;
-        for term in terms {
-            let expression = quote_terms(std::slice::from_ref(term));
-            let rows = stmt.query_map(params![expression, ids], |row| row.get::<_, i64>(0))?;
-            for id in rows {
-                *matched.entry(id?).or_default() += 1;
-            }
-        }
-        Ok(matched)
-    }
-}
-
-/// Whether a candidate is related to the query at all: half its words matched, or a close
-/// meaning.
-fn related(signal: &Signals) -> bool {
-    let by_words = signal.keyword.is_some() && signal.coverage >= ranking::KEYWORD_FLOOR;
-    let by_meaning = signal.cosine.is_some_and(|c| c >= ranking::MEANING_FLOOR);
-    by_words || by_meaning
 }
 
 #[cfg(test)]

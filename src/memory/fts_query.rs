@@ -57,6 +57,41 @@ pub fn quote_terms(terms: &[String]) -> String {
     quoted.join(" OR ")
 }
 
+/// How many of `terms` each of `keys` matches in `table`, whose column `key` names a row
+/// (`rowid`, or a stored name): a match on one incidental word of a long question is a weak
+/// keyword signal however well bm25 ranks it.
+pub(super) fn terms_matched<K>(
+    conn: &rusqlite::Connection,
+    table: &str,
+    key: &str,
+    terms: &[String],
+    keys: &[K],
+) -> Result<std::collections::HashMap<K, usize>, super::StoreError>
+where
+    K: rusqlite::types::FromSql + serde::Serialize + Eq + std::hash::Hash,
+{
+    let mut matched = std::collections::HashMap::new();
+    if keys.is_empty() {
+        return Ok(matched);
+    }
+    let sql = format!(
+        "SELECT {key} FROM {table} WHERE {table} MATCH ?1
+         AND {key} IN (SELECT value FROM json_each(?2))"
+    );
+    let keys = serde_json::to_string(keys)?;
+    let mut stmt = conn.prepare_cached(&sql)?;
+    for term in terms {
+        let expression = quote_terms(std::slice::from_ref(term));
+        let rows = stmt.query_map(rusqlite::params![expression, keys], |row| {
+            row.get::<_, K>(0)
+        })?;
+        for found in rows {
+            *matched.entry(found?).or_default() += 1;
+        }
+    }
+    Ok(matched)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

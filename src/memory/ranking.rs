@@ -35,6 +35,15 @@ pub struct Signals {
     pub cosine: Option<f64>,
 }
 
+/// Whether a candidate is related to the query at all: half its words matched, or a close
+/// meaning. What is not is left out (a match on a minority of a question's words is
+/// incidental).
+pub fn related(signal: &Signals) -> bool {
+    let by_words = signal.keyword.is_some() && signal.coverage >= KEYWORD_FLOOR;
+    let by_meaning = signal.cosine.is_some_and(|c| c >= MEANING_FLOOR);
+    by_words || by_meaning
+}
+
 /// The fused score of a candidate.
 pub fn fused(signals: &Signals, importance: f64) -> f64 {
     let share = |rank: Option<usize>| rank.map_or(0.0, |r| 1.0 / (RRF_K + 1.0 + r as f64));

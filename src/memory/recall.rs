@@ -10,7 +10,7 @@ use serde::Serialize;
 
 use super::db::Db;
 use super::error::StoreError;
-use super::fts_query::{content_terms, quote_terms};
+use super::fts_query::{content_terms, quote_terms, terms_matched};
 use super::keyword::keyword_candidates;
 use super::piece_file::PieceFile;
 use super::piece_index::{Key, PieceIndex, Source};
@@ -114,7 +114,7 @@ impl Db {
             (Source::Message, messages),
             (Source::Dream, dream),
         ] {
-            let matched = self.terms_matched(source, &terms, &ids)?;
+            let matched = terms_matched(&self.conn, fts_table(source), "rowid", &terms, &ids)?;
             for (rank, id) in ids.iter().enumerate() {
                 let entry = signals.entry((source, *id)).or_default();
                 entry.keyword = Some(rank);
@@ -149,9 +149,7 @@ impl Db {
         }
         let mut hits = Vec::with_capacity(signals.len());
         for (key, signal) in signals {
-            // A keyword match on a minority of the question's words is incidental.
-            let related = (signal.keyword.is_some() && signal.coverage >= ranking::KEYWORD_FLOOR)
-                || signal.cosine.is_some_and(|c| c >= ranking::MEANING_FLOOR);
+            let related = ranking::related(&signal);
             if !related {
                 continue;
             }
@@ -165,35 +163,6 @@ impl Db {
         ranking::sort_hits(&mut hits);
         hits.truncate(limit);
         Ok(hits)
-    }
-
-    /// How many of `terms` each of `ids` matches: a match on one incidental word of a long
-    /// question is a weak keyword signal however well bm25 ranks it.
-    fn terms_matched(
-        &self,
-        source: Source,
-        terms: &[String],
-        ids: &[i64],
-    ) -> Result<HashMap<i64, usize>, StoreError> {
-        let mut matched: HashMap<i64, usize> = HashMap::new();
-        if ids.is_empty() {
-            return Ok(matched);
-        }
-        let table = fts_table(source);
-        let sql = format!(
-            "SELECT rowid FROM {table} WHERE {table} MATCH ?1
-             AND rowid IN (SELECT value FROM json_each(?2))"
-        );
-        let ids = serde_json::to_string(ids)?;
-        let mut stmt = self.conn.prepare_cached(&sql)?;
-        for term in terms {
-            let expression = quote_terms(std::slice::from_ref(term));
-            let rows = stmt.query_map(params![expression, ids], |row| row.get::<_, i64>(0))?;
-            for id in rows {
-                *matched.entry(id?).or_default() += 1;
-            }
-        }
-        Ok(matched)
     }
 
     /// The best keyword matches among experiences or working messages, by bm25.

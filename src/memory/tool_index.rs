@@ -7,7 +7,7 @@ use std::sync::Mutex;
 use rusqlite::{Connection, params};
 
 use super::StoreError;
-use super::fts_query::{content_terms, quote_terms};
+use super::fts_query::{content_terms, quote_terms, terms_matched};
 use super::ranking::KEYWORD_FLOOR;
 
 pub struct ToolIndex {
@@ -59,27 +59,11 @@ impl ToolIndex {
         let names = stmt
             .query_map(params![quote_terms(&terms), pool], |row| row.get(0))?
             .collect::<Result<Vec<String>, _>>()?;
-        let mut matched = vec![0usize; names.len()];
-        let mut per_term = conn.prepare_cached(
-            "SELECT name FROM tools WHERE tools MATCH ?1 AND name IN (SELECT value FROM json_each(?2))",
-        )?;
-        let listed = serde_json::to_string(&names)?;
-        for term in &terms {
-            let expression = quote_terms(std::slice::from_ref(term));
-            let rows = per_term.query_map(params![expression, listed], |row| row.get(0))?;
-            for name in rows {
-                let name: String = name?;
-                if let Some(at) = names.iter().position(|n| *n == name) {
-                    matched[at] += 1;
-                }
-            }
-        }
+        let matched = terms_matched(&conn, "tools", "name", &terms, &names)?;
         let floor = terms.len() as f64 * KEYWORD_FLOOR;
         Ok(names
             .into_iter()
-            .zip(matched)
-            .filter(|(_, count)| *count as f64 >= floor)
-            .map(|(name, _)| name)
+            .filter(|name| matched.get(name).copied().unwrap_or(0) as f64 >= floor)
             .take(limit)
             .collect())
     }
