@@ -339,6 +339,7 @@ fn streaming_state(now: Instant) -> AppState {
         Event::UserMessage {
             text: "go".into(),
             kind: UserMessageKind::Prompt,
+            images: Vec::new(),
         },
         now,
     );
@@ -429,6 +430,7 @@ fn state_after_100_turns(now: Instant) -> AppState {
             Event::UserMessage {
                 text: format!("question {turn}"),
                 kind: UserMessageKind::Prompt,
+                images: Vec::new(),
             },
             Event::ToolCallStarted {
                 call_id: call_id.clone(),
@@ -493,6 +495,7 @@ fn pager_frames() {
             Event::UserMessage {
                 text: format!("question {n}"),
                 kind: UserMessageKind::Queued,
+                images: Vec::new(),
             },
             Event::AssistantMessage {
                 text: format!("An **answer** with `code` and a list:\n\n- one {n}\n- two"),

@@ -247,7 +247,9 @@ fn print_event(
                 writeln!(err, "… {why}")?;
             }
         }
-        Event::UserMessage { text, kind } if *kind != crate::protocol::UserMessageKind::Prompt => {
+        Event::UserMessage { text, kind, .. }
+            if *kind != crate::protocol::UserMessageKind::Prompt =>
+        {
             writeln!(err, "» {text}")?;
         }
         Event::AgentStarted {

@@ -86,7 +86,9 @@ fn plan(items: &[TodoItem]) -> Plan {
 /// The updates of an event of a stored session's history (`session/load`).
 pub(super) fn replayed(event: &Event, workspace: &Path) -> Vec<SessionUpdate> {
     match event {
-        Event::UserMessage { text: said, kind } if !kind.by_mnemo() => {
+        Event::UserMessage {
+            text: said, kind, ..
+        } if !kind.by_mnemo() => {
             vec![SessionUpdate::UserMessageChunk(text(said))]
         }
         Event::AssistantMessage { text: said } => {

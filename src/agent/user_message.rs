@@ -33,7 +33,7 @@ impl Session {
         images: Vec<ImageBlock>,
     ) -> Result<(), StoreError> {
         let seq = self.next_seq;
-        let shown = with_image_labels(&text, &images);
+        let labels = images.iter().map(ImageBlock::label).collect();
         self.commit_as(user_message(&text, images), kind).await?;
         if kind != UserMessageKind::Prompt {
             let id = self.id.clone();
@@ -50,7 +50,12 @@ impl Session {
                 .call(move |db| db.rename_session(&id, &title))
                 .await?;
         }
-        self.emit(Event::UserMessage { text: shown, kind }).await;
+        self.emit(Event::UserMessage {
+            text,
+            kind,
+            images: labels,
+        })
+        .await;
         Ok(())
     }
 
@@ -96,16 +101,6 @@ pub(super) fn user_message(text: &str, images: Vec<ImageBlock>) -> Message {
     }
 }
 
-/// What the transcript shows of the message: its text, then a line per image (as a resumed
-/// session shows it).
-pub(super) fn with_image_labels(text: &str, images: &[ImageBlock]) -> String {
-    let mut shown = text.to_string();
-    for image in images {
-        shown.push_str(&format!("\n[image: {}]", image.label()));
-    }
-    shown
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -143,14 +138,11 @@ mod tests {
     }
 
     #[test]
-    fn the_message_keeps_the_text_and_the_transcript_names_each_image() {
+    fn the_message_keeps_the_text_and_each_image_is_named_with_its_size() {
         let image = image_of(&attachment("shot.png", &png())).unwrap_or_else(|e| panic!("{e}"));
         let message = user_message("what is this?", vec![image.clone()]);
         assert_eq!(message.text(), "what is this?");
         assert!(matches!(&message.content[1], ContentBlock::Image(i) if i.name == "shot.png"));
-        assert_eq!(
-            with_image_labels("what is this?", &[image]),
-            "what is this?\n[image: shot.png 4×3]"
-        );
+        assert_eq!(image.label(), "shot.png 4×3");
     }
 }

@@ -109,11 +109,12 @@ fn assistant(stored: &StoredMessage, calls: &mut Vec<Call>, events: &mut Vec<Eve
 
 fn user(stored: &StoredMessage, calls: &mut Vec<Call>, events: &mut Vec<Event>) {
     let mut texts = Vec::new();
+    let mut images = Vec::new();
     for block in &stored.message.content {
         match block {
             ContentBlock::Text { text } => texts.push(text.clone()),
             ContentBlock::Image(image) if image.tool_use_id.is_none() => {
-                texts.push(format!("[image: {}]", image.label()));
+                images.push(image.label());
             }
             ContentBlock::Image(_) => {}
             ContentBlock::ToolResult {
@@ -157,10 +158,11 @@ fn user(stored: &StoredMessage, calls: &mut Vec<Call>, events: &mut Vec<Event>) 
             | ContentBlock::Server(_) => {}
         }
     }
-    if !texts.is_empty() {
+    if !texts.is_empty() || !images.is_empty() {
         events.push(Event::UserMessage {
             text: texts.join("\n"),
             kind: stored.kind.unwrap_or(UserMessageKind::Prompt),
+            images,
         });
     }
 }

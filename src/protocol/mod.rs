@@ -290,6 +290,9 @@ pub enum Event {
     UserMessage {
         text: String,
         kind: UserMessageKind,
+        /// The images attached to it, each as its name and size (`shot.png 30×20`).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        images: Vec<String>,
     },
     TextDelta {
         text: String,

@@ -174,6 +174,14 @@ fn notice_lines(level: NoticeLevel, text: &str) -> Vec<Line<'static>> {
         .collect()
 }
 
+/// A user message as the transcript shows it: its text, then a line per image attached.
+pub fn with_images(mut text: String, images: &[String]) -> String {
+    for image in images {
+        text.push_str(&format!("\n[image: {image}]"));
+    }
+    text
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

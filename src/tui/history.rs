@@ -42,8 +42,8 @@ pub fn cells(events: &[Event]) -> Vec<Cell> {
             });
         }
         match event {
-            Event::UserMessage { text, kind } => cells.push(Cell::User {
-                text: text.clone(),
+            Event::UserMessage { text, kind, images } => cells.push(Cell::User {
+                text: super::cells::with_images(text.clone(), images),
                 kind: *kind,
                 folded: None,
             }),
@@ -138,6 +138,7 @@ mod tests {
             Event::UserMessage {
                 text: "list it".into(),
                 kind: UserMessageKind::Prompt,
+                images: Vec::new(),
             },
             Event::ReasoningDelta {
                 text: "A listing ".into(),

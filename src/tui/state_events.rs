@@ -34,12 +34,14 @@ impl AppState {
                 self.status.activity = Activity::Thinking;
                 self.status.turn_started.get_or_insert(now);
             }
-            Event::UserMessage { text, kind } => {
+            Event::UserMessage { text, kind, images } => {
                 self.finish_stream();
                 let mut folded = None;
-                if let Some(index) = self.pending.iter().position(|p| echoes(&text, &p.text)) {
+                if let Some(index) = self.pending.iter().position(|p| p.text == text) {
                     folded = crate::tui::paste::folded(&text, &self.pending.remove(index).folds);
                 }
+                let folded = folded.map(|shown| crate::tui::cells::with_images(shown, &images));
+                let text = crate::tui::cells::with_images(text, &images);
                 self.commit_cell(Cell::User { text, kind, folded });
             }
             Event::QueuedWithdrawn { text } => {
@@ -450,17 +452,5 @@ impl AppState {
         if !repeated {
             self.notice(level, &text);
         }
-    }
-}
-
-/// Whether a user message the session stored is the one typed: its text, then a line per
-/// image attached.
-fn echoes(stored: &str, typed: &str) -> bool {
-    match stored.strip_prefix(typed) {
-        Some("") => true,
-        Some(rest) => {
-            rest.lines().skip(1).all(|l| l.starts_with("[image: ")) && rest.starts_with('\n')
-        }
-        None => false,
     }
 }

@@ -265,7 +265,7 @@ async fn an_injection_becomes_a_user_message_before_the_next_model_call() {
     .await;
     let events = h.until_turn_finished().await;
     assert!(events.iter().any(|e| matches!(e,
-        Event::UserMessage { text, kind: UserMessageKind::Injected } if text == "also check the tests")));
+        Event::UserMessage { text, kind: UserMessageKind::Injected, .. } if text == "also check the tests")));
     let session = h.finish().await;
     let history = session.history();
     assert_eq!(history.len(), 5);
@@ -333,7 +333,7 @@ async fn a_message_sent_during_a_turn_is_queued_as_the_next_turn() {
     assert_eq!(text_deltas(&first), "first answer");
     let second = h.until_turn_finished().await;
     assert!(second.iter().any(|e| matches!(e,
-        Event::UserMessage { text, kind: UserMessageKind::Queued } if text == "two")));
+        Event::UserMessage { text, kind: UserMessageKind::Queued, .. } if text == "two")));
     assert_eq!(text_deltas(&second), "second answer");
 }
 

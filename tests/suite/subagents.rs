@@ -243,6 +243,7 @@ async fn the_elastic_timeout_moves_a_run_to_the_background_and_injects_its_resul
         Event::UserMessage {
             text,
             kind: UserMessageKind::Injected,
+            ..
         } => Some(text.clone()),
         _ => None,
     });

@@ -279,6 +279,7 @@ fn a_large_paste_is_a_chip_in_the_box_and_the_transcript_but_sent_whole() {
     harness.event(Event::UserMessage {
         text: sent,
         kind: mnemo::protocol::UserMessageKind::Prompt,
+        images: Vec::new(),
     });
     let shown = harness.screen(70, 8);
     assert!(

@@ -123,6 +123,7 @@ fn pending_injection_and_queued_message() {
         Event::UserMessage {
             text: "also check the tests".into(),
             kind: UserMessageKind::Injected,
+            images: Vec::new(),
         },
         text("Tests checked.\n"),
     ]);

@@ -19,6 +19,7 @@ fn each_message_mnemo_writes_to_the_model_says_why_it_was_sent() {
         harness.event(Event::UserMessage {
             text: text.into(),
             kind,
+            images: Vec::new(),
         });
     }
     let screen = harness.screen(90, 10);

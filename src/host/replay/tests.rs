@@ -58,6 +58,7 @@ fn a_turn_replays_in_the_order_it_happened() {
             Event::UserMessage {
                 text: "question 0".into(),
                 kind: UserMessageKind::Prompt,
+                images: Vec::new(),
             },
             Event::ReasoningDelta {
                 text: "The listing answers it.".into(),

@@ -69,6 +69,7 @@ impl Harness {
             Event::UserMessage {
                 text: text.into(),
                 kind: UserMessageKind::Prompt,
+                images: Vec::new(),
             },
         ]);
     }
